@@ -1,0 +1,103 @@
+//! One switch between `std`/`parking_lot` and [loom] for every atomic, lock, cell and thread
+//! that gort's concurrent cores use.
+//!
+//! Code in gort never names `std::sync::atomic`, `parking_lot` or `std::cell::UnsafeCell`
+//! directly in a data structure that a loom model covers; it names `gort_sync::...` instead, so
+//! that `RUSTFLAGS="--cfg loom"` swaps in loom's instrumented versions (the habit of
+//! `tokio/src/loom/mod.rs`). Under loom, [`Mutex`] is loom's mutex wrapped to keep
+//! parking_lot's non-poisoning API, and [`UnsafeCell`] exposes loom's `with`/`with_mut` access
+//! in both builds.
+//!
+//! [loom]: https://docs.rs/loom
+
+#![warn(missing_docs)]
+
+#[cfg(not(loom))]
+mod imp {
+    pub use std::sync::atomic;
+    pub use std::sync::Arc;
+    pub use std::thread;
+
+    /// A mutex without poisoning (parking_lot's, outside loom).
+    pub type Mutex<T> = parking_lot::Mutex<T>;
+    /// The guard of [`Mutex`].
+    pub type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+
+    /// `std::cell::UnsafeCell` with loom's closure-based access, so one source serves both builds.
+    #[derive(Debug, Default)]
+    pub struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        /// Wraps `value`.
+        pub const fn new(value: T) -> Self {
+            UnsafeCell(std::cell::UnsafeCell::new(value))
+        }
+        /// Runs `f` with a shared raw pointer to the value.
+        #[inline(always)]
+        pub fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            f(self.0.get())
+        }
+        /// Runs `f` with a unique raw pointer to the value.
+        #[inline(always)]
+        pub fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+        /// Returns the value.
+        pub fn into_inner(self) -> T {
+            self.0.into_inner()
+        }
+    }
+
+    /// Spin-loop hint (a loom yield point under loom).
+    #[inline(always)]
+    pub fn spin_loop() {
+        std::hint::spin_loop()
+    }
+
+    /// Gives up the CPU while waiting for another thread (a loom yield point under loom).
+    #[inline(always)]
+    pub fn yield_now() {
+        std::thread::yield_now()
+    }
+}
+
+#[cfg(loom)]
+mod imp {
+    pub use loom::cell::UnsafeCell;
+    pub use loom::sync::atomic;
+    pub use loom::sync::Arc;
+    pub use loom::thread;
+
+    /// loom's mutex with parking_lot's API (no poisoning).
+    #[derive(Debug, Default)]
+    pub struct Mutex<T>(loom::sync::Mutex<T>);
+    /// The guard of [`Mutex`].
+    pub type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+
+    impl<T> Mutex<T> {
+        /// Wraps `value`.
+        pub fn new(value: T) -> Self {
+            Mutex(loom::sync::Mutex::new(value))
+        }
+        /// Locks, ignoring poisoning.
+        pub fn lock(&self) -> MutexGuard<'_, T> {
+            self.0.lock().unwrap_or_else(|e| e.into_inner())
+        }
+        /// Tries to lock without blocking.
+        pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            self.0.try_lock().ok()
+        }
+    }
+
+    /// A loom yield point.
+    pub fn spin_loop() {
+        loom::thread::yield_now()
+    }
+
+    /// A loom yield point.
+    pub fn yield_now() {
+        loom::thread::yield_now()
+    }
+}
+
+pub use imp::*;
