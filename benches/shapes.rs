@@ -1,1 +1,332 @@
-fn main() {}
+//! Benchmark shapes of `/work/shared/bench/SHAPES.md`, gort vs Tokio, in one run.
+//!
+//! ```text
+//! cargo bench --bench shapes -- [FILTER...] [--quick] [--json]
+//! ```
+//!
+//! * `FILTER`: run only shapes whose id, name or group (`timer`, `sched`) contains one of
+//!   the words (case-insensitive), e.g. `T3 reset sched`.
+//! * `--quick`: counts (and T5/T7 time windows) scaled down about 10x, for a CI smoke run.
+//! * `--json`: print JSON lines (one object per shape, metric and runtime, after one `meta`
+//!   object) instead of the table; `benches/run.sh` merges them with the Go program's.
+//!
+//! Every (shape, runtime) pair runs in a child process (this binary re-executed with
+//! `--child ID RUNTIME`), so peak RSS is per runtime and a crash or hang of one runtime
+//! (killed after a time limit) costs only its own row. Both runtimes use W =
+//! `available_parallelism` workers.
+
+#![warn(missing_docs)]
+
+#[path = "shapes/common.rs"]
+mod common;
+#[path = "shapes/report.rs"]
+mod report;
+#[path = "shapes/sched_gort.rs"]
+mod sched_gort;
+#[path = "shapes/sched_tokio.rs"]
+mod sched_tokio;
+#[path = "shapes/timer_gort.rs"]
+mod timer_gort;
+#[path = "shapes/timer_tokio.rs"]
+mod timer_tokio;
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Figures, Params};
+use report::{Outcome, Runtime};
+
+/// One workload of SHAPES.md, as run by each runtime.
+#[derive(Debug)]
+pub struct Shape {
+    /// Short id used in filters and JSON (`T3_1M`).
+    pub id: &'static str,
+    /// Name from SHAPES.md (with its variant).
+    pub name: &'static str,
+    /// `timer` or `sched`.
+    pub group: &'static str,
+    /// Metric keys shown, in order; the unit is the key's suffix (see `report::unit`).
+    pub metrics: &'static [&'static str],
+    /// The gort side.
+    pub gort: fn(&Params) -> Figures,
+    /// The Tokio side.
+    pub tokio: fn(&Params) -> Figures,
+}
+
+const PER_OP: &[&str] = &["per_op_ns"];
+const FANOUT: &[&str] = &[
+    "wall_ms",
+    "cpu_ms",
+    "late_p50_us",
+    "late_p99_us",
+    "late_max_us",
+    "rss_mib",
+];
+const TICKS: &[&str] = &["late_p50_us", "late_p99_us", "late_max_us", "dropped"];
+
+/// Every shape, in SHAPES.md order.
+pub static SHAPES: &[Shape] = &[
+    Shape {
+        id: "T1",
+        name: "start_stop",
+        group: "timer",
+        metrics: PER_OP,
+        gort: timer_gort::t1_start_stop,
+        tokio: timer_tokio::t1_start_stop,
+    },
+    Shape {
+        id: "T2",
+        name: "reset",
+        group: "timer",
+        metrics: PER_OP,
+        gort: timer_gort::t2_reset,
+        tokio: timer_tokio::t2_reset,
+    },
+    Shape {
+        id: "T3_100k",
+        name: "sleep_fanout 100k",
+        group: "timer",
+        metrics: FANOUT,
+        gort: timer_gort::t3_100k,
+        tokio: timer_tokio::t3_100k,
+    },
+    Shape {
+        id: "T3_1M",
+        name: "sleep_fanout 1M",
+        group: "timer",
+        metrics: FANOUT,
+        gort: timer_gort::t3_1m,
+        tokio: timer_tokio::t3_1m,
+    },
+    Shape {
+        id: "T4",
+        name: "after_func_storm",
+        group: "timer",
+        metrics: &["last_fired_ms", "cpu_ms", "late_p99_us"],
+        gort: timer_gort::t4_after_func_storm,
+        tokio: timer_tokio::t4_after_func_storm,
+    },
+    Shape {
+        id: "T5_idle",
+        name: "ticker_jitter idle",
+        group: "timer",
+        metrics: TICKS,
+        gort: timer_gort::t5_idle,
+        tokio: timer_tokio::t5_idle,
+    },
+    Shape {
+        id: "T5_busy",
+        name: "ticker_jitter busy",
+        group: "timer",
+        metrics: TICKS,
+        gort: timer_gort::t5_busy,
+        tokio: timer_tokio::t5_busy,
+    },
+    Shape {
+        id: "T6",
+        name: "timeout_rpc",
+        group: "timer",
+        metrics: PER_OP,
+        gort: timer_gort::t6_timeout_rpc,
+        tokio: timer_tokio::t6_timeout_rpc,
+    },
+    Shape {
+        id: "T7",
+        name: "mass_cancel",
+        group: "timer",
+        metrics: &["cpu_ms", "rss_mib", "fired"],
+        gort: timer_gort::t7_mass_cancel,
+        tokio: timer_tokio::t7_mass_cancel,
+    },
+    Shape {
+        id: "T8",
+        name: "simultaneous",
+        group: "timer",
+        metrics: &["last_p50_us", "last_max_us"],
+        gort: timer_gort::t8_simultaneous,
+        tokio: timer_tokio::t8_simultaneous,
+    },
+    Shape {
+        id: "T9",
+        name: "reset_earlier",
+        group: "timer",
+        metrics: PER_OP,
+        gort: timer_gort::t9_reset_earlier,
+        tokio: timer_tokio::t9_reset_earlier,
+    },
+    Shape {
+        id: "R1",
+        name: "spawn_many",
+        group: "sched",
+        metrics: &["per_task_ns"],
+        gort: sched_gort::r1_spawn_many,
+        tokio: sched_tokio::r1_spawn_many,
+    },
+    Shape {
+        id: "R2",
+        name: "yield_many",
+        group: "sched",
+        metrics: &["per_yield_ns"],
+        gort: sched_gort::r2_yield_many,
+        tokio: sched_tokio::r2_yield_many,
+    },
+    Shape {
+        id: "R3",
+        name: "ping_pong",
+        group: "sched",
+        metrics: &["per_round_trip_ns"],
+        gort: sched_gort::r3_ping_pong,
+        tokio: sched_tokio::r3_ping_pong,
+    },
+    Shape {
+        id: "R4",
+        name: "chained_spawn",
+        group: "sched",
+        metrics: &["per_spawn_ns"],
+        gort: sched_gort::r4_chained_spawn,
+        tokio: sched_tokio::r4_chained_spawn,
+    },
+];
+
+/// Command line of the parent (table/JSON) and of a child (`--child ID RUNTIME`).
+#[derive(Debug, Default)]
+struct Opts {
+    quick: bool,
+    json: bool,
+    filters: Vec<String>,
+    child: Option<(String, String)>,
+}
+
+fn parse_args() -> Opts {
+    let mut o = Opts::default();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--quick" => o.quick = true,
+            "--json" => o.json = true,
+            // cargo bench passes --bench to harness = false targets.
+            "--bench" => {}
+            "--child" => {
+                let id = args.next().expect("--child needs a shape id");
+                let rt = args.next().expect("--child needs a runtime");
+                o.child = Some((id, rt));
+            }
+            "-h" | "--help" => {
+                eprintln!("usage: shapes [FILTER...] [--quick] [--json]");
+                let ids: Vec<_> = SHAPES.iter().map(|s| s.id).collect();
+                eprintln!("shapes: {}", ids.join(" "));
+                std::process::exit(0);
+            }
+            f if f.starts_with('-') => panic!("unknown option {f}"),
+            f => o.filters.push(f.to_lowercase()),
+        }
+    }
+    o
+}
+
+fn selected(s: &Shape, filters: &[String]) -> bool {
+    filters.is_empty()
+        || filters.iter().any(|f| {
+            [s.id, s.name, s.group]
+                .iter()
+                .any(|k| k.to_lowercase().contains(f.as_str()))
+        })
+}
+
+/// Child: run one shape on one runtime and print `figure KEY VALUE` lines.
+fn child(p: &Params, id: &str, rt: &str) {
+    let shape = SHAPES.iter().find(|s| s.id == id).expect("unknown shape id");
+    let run = match rt.parse::<Runtime>().expect("unknown runtime") {
+        Runtime::Gort => shape.gort,
+        Runtime::Tokio => shape.tokio,
+    };
+    let mut figures = run(p);
+    figures.push(("rss_mib", common::peak_rss_mib()));
+    for (k, v) in figures {
+        println!("figure {k} {v}");
+    }
+}
+
+/// Parent: run `shape` on `rt` in a child process, killing it after `limit`.
+fn spawn_child(shape: &Shape, rt: Runtime, quick: bool, limit: Duration) -> Outcome {
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut cmd = Command::new(exe);
+    cmd.args(["--child", shape.id, rt.name()]);
+    if quick {
+        cmd.arg("--quick");
+    }
+    let mut proc = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("re-execute the bench binary");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = proc.try_wait().expect("wait for the child") {
+            break Ok(st);
+        }
+        if start.elapsed() > limit {
+            let _ = proc.kill();
+            let _ = proc.wait();
+            break Err(format!("killed after {} s", limit.as_secs()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut out = String::new();
+    if let Some(mut o) = proc.stdout.take() {
+        let _ = o.read_to_string(&mut out);
+    }
+    let figures = status.and_then(|st| {
+        if !st.success() {
+            return Err(format!("child failed: {st}"));
+        }
+        Ok(out
+            .lines()
+            .filter_map(|l| {
+                let mut w = l.strip_prefix("figure ")?.split(' ');
+                Some((w.next()?.to_owned(), w.next()?.parse().ok()?))
+            })
+            .collect())
+    });
+    Outcome {
+        runtime: rt,
+        figures,
+        secs: start.elapsed().as_secs_f64(),
+    }
+}
+
+fn main() {
+    let opts = parse_args();
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let params = Params {
+        quick: opts.quick,
+        workers,
+    };
+    if let Some((id, rt)) = &opts.child {
+        child(&params, id, rt);
+        return;
+    }
+    let limit = Duration::from_secs(if opts.quick { 120 } else { 900 });
+    let meta = report::Meta::gather(&params);
+    if !opts.json {
+        eprintln!("{}", meta.headline());
+    }
+    let mut results = Vec::new();
+    for shape in SHAPES.iter().filter(|s| selected(s, &opts.filters)) {
+        let outcomes: Vec<Outcome> = [Runtime::Gort, Runtime::Tokio]
+            .into_iter()
+            .map(|rt| {
+                let o = spawn_child(shape, rt, opts.quick, limit);
+                eprintln!("  {:<8} {:<6} {:>7.1} s", shape.id, rt.name(), o.secs);
+                o
+            })
+            .collect();
+        results.push((shape, outcomes));
+    }
+    if opts.json {
+        report::print_json(&meta, &results);
+    } else {
+        report::print_table(&meta, &results);
+    }
+}

@@ -1,1 +1,162 @@
-//! placeholder
+//! gort's scheduler: green tasks on Go's G/M/P model (Go's `runtime/proc.go`).
+//!
+//! - **G** = a task ([`spawn`]): a future in one heap cell with an atomic state word.
+//! - **P** = a processor: the right to run tasks, with a local run queue, a `runnext` slot
+//!   and its own timer heap (`gort-timer`). There are [`Runtime::procs`] of them.
+//! - **M** = a worker thread. An M runs tasks only while it holds a P; idle Ms park, and
+//!   exactly one of them at a time blocks in the poller (a `mio::Poll`) until the earliest
+//!   timer of all Ps.
+//!
+//! `design/ARCHITECTURE.md` walks through the whole scheduler; each module's docs say which
+//! Go function it ports and who may touch what.
+
+#![warn(missing_docs)]
+
+mod blocking;
+mod context;
+mod idle;
+mod p;
+mod poller;
+mod procs;
+mod runtime;
+mod shared;
+mod sysmon;
+mod task;
+mod worker;
+
+pub use procs::default_procs;
+pub use runtime::{Builder, Metrics, Runtime};
+pub use shared::MAX_PROCS;
+pub use task::{JoinError, JoinHandle};
+
+use blocking::BlockingTask;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+const OUTSIDE: &str = "must be called from the context of a gort runtime \
+     (inside Runtime::block_on, a task, or a blocking closure)";
+
+/// Spawns a task on the current runtime.
+///
+/// The task starts running at once on some P (the current one when called from a task, in
+/// its `runnext` slot as Go's `go` statement does); the returned [`JoinHandle`] yields its
+/// output.
+///
+/// # Panics
+///
+/// Outside a gort runtime.
+///
+/// # Examples
+///
+/// ```
+/// let rt = gort_sched::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let h = gort_sched::spawn(async { "hello" });
+///     assert_eq!(h.await.unwrap(), "hello");
+/// });
+/// ```
+#[track_caller]
+pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match context::current() {
+        Some(shared) => runtime::spawn_on(&shared, future),
+        None => panic!("gort::spawn {OUTSIDE}"),
+    }
+}
+
+/// Runs a blocking closure on the runtime's blocking pool (threads started on demand, at most
+/// 512, each exiting after 10 s idle), so that it does not hold up tasks.
+///
+/// # Panics
+///
+/// Outside a gort runtime.
+#[track_caller]
+pub fn spawn_blocking<F, R>(f: F) -> JoinHandle<R>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    let Some(shared) = context::current() else {
+        panic!("gort::spawn_blocking {OUTSIDE}");
+    };
+    let cell = task::Cell::new(BlockingTask::new(f), shared.blocking.clone());
+    use task::Schedule;
+    shared.blocking.schedule(cell.clone());
+    JoinHandle::new(cell)
+}
+
+/// Runs `f`, which may block, on the current thread after handing this thread's P to another
+/// M (Go's `entersyscall`/`handoffp`), so that the P's other tasks and its timers keep
+/// running meanwhile. Afterwards the thread takes any idle P back (Go's `exitsyscall`) and
+/// the calling task goes on.
+///
+/// Outside a worker thread (in `block_on`, a blocking closure) it simply runs `f`.
+pub fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
+    let p = context::current_p();
+    let Some(shared) = context::current().filter(|_| !p.is_null()) else {
+        return f();
+    };
+    // SAFETY: a non-null context P is a live P of the current runtime.
+    let id = unsafe { (*p).id };
+    let p = shared.p(id).expect("gort: current P missing").clone();
+    context::set_current_p(std::ptr::null());
+    shared.handoffp(p);
+    let out = f();
+    if let Some(p) = shared.idle.pidleget() {
+        context::set_current_p(std::sync::Arc::as_ptr(&p));
+        // The M loop re-reads the context after this poll and takes ownership of `p` from
+        // `allp`; the Arc we hold here is just a reference.
+    }
+    out
+}
+
+/// Yields to the scheduler: the current task goes to the back of its P's queue and runs again
+/// after the others (Go's `runtime.Gosched`).
+///
+/// # Examples
+///
+/// ```
+/// let rt = gort_sched::Runtime::new().unwrap();
+/// rt.block_on(gort_sched::spawn(async { gort_sched::yield_now().await })).unwrap();
+/// ```
+pub async fn yield_now() {
+    YieldNow(false).await
+}
+
+struct YieldNow(bool);
+
+impl Future for YieldNow {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            return Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+/// What the timer layer (`gort-time`) needs from the scheduler. Not a user API.
+#[doc(hidden)]
+pub mod timer_api {
+    pub use gort_timer::{Host, Nanos, Timers};
+
+    /// Runs `f` with the timers a new timer should go to (this thread's P's, or a P chosen
+    /// round-robin on a thread without one) and the scheduler's wake-up hook. `None` outside a
+    /// gort runtime.
+    pub fn with_home<R>(f: impl FnOnce(&Timers, &dyn Host) -> R) -> Option<R> {
+        crate::context::with_current(|s| {
+            s.map(|s| f(s.timer_home(), &crate::shared::TimerHost(s)))
+        })
+    }
+
+    /// Whether this thread is inside a gort runtime.
+    pub fn in_runtime() -> bool {
+        crate::context::with_current(|s| s.is_some())
+    }
+}

@@ -1,0 +1,252 @@
+//! Output of a run: the machine/versions headline, the gort vs Tokio table and the JSON
+//! lines read by `benches/run.sh` (the Go program prints the same records).
+//!
+//! JSON lines: first `{"meta":true,...}`, then per shape, metric and runtime
+//! `{"runtime":"gort","shape":"T1","name":"start_stop","metric":"per_op_ns","value":12.3}`;
+//! `value` is `null` (with an `"error"`) when that runtime's child failed.
+
+use std::fmt::Write as _;
+use std::str::FromStr;
+
+use crate::common::Params;
+use crate::Shape;
+
+/// A runtime compared in this binary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runtime {
+    /// This project.
+    Gort,
+    /// Tokio multi-thread runtime.
+    Tokio,
+}
+
+impl Runtime {
+    /// Name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Runtime::Gort => "gort",
+            Runtime::Tokio => "tokio",
+        }
+    }
+}
+
+impl FromStr for Runtime {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "gort" => Ok(Runtime::Gort),
+            "tokio" => Ok(Runtime::Tokio),
+            _ => Err(format!("unknown runtime {s}")),
+        }
+    }
+}
+
+/// What one child process produced.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Which runtime ran.
+    pub runtime: Runtime,
+    /// Figures by key, or why there are none.
+    pub figures: Result<Vec<(String, f64)>, String>,
+    /// Seconds the child took, start-up included.
+    pub secs: f64,
+}
+
+impl Outcome {
+    fn get(&self, key: &str) -> Result<f64, String> {
+        match &self.figures {
+            Ok(f) => f
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|&(_, v)| v)
+                .ok_or_else(|| format!("no figure {key}")),
+            Err(e) => Err(e.clone()),
+        }
+    }
+}
+
+/// The machine and versions a run is reported with.
+#[derive(Debug)]
+pub struct Meta {
+    workers: usize,
+    quick: bool,
+    cpu: String,
+    rustc: String,
+    tokio: String,
+    commit: String,
+}
+
+impl Meta {
+    /// Reads the CPU model, `rustc -V`, Tokio's locked version and the git commit.
+    pub fn gather(p: &Params) -> Meta {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|s| {
+                let line = s.lines().find(|l| l.starts_with("model name"))?;
+                Some(line.split(':').nth(1)?.trim().to_owned())
+            })
+            .unwrap_or_else(|| "?".into());
+        let cmd = |prog: &str, args: &[&str]| {
+            std::process::Command::new(prog)
+                .args(args)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+                .unwrap_or_else(|| "?".into())
+        };
+        let lock = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.lock");
+        let tokio = std::fs::read_to_string(lock)
+            .ok()
+            .and_then(|s| {
+                let at = s.find("name = \"tokio\"\nversion = \"")? + 25;
+                Some(s[at..].split('"').next()?.to_owned())
+            })
+            .unwrap_or_else(|| "?".into());
+        Meta {
+            workers: p.workers,
+            quick: p.quick,
+            cpu,
+            rustc: cmd("rustc", &["-V"]),
+            tokio,
+            commit: cmd("git", &["rev-parse", "--short", "HEAD"]),
+        }
+    }
+
+    /// One line naming the machine, the versions and the mode.
+    pub fn headline(&self) -> String {
+        format!(
+            "W = {} workers, CPU {}, {}, tokio {}, commit {}, {} run",
+            self.workers,
+            self.cpu,
+            self.rustc,
+            self.tokio,
+            self.commit,
+            if self.quick { "quick" } else { "full" }
+        )
+    }
+}
+
+/// Unit of a metric, from its key's suffix.
+pub fn unit(key: &str) -> &'static str {
+    match key.rsplit('_').next() {
+        Some("ns") => "ns",
+        Some("us") => "µs",
+        Some("ms") => "ms",
+        Some("mib") => "MiB",
+        _ => "count",
+    }
+}
+
+/// Metric key without its unit suffix, for the table.
+fn label(key: &str) -> String {
+    let base = match unit(key) {
+        "count" => key,
+        _ => key.rsplit_once('_').map_or(key, |(b, _)| b),
+    };
+    base.replace('_', " ")
+}
+
+/// Whether a smaller value is better (all but the `fired` correctness count).
+fn lower_is_better(key: &str) -> bool {
+    key != "fired"
+}
+
+/// `peer / gort` when meaningful (both positive and lower-is-better).
+fn ratio(key: &str, gort: Result<f64, String>, peer: Result<f64, String>) -> String {
+    match (gort, peer) {
+        (Ok(g), Ok(p)) if lower_is_better(key) && g > 0.0 && p > 0.0 => format!("{:.2}", p / g),
+        _ => "-".into(),
+    }
+}
+
+/// A figure with 3-4 significant digits.
+fn num(v: Result<f64, String>) -> String {
+    match v {
+        Ok(v) if v >= 100.0 => format!("{v:.0}"),
+        Ok(v) if v >= 10.0 => format!("{v:.1}"),
+        Ok(v) => format!("{v:.2}"),
+        Err(_) => "ERR".into(),
+    }
+}
+
+/// Prints the gort vs Tokio table (ratio > 1 = gort faster or leaner).
+pub fn print_table(meta: &Meta, results: &[(&Shape, Vec<Outcome>)]) {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", meta.headline());
+    let _ = writeln!(
+        out,
+        "{:<24} {:<16} {:<5} {:>10} {:>10} {:>10}",
+        "shape", "metric", "unit", "gort", "tokio", "tokio/gort"
+    );
+    let mut errors = Vec::new();
+    for (shape, outcomes) in results {
+        let by = |rt| outcomes.iter().find(|o| o.runtime == rt);
+        let (g, t) = (by(Runtime::Gort), by(Runtime::Tokio));
+        for o in outcomes {
+            if let Err(e) = &o.figures {
+                errors.push(format!("{} {}: {e}", shape.id, o.runtime.name()));
+            }
+        }
+        for (i, key) in shape.metrics.iter().enumerate() {
+            let get = |o: Option<&Outcome>| o.map_or(Err("not run".into()), |o| o.get(key));
+            let title = if i == 0 {
+                format!("{} {}", shape.id, shape.name)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                out,
+                "{:<24} {:<16} {:<5} {:>10} {:>10} {:>10}",
+                title,
+                label(key),
+                unit(key),
+                num(get(g)),
+                num(get(t)),
+                ratio(key, get(g), get(t)),
+            );
+        }
+    }
+    for e in errors {
+        let _ = writeln!(out, "error: {e}");
+    }
+    print!("{out}");
+}
+
+/// A JSON string literal (the texts here have no control characters but quotes may occur).
+fn js(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// Prints the JSON lines described in the module docs.
+pub fn print_json(meta: &Meta, results: &[(&Shape, Vec<Outcome>)]) {
+    println!(
+        "{{\"meta\":true,\"source\":\"rust\",\"workers\":{},\"quick\":{},\"cpu\":{},\"rustc\":{},\"tokio\":{},\"commit\":{}}}",
+        meta.workers,
+        meta.quick,
+        js(&meta.cpu),
+        js(&meta.rustc),
+        js(&meta.tokio),
+        js(&meta.commit)
+    );
+    for (shape, outcomes) in results {
+        for key in shape.metrics {
+            for o in outcomes {
+                let value = match o.get(key) {
+                    Ok(v) if v.is_finite() => format!("{v}"),
+                    Ok(_) => "null".into(),
+                    Err(e) => format!("null,\"error\":{}", js(&e)),
+                };
+                println!(
+                    "{{\"runtime\":{},\"shape\":{},\"name\":{},\"metric\":{},\"value\":{}}}",
+                    js(o.runtime.name()),
+                    js(shape.id),
+                    js(shape.name),
+                    js(key),
+                    value
+                );
+            }
+        }
+    }
+}

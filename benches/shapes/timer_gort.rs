@@ -1,0 +1,378 @@
+//! Timer shapes T1-T9 on gort (procs = W), with the Go call of SHAPES.md where gort has it:
+//! `after_func(..).stop()`, `AfterFunc::reset`, `Ticker`, `timeout`. T1, T2 and T9 use
+//! after_func timers because they always sit in a P's heap (a channel `Timer` may be kept
+//! out of the heap while nobody waits on its channel, which would not measure the heap).
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gort::time::{after_func, sleep_until, AfterFunc, Ticker};
+
+use crate::common::{
+    durations, median, ms, spin_for, tick_figures, us, Figures, Latch, Meter, Params, Rng,
+    Samples, Signal, HOUR, SEED,
+};
+
+/// The runtime every gort shape runs on: procs = W.
+pub fn runtime(p: &Params) -> gort::Runtime {
+    gort::Builder::new()
+        .procs(p.workers)
+        .build()
+        .expect("build the gort runtime")
+}
+
+/// Runs `body` as a spawned task (so its own spawns go to the local run queue, as in a
+/// server).
+pub fn run<F, Fut>(p: &Params, body: F) -> Figures
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Figures> + Send + 'static,
+{
+    let rt = runtime(p);
+    let figures = rt
+        .block_on(rt.spawn(body()))
+        .expect("the shape's root task panicked");
+    // Pending hour-long timers and parked tasks are not part of the figure.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    figures
+}
+
+/// Spawns `make(t)` for t in 0..w.
+fn spawn_each<F, Fut>(w: usize, mut make: F) -> Vec<gort::JoinHandle<()>>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    (0..w).map(|t| gort::spawn(make(t))).collect()
+}
+
+/// Awaits every task, passing a panic on (so a broken shape fails instead of hanging).
+async fn join_all(tasks: Vec<gort::JoinHandle<()>>) {
+    for t in tasks {
+        t.await.expect("a shape task panicked");
+    }
+}
+
+/// Time left until `due` (zero if passed), for the Duration-taking Go-style calls.
+fn until(due: Instant) -> Duration {
+    due.saturating_duration_since(Instant::now())
+}
+
+/// T1: W tasks each start and at once stop N/W one-hour after_func timers.
+pub fn t1_start_stop(p: &Params) -> Figures {
+    let (per, total) = p.split(p.n(1_000_000));
+    let w = p.workers;
+    run(p, move || async move {
+        let m = Meter::start();
+        join_all(spawn_each(w, |_| async move {
+            for _ in 0..per {
+                assert!(after_func(HOUR, || {}).stop(), "stop of a fresh timer failed");
+            }
+        }))
+        .await;
+        vec![("per_op_ns", m.ns_per(total))]
+    })
+}
+
+/// T2: W tasks each reset their own armed timer N/W times to one hour ahead.
+pub fn t2_reset(p: &Params) -> Figures {
+    let (per, total) = p.split(p.n(1_000_000));
+    let w = p.workers;
+    run(p, move || async move {
+        let m = Meter::start();
+        join_all(spawn_each(w, |_| async move {
+            let t = after_func(HOUR, || {});
+            for _ in 0..per {
+                t.reset(HOUR);
+            }
+            assert!(t.stop(), "the reset timer was not active");
+        }))
+        .await;
+        vec![("per_op_ns", m.ns_per(total))]
+    })
+}
+
+/// What the K sleeping tasks of T3 (and the callbacks of T4) report into.
+struct Fanout {
+    late: Samples,
+    done: Latch,
+}
+
+/// T3: K tasks each sleep a random 1..1000 ms and record their lateness.
+pub fn t3_sleep_fanout(p: &Params, k: usize) -> Figures {
+    let ds = durations(SEED ^ 3, k, Duration::from_millis(1), Duration::from_millis(1000));
+    run(p, move || async move {
+        let f = Arc::new(Fanout {
+            late: Samples::new(k),
+            done: Latch::new(k),
+        });
+        let m = Meter::start();
+        for (i, d) in ds.into_iter().enumerate() {
+            let f = f.clone();
+            gort::spawn(async move {
+                let due = Instant::now() + d;
+                sleep_until(due.into()).await;
+                f.late.record(i, due, Instant::now());
+                f.done.arrive();
+            });
+        }
+        f.done.wait().await;
+        let (wall, cpu) = (m.wall(), m.cpu());
+        let [p50, p99, max] = f.late.percentiles_us();
+        vec![
+            ("wall_ms", ms(wall)),
+            ("cpu_ms", ms(cpu)),
+            ("late_p50_us", p50),
+            ("late_p99_us", p99),
+            ("late_max_us", max),
+        ]
+    })
+}
+
+/// T3 with K = 100,000 (10,000 quick).
+pub fn t3_100k(p: &Params) -> Figures {
+    t3_sleep_fanout(p, p.n(100_000))
+}
+
+/// T3 with K = 1,000,000 (100,000 quick).
+pub fn t3_1m(p: &Params) -> Figures {
+    t3_sleep_fanout(p, p.n(1_000_000))
+}
+
+/// T4: N after_func callbacks due uniformly over the next second, scheduled by W tasks.
+pub fn t4_after_func_storm(p: &Params) -> Figures {
+    let (per, n) = p.split(p.n(1_000_000));
+    let w = p.workers;
+    let offs = Arc::new(durations(SEED ^ 4, n, Duration::ZERO, Duration::from_nanos(999_999_999)));
+    run(p, move || async move {
+        let f = Arc::new(Fanout {
+            late: Samples::new(n),
+            done: Latch::new(n),
+        });
+        let m = Meter::start();
+        let base = Instant::now();
+        for t in 0..w {
+            let (f, offs) = (f.clone(), offs.clone());
+            gort::spawn(async move {
+                for i in t * per..(t + 1) * per {
+                    let (f, due) = (f.clone(), base + offs[i]);
+                    // The handle is dropped: an after_func keeps running without it.
+                    after_func(until(due), move || {
+                        f.late.record(i, due, Instant::now());
+                        f.done.arrive();
+                    });
+                }
+            });
+        }
+        f.done.wait().await;
+        let (wall, cpu) = (m.wall(), m.cpu());
+        vec![
+            ("last_fired_ms", ms(wall)),
+            ("cpu_ms", ms(cpu)),
+            ("late_p99_us", f.late.percentiles_us()[1]),
+        ]
+    })
+}
+
+/// T5: one 1 ms `Ticker` read by one task; with `busy`, W other tasks spin on CPU work in
+/// 50 µs slices between yields.
+pub fn t5_ticker_jitter(p: &Params, busy: bool) -> Figures {
+    let ticks = p.pick(2000, 200);
+    let w = p.workers;
+    run(p, move || async move {
+        let stop = Arc::new(AtomicBool::new(false));
+        if busy {
+            for _ in 0..w {
+                let stop = stop.clone();
+                gort::spawn(async move {
+                    while !stop.load(Ordering::Relaxed) {
+                        spin_for(Duration::from_micros(50));
+                        gort::yield_now().await;
+                    }
+                });
+            }
+        }
+        let period = Duration::from_millis(1);
+        let t0 = Instant::now();
+        let ticker = Ticker::new(period);
+        let mut recs = Vec::with_capacity(ticks);
+        for _ in 0..ticks {
+            let due = ticker.c().recv().await.expect("the ticker channel closed");
+            recs.push((Instant::from(due), Instant::now()));
+        }
+        ticker.stop();
+        stop.store(true, Ordering::Relaxed);
+        tick_figures(t0, period, &recs)
+    })
+}
+
+/// T5 on an idle runtime.
+pub fn t5_idle(p: &Params) -> Figures {
+    t5_ticker_jitter(p, false)
+}
+
+/// T5 while W tasks spin.
+pub fn t5_busy(p: &Params) -> Figures {
+    t5_ticker_jitter(p, true)
+}
+
+/// T6: N calls wrapped in a 1 s timeout, each completing after one yield, over W tasks.
+pub fn t6_timeout_rpc(p: &Params) -> Figures {
+    let (per, total) = p.split(p.n(1_000_000));
+    let w = p.workers;
+    run(p, move || async move {
+        let m = Meter::start();
+        join_all(spawn_each(w, |_| async move {
+            for _ in 0..per {
+                let r = gort::time::timeout(Duration::from_secs(1), gort::yield_now()).await;
+                assert!(r.is_ok(), "a one-yield call timed out");
+            }
+        }))
+        .await;
+        vec![("per_op_ns", m.ns_per(total))]
+    })
+}
+
+/// Counters of T7.
+struct MassCancel {
+    fired: AtomicU64,
+    done: Latch,
+}
+
+/// T7: N after_func timers due uniformly in [1 s, 10 s] (quick: [0.1 s, 1 s]) started by W
+/// tasks; W other tasks stop 90 % (every index not divisible by 10); the rest fire. The
+/// figure is CPU time, peak RSS and the count fired.
+pub fn t7_mass_cancel(p: &Params) -> Figures {
+    let (per, n) = p.split(p.n(1_000_000));
+    let w = p.workers;
+    let (lo, hi) = p.pick((1000, 10_000), (100, 1000));
+    let (lo, hi) = (Duration::from_millis(lo), Duration::from_millis(hi));
+    let offs = Arc::new(durations(SEED ^ 7, n, lo, hi));
+    let kept = (0..n).filter(|i| i % 10 == 0).count();
+    run(p, move || async move {
+        let c = Arc::new(MassCancel {
+            fired: AtomicU64::new(0),
+            done: Latch::new(kept),
+        });
+        let m = Meter::start();
+        let base = Instant::now();
+        let mut starters = Vec::with_capacity(w);
+        for t in 0..w {
+            let (c, offs) = (c.clone(), offs.clone());
+            starters.push(gort::spawn(async move {
+                (t * per..(t + 1) * per)
+                    .map(|i| {
+                        let (c, due) = (c.clone(), base + offs[i]);
+                        after_func(until(due), move || {
+                            c.fired.fetch_add(1, Ordering::Relaxed);
+                            c.done.arrive();
+                        })
+                    })
+                    .collect::<Vec<AfterFunc>>()
+            }));
+        }
+        for (t, s) in starters.into_iter().enumerate() {
+            let timers = s.await.expect("a starter task panicked");
+            gort::spawn(async move {
+                for (j, af) in timers.into_iter().enumerate() {
+                    if (t * per + j) % 10 != 0 {
+                        af.stop();
+                    }
+                }
+            });
+        }
+        c.done.wait().await;
+        // Anything stopped too late would fire by the last deadline.
+        sleep_until((base + hi + Duration::from_millis(20)).into()).await;
+        vec![
+            ("cpu_ms", ms(m.cpu())),
+            ("fired", c.fired.load(Ordering::Relaxed) as f64),
+        ]
+    })
+}
+
+/// State of one T8 round.
+struct Simultaneous {
+    origin: Instant,
+    last_ns: AtomicU64,
+    done: Latch,
+}
+
+/// T8: W x 1000 after_func timers due at the same instant 50 ms ahead, started from W
+/// tasks; the figure is how long after that instant the last one fired (median and max of
+/// rounds).
+pub fn t8_simultaneous(p: &Params) -> Figures {
+    let rounds = p.pick(10, 3);
+    let w = p.workers;
+    run(p, move || async move {
+        let mut lasts = Vec::with_capacity(rounds);
+        for _ in 0..rounds {
+            let s = Arc::new(Simultaneous {
+                origin: Instant::now(),
+                last_ns: AtomicU64::new(0),
+                done: Latch::new(w * 1000),
+            });
+            let due = s.origin + Duration::from_millis(50);
+            for _ in 0..w {
+                let s = s.clone();
+                gort::spawn(async move {
+                    for _ in 0..1000 {
+                        let s = s.clone();
+                        after_func(until(due), move || {
+                            let at = s.origin.elapsed().as_nanos() as u64;
+                            s.last_ns.fetch_max(at, Ordering::Relaxed);
+                            s.done.arrive();
+                        });
+                    }
+                });
+            }
+            s.done.wait().await;
+            let last = s.origin + Duration::from_nanos(s.last_ns.load(Ordering::Relaxed));
+            lasts.push(us(last.saturating_duration_since(due)));
+        }
+        let max = lasts.iter().copied().fold(0.0, f64::max);
+        vec![("last_p50_us", median(lasts)), ("last_max_us", max)]
+    })
+}
+
+/// T9: W tasks each own 10,000 one-hour after_func timers; N/W times each resets a random
+/// one to 50 µs, waits for its callback, and resets it back to one hour.
+pub fn t9_reset_earlier(p: &Params) -> Figures {
+    let (per, total) = p.split(p.n(100_000));
+    let w = p.workers;
+    run(p, move || async move {
+        let ready = Arc::new(Latch::new(w));
+        let go = Arc::new(Latch::new(1));
+        let tasks = spawn_each(w, |t| {
+            let (ready, go) = (ready.clone(), go.clone());
+            async move {
+                let fired = Arc::new(Signal::default());
+                let timers: Vec<AfterFunc> = (0..10_000)
+                    .map(|_| {
+                        let fired = fired.clone();
+                        after_func(HOUR, move || fired.notify())
+                    })
+                    .collect();
+                ready.arrive();
+                go.wait().await;
+                let mut rng = Rng::new(SEED ^ 9 ^ t as u64);
+                for _ in 0..per {
+                    let af = &timers[rng.below(10_000) as usize];
+                    af.reset(Duration::from_micros(50));
+                    fired.wait().await;
+                    af.reset(HOUR);
+                }
+                for af in &timers {
+                    af.stop();
+                }
+            }
+        });
+        ready.wait().await;
+        let m = Meter::start();
+        go.arrive();
+        join_all(tasks).await;
+        vec![("per_op_ns", m.ns_per(total))]
+    })
+}

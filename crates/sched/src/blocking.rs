@@ -1,0 +1,162 @@
+//! The blocking pool behind `spawn_blocking`: a bounded set of threads, started on demand,
+//! that exit after an idle timeout (Go has no such pool: a goroutine in a syscall simply
+//! holds its M while `handoffp` gives its P away; here closures that block get threads of
+//! their own so that Ms stay free for tasks).
+
+use crate::context;
+use crate::shared::Shared;
+use crate::task::{Schedule, Task};
+use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+/// At most this many blocking threads at once (Tokio's default is 512 too).
+pub(crate) const MAX_BLOCKING_THREADS: usize = 512;
+/// An idle blocking thread exits after this long.
+pub(crate) const KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<Task>,
+    threads: usize,
+    idle: usize,
+    shutdown: bool,
+}
+
+pub(crate) struct Blocking {
+    state: Mutex<State>,
+    cv: Condvar,
+    all_exited: Condvar,
+    /// The runtime, for the context of blocking threads (so `spawn` works in them).
+    runtime: Mutex<Weak<Shared>>,
+    panics: AtomicU64,
+}
+
+impl Blocking {
+    pub(crate) fn new() -> Arc<Blocking> {
+        Arc::new(Blocking {
+            state: Mutex::new(State::default()),
+            cv: Condvar::new(),
+            all_exited: Condvar::new(),
+            runtime: Mutex::new(Weak::new()),
+            panics: AtomicU64::new(0),
+        })
+    }
+
+    pub(crate) fn set_runtime(&self, shared: &Arc<Shared>) {
+        *self.runtime.lock() = Arc::downgrade(shared);
+    }
+
+    pub(crate) fn panics(&self) -> u64 {
+        self.panics.load(Relaxed)
+    }
+
+    fn push(self: &Arc<Self>, task: Task) {
+        let mut s = self.state.lock();
+        if s.shutdown {
+            drop(s);
+            task.shutdown();
+            return;
+        }
+        s.queue.push_back(task);
+        if s.idle > 0 {
+            self.cv.notify_one();
+        } else if s.threads < MAX_BLOCKING_THREADS {
+            s.threads += 1;
+            let pool = self.clone();
+            std::thread::Builder::new()
+                .name("gort-blocking".into())
+                .spawn(move || pool.worker())
+                .unwrap_or_else(|e| panic!("gort: cannot start a blocking thread: {e}"));
+        }
+        // Else every thread is busy and the pool is full: the task waits in the queue.
+    }
+
+    fn worker(self: Arc<Self>) {
+        let _ctx = self.runtime.lock().upgrade().map(context::enter);
+        let mut s = self.state.lock();
+        loop {
+            if let Some(task) = s.queue.pop_front() {
+                drop(s);
+                task.run();
+                s = self.state.lock();
+                continue;
+            }
+            if s.shutdown {
+                break;
+            }
+            s.idle += 1;
+            let timed_out = self.cv.wait_for(&mut s, KEEP_ALIVE).timed_out();
+            s.idle -= 1;
+            if timed_out && s.queue.is_empty() {
+                break;
+            }
+        }
+        s.threads -= 1;
+        self.all_exited.notify_all();
+    }
+
+    /// Stops accepting work and waits up to `deadline` for running closures to return.
+    /// Queued closures that never started are dropped.
+    pub(crate) fn shutdown(&self, deadline: Option<Instant>) {
+        let mut s = self.state.lock();
+        s.shutdown = true;
+        let queued: Vec<Task> = s.queue.drain(..).collect();
+        self.cv.notify_all();
+        drop(s);
+        for t in queued {
+            t.shutdown();
+        }
+        let mut s = self.state.lock();
+        while s.threads > 0 {
+            match deadline {
+                Some(d) => {
+                    if self.all_exited.wait_until(&mut s, d).timed_out() {
+                        break;
+                    }
+                }
+                None => self.all_exited.wait(&mut s),
+            }
+        }
+    }
+}
+
+impl Schedule for Arc<Blocking> {
+    fn schedule(&self, task: Task) {
+        self.push(task);
+    }
+    fn yield_task(&self, task: Task) {
+        self.push(task);
+    }
+    fn release(&self, _slot: usize) {}
+    fn on_panic(&self) {
+        self.panics.fetch_add(1, Relaxed);
+    }
+}
+
+/// The future a blocking closure runs as: ready on its first (and only) poll.
+pub(crate) struct BlockingTask<F>(Option<F>);
+
+impl<F> BlockingTask<F> {
+    pub(crate) fn new(f: F) -> Self {
+        BlockingTask(Some(f))
+    }
+}
+
+impl<F> Unpin for BlockingTask<F> {}
+
+impl<F: FnOnce() -> R, R> Future for BlockingTask<F> {
+    type Output = R;
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<R> {
+        let f = self
+            .0
+            .take()
+            .expect("gort: a blocking task was polled after it completed");
+        Poll::Ready(f())
+    }
+}

@@ -1,0 +1,288 @@
+//! Idle Ps and Ms, spinning, and the hand-off protocol: Go's `pidleput`/`pidleget`,
+//! `mput`/`mget`, `wakep`, `startm`, `stopm`, `handoffp` (proc.go, "Worker thread
+//! parking/unparking").
+//!
+//! # The no-lost-wake-up argument
+//!
+//! New work is (a) a task pushed to a P's queue or the global injector, or (b) a timer added or
+//! moved earlier. Whoever submits it does: publish the work; `fence(SeqCst)`; then `wakep`
+//! (reads `npidle` and `nmspinning`) or `wake_netpoller`. An M that goes idle does:
+//! `release_p` (under the lock, after checking the injector; `npidle += 1`); if it was
+//! spinning, `nmspinning -= 1`; `fence(SeqCst)`; then re-checks every queue and every P's timer
+//! summary. By the two fences, either the submitter sees the idle P / zero spinners and starts
+//! an M, or the idle M sees the work. `loom_park.rs` checks this protocol.
+//!
+//! Lock order: `Idle::lock` then an `MHandle` slot; never the other way. No P timer lock is
+//! taken under either.
+
+use crate::p::{P, P_IDLE, P_RUNNING};
+use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::{fence, AtomicI64, AtomicUsize, Ordering::*};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a parked (non-poller) M sleeps before it re-checks for work on its own: a backstop
+/// only; every submission wakes an M explicitly (see the module docs).
+pub(crate) const PARK_BACKSTOP: Duration = Duration::from_millis(50);
+
+/// An M's hand-off slot: Go's `m.nextp` + `m.park` note.
+#[derive(Default)]
+pub(crate) struct MHandle {
+    slot: Mutex<Handoff>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct Handoff {
+    nextp: Option<Arc<P>>,
+    spinning: bool,
+    shutdown: bool,
+}
+
+/// What a parked M was woken with.
+pub(crate) enum Woken {
+    /// A P to run, and whether the M starts out spinning.
+    P(Arc<P>, bool),
+    /// The backstop timeout passed with no hand-off.
+    Timeout,
+    /// The runtime is shutting down.
+    Shutdown,
+}
+
+impl MHandle {
+    /// Go's `notewakeup(&mp.park)` after setting `mp.nextp`.
+    pub(crate) fn hand(&self, p: Arc<P>, spinning: bool) {
+        let mut s = self.slot.lock();
+        debug_assert!(s.nextp.is_none(), "gort: an M was handed two Ps");
+        s.nextp = Some(p);
+        s.spinning = spinning;
+        self.cv.notify_one();
+    }
+
+    pub(crate) fn shutdown(&self) {
+        self.slot.lock().shutdown = true;
+        self.cv.notify_one();
+    }
+
+    /// Sleeps until handed a P, shut down, or `timeout` (None = no timeout).
+    pub(crate) fn wait(&self, timeout: Option<Duration>) -> Woken {
+        let mut s = self.slot.lock();
+        loop {
+            if let Some(p) = s.nextp.take() {
+                return Woken::P(p, s.spinning);
+            }
+            if s.shutdown {
+                return Woken::Shutdown;
+            }
+            match timeout {
+                Some(t) => {
+                    if self.cv.wait_for(&mut s, t).timed_out() && s.nextp.is_none() {
+                        return if s.shutdown {
+                            Woken::Shutdown
+                        } else {
+                            Woken::Timeout
+                        };
+                    }
+                }
+                None => self.cv.wait(&mut s),
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct Lists {
+    pidle: Vec<Arc<P>>,
+    midle: Vec<Arc<MHandle>>,
+}
+
+/// Go's `sched` fields for idle Ps/Ms, spinning and polling.
+pub(crate) struct Idle {
+    lock: Mutex<Lists>,
+    /// Number of Ps in `pidle` (readable without the lock).
+    npidle: AtomicUsize,
+    /// Number of Ms looking for work without having found any.
+    nmspinning: AtomicUsize,
+    /// Go's `sched.lastpoll`: 0 while an M is blocked in the poller; else when it last polled.
+    /// `swap(0)` is how an M claims the poller role.
+    pub(crate) lastpoll: AtomicI64,
+    /// Go's `sched.pollUntil`: the deadline the blocked poller sleeps to (0 = no deadline).
+    pub(crate) poll_until: AtomicI64,
+}
+
+impl Idle {
+    pub(crate) fn new() -> Idle {
+        Idle {
+            lock: Mutex::new(Lists::default()),
+            npidle: AtomicUsize::new(0),
+            nmspinning: AtomicUsize::new(0),
+            lastpoll: AtomicI64::new(1),
+            poll_until: AtomicI64::new(0),
+        }
+    }
+
+    pub(crate) fn npidle(&self) -> usize {
+        self.npidle.load(SeqCst)
+    }
+
+    pub(crate) fn nmspinning(&self) -> usize {
+        self.nmspinning.load(SeqCst)
+    }
+
+    /// Go's `pidleput`. The caller gives up `p`; its local queue must be empty.
+    pub(crate) fn pidleput(&self, p: Arc<P>) {
+        let mut l = self.lock.lock();
+        Self::pidleput_locked(&mut l, &self.npidle, p);
+    }
+
+    fn pidleput_locked(l: &mut Lists, npidle: &AtomicUsize, p: Arc<P>) {
+        p.set_status(P_IDLE);
+        l.pidle.push(p);
+        npidle.fetch_add(1, SeqCst);
+    }
+
+    /// Go's `pidleget`.
+    pub(crate) fn pidleget(&self) -> Option<Arc<P>> {
+        let mut l = self.lock.lock();
+        Self::pidleget_locked(&mut l, &self.npidle)
+    }
+
+    fn pidleget_locked(l: &mut Lists, npidle: &AtomicUsize) -> Option<Arc<P>> {
+        let p = l.pidle.pop()?;
+        npidle.fetch_sub(1, SeqCst);
+        p.set_status(P_RUNNING);
+        Some(p)
+    }
+
+    /// The idle-P step of `findrunnable`: give `p` up unless the global queue has work
+    /// (checked under the lock, like Go's `sched.runqsize` check). Returns `p` back on refusal.
+    pub(crate) fn release_p(&self, p: Arc<P>, global_has_work: impl Fn() -> bool) -> Result<(), Arc<P>> {
+        let mut l = self.lock.lock();
+        if global_has_work() {
+            return Err(p);
+        }
+        Self::pidleput_locked(&mut l, &self.npidle, p);
+        Ok(())
+    }
+
+    /// Go's `mput`: the M will park on `m`.
+    pub(crate) fn mput(&self, m: &Arc<MHandle>) {
+        self.lock.lock().midle.push(m.clone());
+    }
+
+    /// Takes `m` back out of the idle list after a backstop timeout. Returns false when
+    /// somebody already popped it (a hand-off is on its way and must be waited for).
+    pub(crate) fn mremove(&self, m: &Arc<MHandle>) -> bool {
+        let mut l = self.lock.lock();
+        match l.midle.iter().position(|x| Arc::ptr_eq(x, m)) {
+            Some(i) => {
+                l.midle.swap_remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Every idle M (runtime shutdown).
+    pub(crate) fn take_all_ms(&self) -> Vec<Arc<MHandle>> {
+        std::mem::take(&mut self.lock.lock().midle)
+    }
+
+    /// Removes idle Ps whose id is `>= n` (set_procs shrink); runs `retire` on each under the
+    /// lock, which gives the caller the exclusive right to their local queues.
+    pub(crate) fn retire_idle(&self, n: usize, mut retire: impl FnMut(&Arc<P>)) {
+        let mut l = self.lock.lock();
+        let mut i = 0;
+        while i < l.pidle.len() {
+            if l.pidle[i].id >= n {
+                let p = l.pidle.swap_remove(i);
+                self.npidle.fetch_sub(1, SeqCst);
+                retire(&p);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Runs `f` under the scheduler lock (set_procs and P retirement serialise on it).
+    pub(crate) fn locked<R>(&self, f: impl FnOnce(&mut IdleLocked<'_>) -> R) -> R {
+        let mut l = self.lock.lock();
+        f(&mut IdleLocked {
+            lists: &mut l,
+            npidle: &self.npidle,
+        })
+    }
+
+    /// The start of Go's `startm`: with the lock, pick a P (the given one or an idle one) and
+    /// an idle M. `Ok((p, Some(m)))`: hand `p` to `m`; `Ok((p, None))`: start a new M;
+    /// `Err(())`: no idle P (a spinning caller's nmspinning increment is undone here).
+    pub(crate) fn startm_pick(
+        &self,
+        p: Option<Arc<P>>,
+        spinning: bool,
+    ) -> Result<(Arc<P>, Option<Arc<MHandle>>), ()> {
+        let mut l = self.lock.lock();
+        let p = match p {
+            Some(p) => p,
+            None => match Self::pidleget_locked(&mut l, &self.npidle) {
+                Some(p) => p,
+                None => {
+                    drop(l);
+                    if spinning {
+                        self.nmspinning.fetch_sub(1, SeqCst);
+                    }
+                    return Err(());
+                }
+            },
+        };
+        Ok((p, l.midle.pop()))
+    }
+
+    /// Go's `wakep` gate: true when the caller must start a spinning M (it has counted it).
+    pub(crate) fn wakep_gate(&self) -> bool {
+        // Order the caller's publication of new work before these loads (module docs).
+        fence(SeqCst);
+        if self.npidle.load(SeqCst) == 0 {
+            return false;
+        }
+        // Be conservative about spinning threads: one is enough to find the new work.
+        self.nmspinning.load(SeqCst) == 0
+            && self
+                .nmspinning
+                .compare_exchange(0, 1, SeqCst, SeqCst)
+                .is_ok()
+    }
+
+    /// Claims the single "first spinner" slot regardless of idle Ps (Go's `handoffp` check).
+    pub(crate) fn wakep_gate_force(&self) -> bool {
+        self.nmspinning
+            .compare_exchange(0, 1, SeqCst, SeqCst)
+            .is_ok()
+    }
+
+    /// An M starts spinning (it counted itself).
+    pub(crate) fn inc_spinning(&self) {
+        self.nmspinning.fetch_add(1, SeqCst);
+    }
+
+    /// An M stops spinning. Returns the number of spinners left.
+    pub(crate) fn dec_spinning(&self) -> usize {
+        let prev = self.nmspinning.fetch_sub(1, SeqCst);
+        assert!(prev > 0, "gort: negative spinning M count");
+        // The idle M's half of the module docs' handshake: re-checks come after this.
+        fence(SeqCst);
+        prev - 1
+    }
+}
+
+/// The scheduler lock held: what `set_procs` may do with it.
+pub(crate) struct IdleLocked<'a> {
+    lists: &'a mut Lists,
+    npidle: &'a AtomicUsize,
+}
+
+impl IdleLocked<'_> {
+    pub(crate) fn pidleput(&mut self, p: Arc<P>) {
+        Idle::pidleput_locked(self.lists, self.npidle, p);
+    }
+}

@@ -1,0 +1,186 @@
+//! P: a processor, the right to run tasks. Go's `p`: a local run queue, the `runnext` slot,
+//! and the P's timers.
+//!
+//! Who touches what:
+//! - `local` (queue owner side, `runnext`, tick counters): only the M that holds the P. A P
+//!   changes hands only through the scheduler lock (`idle.rs`: pidle list) or an M's hand-off
+//!   slot, both mutexes, which order the old holder's accesses before the new holder's.
+//! - `stealer`: anyone (it is crossbeam's `Sync` half of the deque).
+//! - `timers`: under its own lock, by anyone (Go's `timersLock`).
+
+use crate::task::Task;
+use crossbeam_deque::{Steal, Stealer, Worker};
+use gort_sync::atomic::{AtomicU8, Ordering::*};
+use gort_timer::Timers;
+use std::cell::UnsafeCell;
+
+/// Go's `_Pidle`: in the idle list, held by no M.
+pub(crate) const P_IDLE: u8 = 0;
+/// Go's `_Prunning`: held by an M.
+pub(crate) const P_RUNNING: u8 = 1;
+/// Go's `_Pdead`: removed by `set_procs`; its tasks and timers moved to others.
+pub(crate) const P_DEAD: u8 = 2;
+
+/// After this many `runnext` tasks in a row the P takes from its queue instead, so that two
+/// tasks waking each other forever cannot starve the rest (Go bounds this with the time slice
+/// inherited by `runnext`; Tokio with `MAX_LIFO_POLLS_PER_TICK = 3`).
+const MAX_RUNNEXT_STREAK: u32 = 3;
+
+/// Every 61st scheduling round the P looks at the global queue first so that it cannot starve
+/// (Go's `schedtick%61`; 61 is prime so the check does not fall into step with patterns).
+pub(crate) const GLOBAL_QUEUE_INTERVAL: u32 = 61;
+
+pub(crate) struct Local {
+    pub(crate) queue: Worker<Task>,
+    pub(crate) runnext: Option<Task>,
+    pub(crate) tick: u32,
+    runnext_streak: u32,
+}
+
+pub(crate) struct P {
+    pub(crate) id: usize,
+    status: AtomicU8,
+    local: UnsafeCell<Local>,
+    pub(crate) stealer: Stealer<Task>,
+    pub(crate) timers: Timers,
+}
+
+// SAFETY: `local` is touched only by the M that holds the P (see the module docs: P hand-offs
+// go through a mutex, which orders accesses); everything else is `Sync` on its own.
+unsafe impl Sync for P {}
+// SAFETY: as above; the `Worker` inside is `Send`.
+unsafe impl Send for P {}
+
+impl P {
+    pub(crate) fn new(id: usize) -> P {
+        let queue = Worker::new_fifo();
+        let stealer = queue.stealer();
+        P {
+            id,
+            // Not in service until it is put in the idle list.
+            status: AtomicU8::new(P_DEAD),
+            local: UnsafeCell::new(Local {
+                queue,
+                runnext: None,
+                tick: 0,
+                runnext_streak: 0,
+            }),
+            stealer,
+            timers: Timers::new(id),
+        }
+    }
+
+    pub(crate) fn status(&self) -> u8 {
+        self.status.load(Acquire)
+    }
+
+    pub(crate) fn set_status(&self, s: u8) {
+        self.status.store(s, Release);
+    }
+
+    /// Access to the owner-only state.
+    ///
+    /// # Safety
+    ///
+    /// - The calling thread holds this P (it took it from the idle list or an M hand-off and
+    ///   has not given it away), or the P is idle/dead and the caller holds the scheduler lock.
+    /// - `f` must not re-enter `with_local` on the same P (no nested `&mut`).
+    #[inline]
+    pub(crate) unsafe fn with_local<R>(&self, f: impl FnOnce(&mut Local) -> R) -> R {
+        // SAFETY: exclusive by the caller's contract.
+        f(unsafe { &mut *self.local.get() })
+    }
+
+    /// Go's `runqget`, preceded by the global-queue fairness check of `schedule`.
+    ///
+    /// # Safety
+    ///
+    /// As [`P::with_local`].
+    pub(crate) unsafe fn next_local(&self, injector: &crossbeam_deque::Injector<Task>) -> Option<Task> {
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.with_local(|l| {
+                l.tick = l.tick.wrapping_add(1);
+                if l.tick % GLOBAL_QUEUE_INTERVAL == 0 {
+                    if let Some(t) = steal_one(|| injector.steal_batch_and_pop(&l.queue)) {
+                        return Some(t);
+                    }
+                }
+                if l.runnext_streak < MAX_RUNNEXT_STREAK {
+                    if let Some(t) = l.runnext.take() {
+                        l.runnext_streak += 1;
+                        return Some(t);
+                    }
+                }
+                l.runnext_streak = 0;
+                l.queue.pop().or_else(|| l.runnext.take())
+            })
+        }
+    }
+
+    /// Go's `runqput(pp, g, next)`: `next` puts the task in `runnext`, kicking the old one to the
+    /// tail of the queue.
+    ///
+    /// # Safety
+    ///
+    /// As [`P::with_local`].
+    pub(crate) unsafe fn push_local(&self, task: Task, next: bool) {
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.with_local(|l| {
+                if next {
+                    if let Some(old) = l.runnext.replace(task) {
+                        l.queue.push(old);
+                    }
+                } else {
+                    l.queue.push(task);
+                }
+            })
+        }
+    }
+
+    /// Whether this P has runnable tasks (a racy hint for anyone; exact for the holder).
+    pub(crate) fn has_queued(&self) -> bool {
+        !self.stealer.is_empty()
+    }
+
+    /// Moves every queued task out (the P is being retired or the runtime shut down).
+    ///
+    /// # Safety
+    ///
+    /// As [`P::with_local`].
+    pub(crate) unsafe fn drain_local(&self, mut sink: impl FnMut(Task)) {
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.with_local(|l| {
+                if let Some(t) = l.runnext.take() {
+                    sink(t);
+                }
+                while let Some(t) = l.queue.pop() {
+                    sink(t);
+                }
+            })
+        }
+    }
+
+    /// Whether the holder's `runnext` slot is occupied.
+    ///
+    /// # Safety
+    ///
+    /// As [`P::with_local`].
+    pub(crate) unsafe fn has_runnext(&self) -> bool {
+        // SAFETY: forwarded contract.
+        unsafe { self.with_local(|l| l.runnext.is_some()) }
+    }
+}
+
+/// Retries a crossbeam steal until it is not `Retry`.
+pub(crate) fn steal_one(mut f: impl FnMut() -> Steal<Task>) -> Option<Task> {
+    loop {
+        match f() {
+            Steal::Success(t) => return Some(t),
+            Steal::Empty => return None,
+            Steal::Retry => std::hint::spin_loop(),
+        }
+    }
+}

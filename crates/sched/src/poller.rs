@@ -1,0 +1,162 @@
+//! The poller: Go's netpoll. One `mio::Poll` that exactly one idle M at a time blocks in,
+//! with a timeout equal to the earliest timer of all Ps; `break_poll` (Go's `netpollBreak`)
+//! interrupts it through a `mio::Waker`.
+//!
+//! Precision: epoll's own timeout counts whole milliseconds (and mio rounds up), which would
+//! make every timer up to 1 ms late (go#44343, tokio#5021). On Linux the poller therefore
+//! sleeps on a `timerfd` registered in the same `mio::Poll` and armed to the nanosecond
+//! (muduo's way, and smol-rs/polling's): epoll wakes when it expires. Elsewhere it falls back
+//! to the millisecond timeout, rounded up.
+
+use gort_sync::atomic::{AtomicBool, Ordering::*};
+use gort_timer::{nanotime, Nanos};
+use mio::{Events, Poll, Token, Waker};
+use parking_lot::Mutex;
+use std::io;
+use std::time::Duration;
+
+const WAKER: Token = Token(0);
+#[cfg(target_os = "linux")]
+const TIMER: Token = Token(1);
+
+pub(crate) struct Poller {
+    /// Locked only by the M that won the poller role (`Idle::lastpoll`), so never contended.
+    inner: Mutex<(Poll, Events)>,
+    waker: Waker,
+    /// Go's `netpollWakeSig`: at most one outstanding wake-up write.
+    wake_sig: AtomicBool,
+    #[cfg(target_os = "linux")]
+    timer: timerfd::TimerFd,
+}
+
+impl Poller {
+    pub(crate) fn new() -> io::Result<Poller> {
+        let poll = Poll::new()?;
+        let waker = Waker::new(poll.registry(), WAKER)?;
+        #[cfg(target_os = "linux")]
+        let timer = {
+            let t = timerfd::TimerFd::new()?;
+            poll.registry().register(
+                &mut mio::unix::SourceFd(&t.raw()),
+                TIMER,
+                mio::Interest::READABLE,
+            )?;
+            t
+        };
+        Ok(Poller {
+            inner: Mutex::new((poll, Events::with_capacity(16))),
+            waker,
+            wake_sig: AtomicBool::new(false),
+            #[cfg(target_os = "linux")]
+            timer,
+        })
+    }
+
+    /// Blocks until `until` (0 = no deadline) or a `break_poll`. Returns early on spurious
+    /// wake-ups; the caller re-checks everything anyway.
+    pub(crate) fn poll(&self, until: Nanos) {
+        let mut guard = self.inner.lock();
+        let (poll, events) = &mut *guard;
+        let timeout = self.arm(until);
+        if let Err(e) = poll.poll(events, timeout) {
+            if e.kind() != io::ErrorKind::Interrupted {
+                panic!("gort: the poller failed: {e}");
+            }
+        }
+        for ev in events.iter() {
+            match ev.token() {
+                // Go's netpoll: a wake-up read resets netpollWakeSig so the next break writes.
+                WAKER => self.wake_sig.store(false, Release),
+                #[cfg(target_os = "linux")]
+                TIMER => self.timer.clear(),
+                _ => {}
+            }
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn arm(&self, until: Nanos) -> Option<Duration> {
+        if until == 0 {
+            return None;
+        }
+        let delay = until - nanotime();
+        if delay <= 0 {
+            return Some(Duration::ZERO);
+        }
+        self.timer.set(delay);
+        None
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn arm(&self, until: Nanos) -> Option<Duration> {
+        if until == 0 {
+            return None;
+        }
+        // Round up: waking early would spin, waking late by < 1 ms is the platform's limit.
+        let delay = (until - nanotime()).max(0) as u64;
+        Some(Duration::from_nanos(delay.div_ceil(1_000_000) * 1_000_000))
+    }
+
+    /// Go's `netpollBreak`: interrupts a blocked `poll`. Cheap when a break is already pending.
+    pub(crate) fn break_poll(&self) {
+        // AcqRel pairs with the Release store in `poll` that re-opens the signal.
+        if self
+            .wake_sig
+            .compare_exchange(false, true, AcqRel, Relaxed)
+            .is_ok()
+        {
+            self.waker
+                .wake()
+                .unwrap_or_else(|e| panic!("gort: cannot wake the poller: {e}"));
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod timerfd {
+    //! A thin safe wrapper over Linux `timerfd` (non-blocking, monotonic, one-shot).
+
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+    pub(super) struct TimerFd(OwnedFd);
+
+    impl TimerFd {
+        pub(super) fn new() -> io::Result<TimerFd> {
+            // SAFETY: plain syscall; the result is checked before use.
+            let fd = unsafe {
+                libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
+            };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+            Ok(TimerFd(unsafe { OwnedFd::from_raw_fd(fd) }))
+        }
+
+        pub(super) fn raw(&self) -> RawFd {
+            self.0.as_raw_fd()
+        }
+
+        /// Arms the timer `delay_ns` (> 0) from now, replacing any earlier setting.
+        pub(super) fn set(&self, delay_ns: i64) {
+            let spec = libc::itimerspec {
+                it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+                it_value: libc::timespec {
+                    tv_sec: (delay_ns / 1_000_000_000) as libc::time_t,
+                    tv_nsec: (delay_ns % 1_000_000_000) as _,
+                },
+            };
+            // SAFETY: valid fd and a properly initialised itimerspec; old value not requested.
+            let rc = unsafe { libc::timerfd_settime(self.raw(), 0, &spec, std::ptr::null_mut()) };
+            debug_assert_eq!(rc, 0, "gort: timerfd_settime failed");
+        }
+
+        /// Consumes an expiry so that the edge-triggered registration fires again next time.
+        pub(super) fn clear(&self) {
+            let mut buf = [0u8; 8];
+            // SAFETY: reading 8 bytes into an 8-byte buffer from our own non-blocking fd.
+            let _ = unsafe { libc::read(self.raw(), buf.as_mut_ptr().cast(), buf.len()) };
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! The monitor thread: Go's `sysmon`, reduced to the timer duty.
+//!
+//! Timers run inside the scheduler: each P runs its own in every scheduling round, and idle
+//! Ms run everyone's. When every M is busy in a long poll (or blocked), nobody gets there and
+//! timers go late (go#38860, go#45632: Go since 1.16 has no backstop for this). sysmon looks
+//! at the P summaries (atomics only) and, for a P whose timers are overdue by more than
+//! `GRACE`, runs them itself (timer callbacks only queue tasks and send on channels, so this is
+//! cheap and never blocks); the woken tasks go to the global queue.
+
+use crate::shared::Shared;
+use gort_timer::nanotime;
+use parking_lot::{Condvar, Mutex};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How overdue a timer must be before sysmon steps in (the Ps themselves are usually quicker).
+const GRACE: i64 = 500_000;
+/// sysmon's period while timers are pending, and its longest sleep otherwise.
+const BUSY_TICK: Duration = Duration::from_micros(500);
+const IDLE_TICK: Duration = Duration::from_millis(10);
+
+/// The handle that stops sysmon.
+#[derive(Default)]
+pub(crate) struct Sysmon {
+    stop: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Sysmon {
+    pub(crate) fn start(shared: Arc<Shared>) -> (Arc<Sysmon>, std::thread::JoinHandle<()>) {
+        let me = Arc::new(Sysmon::default());
+        let me2 = me.clone();
+        let h = std::thread::Builder::new()
+            .name("gort-sysmon".into())
+            .spawn(move || me2.run(shared))
+            .unwrap_or_else(|e| panic!("gort: cannot start sysmon: {e}"));
+        (me, h)
+    }
+
+    pub(crate) fn stop(&self) {
+        *self.stop.lock() = true;
+        self.cv.notify_all();
+    }
+
+    fn run(&self, shared: Arc<Shared>) {
+        let _ctx = crate::context::enter(shared.clone());
+        let mut stop = self.stop.lock();
+        while !*stop {
+            let now = nanotime();
+            let mut earliest = i64::MAX;
+            for p in shared.all_ps() {
+                let mut w = p.timers.wake_time();
+                if w != 0 && w.saturating_add(GRACE) <= now {
+                    w = p.timers.check(now, false).next;
+                }
+                if w != 0 {
+                    earliest = earliest.min(w);
+                }
+            }
+            // Sleep until the earliest timer would be overdue, within [BUSY_TICK, IDLE_TICK].
+            let until_overdue = earliest.saturating_add(GRACE).saturating_sub(now).max(0) as u64;
+            let tick = Duration::from_nanos(until_overdue).clamp(BUSY_TICK, IDLE_TICK);
+            self.cv.wait_for(&mut stop, tick);
+        }
+    }
+}

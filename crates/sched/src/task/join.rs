@@ -1,0 +1,145 @@
+//! `JoinHandle` and `JoinError`: how a spawner learns what became of its task.
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// The object behind a [`JoinHandle`]: the task cell, seen through its output type.
+pub(crate) trait JoinTarget<T>: Send + Sync {
+    fn poll_join(&self, cx: &mut Context<'_>) -> Poll<Result<T, JoinError>>;
+    fn abort(self: Arc<Self>);
+    fn is_finished(&self) -> bool;
+}
+
+/// An owned permission to await a spawned task's output; returned by [`spawn`](crate::spawn).
+///
+/// Awaiting it yields `Ok(output)`, or a [`JoinError`] if the task panicked or was aborted.
+/// Dropping it detaches the task: the task keeps running and its output is dropped.
+///
+/// # Examples
+///
+/// ```
+/// let rt = gort_sched::Runtime::new().unwrap();
+/// let n = rt.block_on(async { gort_sched::spawn(async { 6 * 7 }).await.unwrap() });
+/// assert_eq!(n, 42);
+/// ```
+#[must_use = "dropping a JoinHandle detaches the task; await it to get its output"]
+pub struct JoinHandle<T> {
+    raw: Arc<dyn JoinTarget<T>>,
+}
+
+impl<T> JoinHandle<T> {
+    pub(crate) fn new(raw: Arc<dyn JoinTarget<T>>) -> Self {
+        JoinHandle { raw }
+    }
+
+    /// Cancels the task: its future is dropped at its next scheduling point (at once if it is
+    /// not running) and awaiting the handle yields a cancelled [`JoinError`]. A task that has
+    /// already completed is not affected.
+    pub fn abort(&self) {
+        self.raw.clone().abort()
+    }
+
+    /// Whether the task has finished: completed, panicked, or been cancelled.
+    pub fn is_finished(&self) -> bool {
+        self.raw.is_finished()
+    }
+}
+
+impl<T> Future for JoinHandle<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.raw.poll_join(cx)
+    }
+}
+
+impl<T> fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinHandle")
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}
+
+/// Why a task did not produce its output.
+pub struct JoinError {
+    repr: Repr,
+}
+
+enum Repr {
+    Cancelled,
+    Panic(Box<dyn Any + Send + 'static>),
+}
+
+impl JoinError {
+    pub(crate) fn cancelled() -> JoinError {
+        JoinError {
+            repr: Repr::Cancelled,
+        }
+    }
+
+    pub(crate) fn panic(payload: Box<dyn Any + Send + 'static>) -> JoinError {
+        JoinError {
+            repr: Repr::Panic(payload),
+        }
+    }
+
+    /// The task was aborted, or dropped by a runtime shutdown.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self.repr, Repr::Cancelled)
+    }
+
+    /// The task panicked.
+    pub fn is_panic(&self) -> bool {
+        matches!(self.repr, Repr::Panic(_))
+    }
+
+    /// The panic payload, to resume the panic with `std::panic::resume_unwind`.
+    ///
+    /// # Panics
+    ///
+    /// If the task did not panic.
+    #[track_caller]
+    pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
+        match self.repr {
+            Repr::Panic(p) => p,
+            Repr::Cancelled => panic!("gort: JoinError::into_panic on a cancelled task"),
+        }
+    }
+
+    fn panic_message(&self) -> Option<&str> {
+        match &self.repr {
+            Repr::Panic(p) => p
+                .downcast_ref::<&'static str>()
+                .copied()
+                .or_else(|| p.downcast_ref::<String>().map(String::as_str)),
+            Repr::Cancelled => None,
+        }
+    }
+}
+
+impl fmt::Display for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.repr, self.panic_message()) {
+            (Repr::Cancelled, _) => f.write_str("task was cancelled"),
+            (Repr::Panic(_), Some(msg)) => write!(f, "task panicked: {msg}"),
+            (Repr::Panic(_), None) => f.write_str("task panicked"),
+        }
+    }
+}
+
+impl fmt::Debug for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.repr, self.panic_message()) {
+            (Repr::Cancelled, _) => f.write_str("JoinError::Cancelled"),
+            (Repr::Panic(_), Some(msg)) => write!(f, "JoinError::Panic({msg:?})"),
+            (Repr::Panic(_), None) => f.write_str("JoinError::Panic(..)"),
+        }
+    }
+}
+
+impl std::error::Error for JoinError {}

@@ -1,0 +1,148 @@
+//! The task state word: who may touch a task's future and output, as bits of one atomic.
+//!
+//! | bit         | set by                         | cleared by                    |
+//! |-------------|--------------------------------|-------------------------------|
+//! | `SCHEDULED` | a waker or `abort` (by CAS)    | `run` when it starts a poll   |
+//! | `RUNNING`   | `run` when it starts a poll    | `run` when the poll returns   |
+//! | `COMPLETE`  | `run`/`cancel`, once, final    | never                         |
+//! | `CANCELLED` | `abort` or runtime shutdown    | never                         |
+//!
+//! Invariants:
+//! 1. `SCHEDULED` set means exactly one reference to the task sits in a run queue (or is about
+//!    to be pushed by the thread that set the bit), so a task is queued at most once however
+//!    often it is woken. A wake while `RUNNING` only sets the bit; `run` re-queues it after
+//!    the poll (that is how `yield_now` goes to the back of the queue).
+//! 2. Only the thread that moved the task to `RUNNING` touches the future.
+//! 3. The output slot is written once before `COMPLETE` is published (Release) and read only by
+//!    the `JoinHandle` after it observed `COMPLETE` (Acquire).
+
+use gort_sync::atomic::{AtomicUsize, Ordering::*};
+
+pub(crate) const SCHEDULED: usize = 1;
+pub(crate) const RUNNING: usize = 1 << 1;
+pub(crate) const COMPLETE: usize = 1 << 2;
+pub(crate) const CANCELLED: usize = 1 << 3;
+
+/// What a waker must do after marking the task.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// Push the task to a run queue: this waker set `SCHEDULED` on an idle task.
+    Schedule,
+    /// Nothing: already queued, running (the runner re-queues it) or complete.
+    Nothing,
+}
+
+/// What `run` must do after the poll returned `Pending`.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum AfterPoll {
+    /// The task went idle; a future wake schedules it.
+    Idle,
+    /// It was woken (or cancelled) during the poll: queue it again.
+    Requeue,
+}
+
+#[derive(Debug)]
+pub(crate) struct State(AtomicUsize);
+
+impl State {
+    /// A new task starts scheduled: `spawn` queues it at once.
+    pub(crate) fn new_scheduled() -> State {
+        State(AtomicUsize::new(SCHEDULED))
+    }
+
+    pub(crate) fn load(&self) -> usize {
+        // Acquire pairs with the Release in `complete` so the output is visible.
+        self.0.load(Acquire)
+    }
+
+    /// A waker fired.
+    pub(crate) fn wake(&self) -> Wake {
+        let mut cur = self.0.load(Acquire);
+        loop {
+            if cur & (SCHEDULED | COMPLETE) != 0 {
+                return Wake::Nothing;
+            }
+            // AcqRel: the waker's writes (e.g. a value sent on a channel) happen-before the
+            // poll that the runner starts after it saw SCHEDULED.
+            match self
+                .0
+                .compare_exchange_weak(cur, cur | SCHEDULED, AcqRel, Acquire)
+            {
+                Ok(_) if cur & RUNNING != 0 => return Wake::Nothing,
+                Ok(_) => return Wake::Schedule,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// `run` takes the task: clears `SCHEDULED`, sets `RUNNING`. Returns the previous word.
+    pub(crate) fn start_poll(&self) -> usize {
+        // AcqRel pairs with the waker's CAS in `wake` (see there).
+        let prev = self.0.fetch_xor(SCHEDULED | RUNNING, AcqRel);
+        debug_assert!(
+            prev & SCHEDULED != 0 && prev & RUNNING == 0,
+            "gort: task ran while not scheduled (state {prev:#b})"
+        );
+        prev
+    }
+
+    /// The poll returned `Pending`: clear `RUNNING`, in one step with deciding whether the
+    /// task must be queued again (a wake or an abort arrived during the poll).
+    pub(crate) fn end_poll(&self) -> AfterPoll {
+        let mut cur = self.0.load(Acquire);
+        loop {
+            let (next, after) = if cur & SCHEDULED != 0 {
+                (cur & !RUNNING, AfterPoll::Requeue)
+            } else if cur & CANCELLED != 0 {
+                ((cur & !RUNNING) | SCHEDULED, AfterPoll::Requeue)
+            } else {
+                (cur & !RUNNING, AfterPoll::Idle)
+            };
+            match self.0.compare_exchange_weak(cur, next, AcqRel, Acquire) {
+                Ok(_) => return after,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// The output is stored: publish it.
+    pub(crate) fn complete(&self) {
+        // Release pairs with the Acquire in `load` by the JoinHandle.
+        let _ = self.0.fetch_update(AcqRel, Acquire, |cur| {
+            Some((cur | COMPLETE) & !(RUNNING | SCHEDULED))
+        });
+    }
+
+    /// Marks the task cancelled. Returns whether the caller must queue it so that a runner
+    /// drops the future (the task was idle).
+    pub(crate) fn cancel(&self) -> bool {
+        let mut cur = self.0.load(Acquire);
+        loop {
+            if cur & (COMPLETE | CANCELLED) != 0 {
+                return false;
+            }
+            let schedule = cur & (SCHEDULED | RUNNING) == 0;
+            let next = cur | CANCELLED | if schedule { SCHEDULED } else { 0 };
+            match self.0.compare_exchange_weak(cur, next, AcqRel, Acquire) {
+                Ok(_) => return schedule,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// Runtime teardown: takes the future of a task that is not complete, as `run` would.
+    /// Returns false when the task already completed.
+    pub(crate) fn claim_for_shutdown(&self) -> bool {
+        let mut cur = self.0.load(Acquire);
+        loop {
+            if cur & (COMPLETE | RUNNING) != 0 {
+                return false;
+            }
+            let next = (cur & !SCHEDULED) | RUNNING | CANCELLED;
+            match self.0.compare_exchange_weak(cur, next, AcqRel, Acquire) {
+                Ok(_) => return true,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+}

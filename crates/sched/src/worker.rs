@@ -1,0 +1,389 @@
+//! M: a worker thread. Its loop is Go's `schedule` + `findrunnable` + `stealWork` +
+//! `stopm`: run timers, then local work, then global work, then steal (with other Ps'
+//! timers), then give the P up and either block in the poller until the earliest timer or
+//! park.
+
+use crate::context;
+use crate::idle::{MHandle, Woken, PARK_BACKSTOP};
+use crate::p::{steal_one, P, P_DEAD};
+use crate::shared::{DeferredHost, Shared};
+use crate::task::Task;
+use gort_timer::{nanotime, Nanos};
+use std::sync::atomic::Ordering::*;
+use std::sync::Arc;
+
+/// Rounds of stealing before an M gives up (Go's `stealTries`); timers of other Ps are
+/// checked in the last round only, as Go does, so that a spinning M first looks for tasks.
+const STEAL_TRIES: usize = 4;
+
+struct M {
+    shared: Arc<Shared>,
+    handle: Arc<MHandle>,
+    p: Option<Arc<P>>,
+    spinning: bool,
+    rng: u64,
+}
+
+/// Entry point of every M thread.
+pub(crate) fn m_main(shared: Arc<Shared>, handle: Arc<MHandle>, p: Arc<P>, spinning: bool) {
+    let _ctx = context::enter(shared.clone());
+    let rng = (Arc::as_ptr(&handle) as u64) ^ nanotime() as u64 | 1;
+    let mut m = M {
+        shared: shared.clone(),
+        handle,
+        p: None,
+        spinning,
+        rng,
+    };
+    m.acquire(p);
+    m.schedule();
+    m.drop_p_on_exit();
+    drop(m);
+    let mut live = shared.live_ms.lock();
+    *live -= 1;
+    shared.ms_exited.notify_all();
+}
+
+impl M {
+    fn acquire(&mut self, p: Arc<P>) {
+        context::set_current_p(Arc::as_ptr(&p));
+        self.p = Some(p);
+    }
+
+    fn take_p(&mut self) -> Option<Arc<P>> {
+        context::set_current_p(std::ptr::null());
+        self.p.take()
+    }
+
+    fn drop_p_on_exit(&mut self) {
+        if let Some(p) = self.take_p() {
+            self.shared.idle.pidleput(p);
+        }
+    }
+
+    fn next_rand(&mut self) -> u64 {
+        // xorshift64: a few cycles, enough to spread victims.
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        x
+    }
+
+    /// Go's `schedule`: the M's whole life.
+    fn schedule(&mut self) {
+        loop {
+            if self.shared.is_shutdown() {
+                return;
+            }
+            let Some(p) = self.p.clone() else {
+                if !self.stopm() {
+                    return;
+                }
+                continue;
+            };
+            if p.id >= self.shared.nprocs() {
+                self.retire_p();
+                continue;
+            }
+            if let Some(task) = self.find_runnable() {
+                if self.spinning {
+                    self.reset_spinning();
+                }
+                task.run();
+                self.sync_p_after_run();
+            }
+        }
+    }
+
+    /// A task's poll may have called `block_in_place`, which hands our P away and may pick up
+    /// another: the context says which P this thread holds now.
+    fn sync_p_after_run(&mut self) {
+        let now = context::current_p();
+        let held = self.p.as_ref().map_or(std::ptr::null(), Arc::as_ptr);
+        if now != held {
+            self.p = if now.is_null() {
+                None
+            } else {
+                // SAFETY: a non-null context P is a live P of this runtime.
+                let id = unsafe { (*now).id };
+                self.shared.p(id).cloned()
+            };
+        }
+    }
+
+    /// Go's `resetspinning`: we found work; if we were the last spinner, wake another so
+    /// that a burst of new work is spread.
+    fn reset_spinning(&mut self) {
+        self.spinning = false;
+        if self.shared.idle.dec_spinning() == 0 {
+            self.shared.wakep();
+        }
+    }
+
+    /// Go's `findrunnable`. Returns `None` when the M lost its P (it parked and will retry)
+    /// or the runtime shuts down.
+    fn find_runnable(&mut self) -> Option<Task> {
+        let shared = self.shared.clone();
+        loop {
+            let p = self.p.clone()?;
+            if shared.is_shutdown() || p.id >= shared.nprocs() {
+                return None;
+            }
+            // checkTimers(pp, 0): run this P's due timers before picking a task, so that the
+            // tasks they wake are found just below.
+            let mut now = nanotime();
+            let mut poll_until = p.timers.check(now, true).next;
+
+            // SAFETY: this M holds `p`.
+            if let Some(t) = unsafe { p.next_local(&shared.injector) } {
+                return Some(t);
+            }
+            // SAFETY: as above.
+            let global = unsafe {
+                p.with_local(|l| steal_one(|| shared.injector.steal_batch_and_pop(&l.queue)))
+            };
+            if global.is_some() {
+                return global;
+            }
+
+            // Limit spinning Ms to half the busy Ps (Go): spinning costs CPU that busy Ps
+            // could use, and one spinner finds new work as well as many.
+            let busy = shared.nprocs().saturating_sub(shared.idle.npidle());
+            if self.spinning || 2 * shared.idle.nmspinning() < busy {
+                if !self.spinning {
+                    self.spinning = true;
+                    shared.idle.inc_spinning();
+                }
+                let (task, next, ran) = self.steal_work(&p, now);
+                if task.is_some() {
+                    return task;
+                }
+                poll_until = min_nonzero(poll_until, next);
+                if ran {
+                    // Stolen timers may have readied tasks (onto our runnext): look again.
+                    continue;
+                }
+                now = nanotime();
+            }
+
+            // Nothing to do: give the P up unless the global queue refilled meanwhile.
+            let p = self.take_p().expect("gort: M lost its P");
+            if let Err(p) = shared.idle.release_p(p, || !shared.injector.is_empty()) {
+                self.acquire(p);
+                continue;
+            }
+            let was_spinning = self.spinning;
+            if self.spinning {
+                // The delicate dance (Go): drop nmspinning *then* re-check every source; see
+                // idle.rs for why the order matters.
+                self.spinning = false;
+                shared.idle.dec_spinning();
+                if self.work_appeared() {
+                    if let Some(p) = shared.idle.pidleget() {
+                        self.acquire(p);
+                        self.spinning = true;
+                        shared.idle.inc_spinning();
+                        continue;
+                    }
+                }
+            }
+            // The earliest timer over every P, including ones added while we searched.
+            for p2 in shared.all_ps() {
+                poll_until = min_nonzero(poll_until, p2.timers.wake_time());
+            }
+
+            if poll_until != 0 && shared.idle.lastpoll.swap(0, SeqCst) != 0 {
+                // We are the poller: sleep until the earliest timer or a break.
+                shared.idle.poll_until.store(poll_until, SeqCst);
+                if poll_until > now {
+                    shared.poller.poll(poll_until);
+                }
+                shared.idle.poll_until.store(0, SeqCst);
+                shared.idle.lastpoll.store(nanotime(), SeqCst);
+                if let Some(p) = shared.idle.pidleget() {
+                    self.acquire(p);
+                    if was_spinning {
+                        self.spinning = true;
+                        shared.idle.inc_spinning();
+                    }
+                    continue;
+                }
+            } else if poll_until != 0 {
+                // Another M polls: make sure it does not oversleep our earliest timer.
+                let theirs = shared.idle.poll_until.load(SeqCst);
+                if theirs == 0 || theirs > poll_until {
+                    shared.poller.break_poll();
+                }
+            }
+            if !self.stopm() {
+                return None;
+            }
+        }
+    }
+
+    /// After dropping out of spinning: has any queue got work (Go re-checks every P's run
+    /// queue; we also re-check the injector, which is lock-free here, see idle.rs).
+    fn work_appeared(&self) -> bool {
+        !self.shared.injector.is_empty() || self.shared.all_ps().any(|p| p.has_queued())
+    }
+
+    /// Go's `stealWork`: several rounds over the other Ps in random order; the last round
+    /// also runs their due timers. Returns a task, the earliest timer seen, and whether any
+    /// timer ran.
+    fn steal_work(&mut self, p: &Arc<P>, mut now: Nanos) -> (Option<Task>, Nanos, bool) {
+        let shared = self.shared.clone();
+        let n = shared.nallp();
+        let mut next = 0;
+        let mut ran = false;
+        if n <= 1 {
+            return (None, 0, false);
+        }
+        for round in 0..STEAL_TRIES {
+            let last = round == STEAL_TRIES - 1;
+            let start = self.next_rand() as usize % n;
+            let stride = coprime_stride(n, self.next_rand() as usize);
+            for i in 0..n {
+                let id = (start + i * stride) % n;
+                if id == p.id {
+                    continue;
+                }
+                let Some(p2) = shared.p(id) else { continue };
+                if last {
+                    let c = p2.timers.check(now, false);
+                    next = min_nonzero(next, c.next);
+                    if c.ran > 0 {
+                        ran = true;
+                        now = nanotime();
+                        // SAFETY: this M holds `p`.
+                        if let Some(t) = unsafe { p.next_local(&shared.injector) } {
+                            return (Some(t), next, ran);
+                        }
+                    }
+                }
+                if p2.has_queued() {
+                    // SAFETY: this M holds `p`; stealing into its own queue.
+                    let t = unsafe {
+                        p.with_local(|l| steal_one(|| p2.stealer.steal_batch_and_pop(&l.queue)))
+                    };
+                    if t.is_some() {
+                        return (t, next, ran);
+                    }
+                }
+            }
+        }
+        (None, next, ran)
+    }
+
+    /// Go's `stopm`: park until handed a P. Returns false on shutdown.
+    fn stopm(&mut self) -> bool {
+        debug_assert!(self.p.is_none() && !self.spinning);
+        let shared = self.shared.clone();
+        loop {
+            if shared.is_shutdown() {
+                return false;
+            }
+            shared.idle.mput(&self.handle);
+            // Shutdown may have drained the idle list just before our mput.
+            if shared.is_shutdown() {
+                shared.idle.mremove(&self.handle);
+                return false;
+            }
+            let mut timeout = Some(PARK_BACKSTOP);
+            loop {
+                match self.handle.wait(timeout) {
+                    Woken::P(p, spinning) => {
+                        self.acquire(p);
+                        self.spinning = spinning;
+                        return true;
+                    }
+                    Woken::Shutdown => return false,
+                    Woken::Timeout => {
+                        if !shared.idle.mremove(&self.handle) {
+                            // Popped by a `startm` already: its hand-off is on the way.
+                            timeout = None;
+                            continue;
+                        }
+                        break;
+                    }
+                }
+            }
+            // Backstop: look around once on our own.
+            if self.work_appeared() || self.timers_due() {
+                if let Some(p) = shared.idle.pidleget() {
+                    self.acquire(p);
+                    return true;
+                }
+            }
+        }
+    }
+
+    fn timers_due(&self) -> bool {
+        let now = nanotime();
+        self.shared
+            .all_ps()
+            .any(|p| matches!(p.timers.wake_time(), w if w != 0 && w <= now))
+    }
+
+    /// Our P was removed by `set_procs` (Go's `procresize` -> `destroy`): move its tasks to the
+    /// global queue and its timers to a live P, then mark it dead.
+    fn retire_p(&mut self) {
+        let shared = self.shared.clone();
+        let p = self.take_p().expect("gort: retire without a P");
+        let host = DeferredHost::default();
+        let retired = shared.idle.locked(|l| {
+            let n = shared.nprocs();
+            if p.id < n {
+                // set_procs grew again before we got here: keep running it.
+                return Err(p);
+            }
+            // SAFETY: we held `p` and give it up here, under the scheduler lock.
+            unsafe { p.drain_local(|t| shared.injector.push(t)) };
+            let dst = shared.p(p.id % n).expect("gort: live P missing");
+            p.timers.move_to(&dst.timers, &host);
+            p.set_status(P_DEAD);
+            let _ = l;
+            Ok(())
+        });
+        host.flush(&shared);
+        match retired {
+            Err(p) => self.acquire(p),
+            Ok(()) => {
+                if self.spinning {
+                    self.spinning = false;
+                    shared.idle.dec_spinning();
+                }
+                shared.wakep();
+            }
+        }
+    }
+}
+
+/// `a` or `b`, whichever is earlier, treating 0 as "none".
+pub(crate) fn min_nonzero(a: Nanos, b: Nanos) -> Nanos {
+    match (a, b) {
+        (0, x) | (x, 0) => x,
+        (a, b) => a.min(b),
+    }
+}
+
+/// A stride coprime with `n`, so that `start + i * stride` visits every index once (Go's
+/// `randomOrder`): different Ms walk the Ps in different orders and do not convoy.
+fn coprime_stride(n: usize, seed: usize) -> usize {
+    let mut s = seed % n;
+    for _ in 0..n {
+        if s != 0 && gcd(s, n) == 1 {
+            return s;
+        }
+        s = (s + 1) % n;
+    }
+    1
+}
+
+fn gcd(mut a: usize, mut b: usize) -> usize {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}

@@ -1,0 +1,298 @@
+//! `--report DIR`: one HTML page with every scenario's lateness histogram and timeline as
+//! inline SVG, drawn with plotters' SVG backend.
+//!
+//! Without its `ttf`/`ab_glyph` features plotters uses a "naive" font that only estimates text
+//! extents, and the SVG backend writes `<text>` elements that the browser renders: no system
+//! fonts are read, so this works on headless machines.
+
+use super::{fmt_bytes, fmt_count, fmt_us, ScenarioResult, SuiteResult};
+use crate::stats::TimelineBin;
+use plotters::prelude::*;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+const SIZE: (u32, u32) = (760, 300);
+
+/// Writes `DIR/index.html` (creating `DIR`) and returns its path.
+pub fn write(suite: &SuiteResult, dir: &Path) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join("index.html");
+    std::fs::write(&path, render(suite))?;
+    Ok(path)
+}
+
+/// The page as a string.
+pub fn render(suite: &SuiteResult) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>gort stress report</title>\
+         <style>body{{font-family:sans-serif;margin:2em;max-width:1600px}}\
+         table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}\
+         .bad{{color:#b00}}.ok{{color:#070}}.charts{{display:flex;flex-wrap:wrap;gap:1em}}</style>\
+         </head><body>\n<h1>gort stress report</h1>\n<p>seed <b>{}</b>, {} Ps per runtime, \
+         requested duration {} ms{}: <b class=\"{}\">{}</b></p>\n",
+        suite.seed,
+        suite.procs,
+        suite.duration_ms,
+        suite.fault.as_deref().map_or(String::new(), |f| format!(", injected fault <b>{}</b>", esc(f))),
+        if suite.passed { "ok" } else { "bad" },
+        if suite.passed { "PASS".to_string() } else { format!("FAIL ({} violations)", suite.violations) },
+    );
+    h.push_str(&summary_table(suite));
+    for s in &suite.scenarios {
+        h.push_str(&section(s));
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+fn summary_table(suite: &SuiteResult) -> String {
+    let mut t = String::from(
+        "<table><tr><th>scenario</th><th>ops</th><th>started</th><th>fired</th><th>stopped</th>\
+         <th>reset</th><th>p50</th><th>p99</th><th>max</th><th>peak RSS</th><th>CPU</th>\
+         <th>violations</th></tr>\n",
+    );
+    for s in &suite.scenarios {
+        let _ = writeln!(
+            t,
+            "<tr><td><a href=\"#{n}\">{n}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}s</td><td class=\"{}\">{}</td></tr>",
+            fmt_count(s.ops),
+            fmt_count(s.timers.started),
+            fmt_count(s.timers.fired),
+            fmt_count(s.timers.stopped),
+            fmt_count(s.timers.reset),
+            fmt_us(s.lateness.p50_us),
+            fmt_us(s.lateness.p99_us),
+            fmt_us(s.lateness.max_us),
+            fmt_bytes(s.memory.peak),
+            (s.cpu_user_ms + s.cpu_system_ms) / 1e3,
+            if s.violation_count == 0 { "ok" } else { "bad" },
+            s.violation_count,
+            n = esc(&s.name),
+        );
+    }
+    t.push_str("</table>\n");
+    t
+}
+
+fn section(s: &ScenarioResult) -> String {
+    let mut h = String::new();
+    let _ = writeln!(h, "<h2 id=\"{0}\">{0}</h2>", esc(&s.name));
+    let bound = s.bound.map_or("none".into(), |b| format!("p99 &lt; {}, max &lt; {}", fmt_us(b.p99_us), fmt_us(b.max_us)));
+    let _ = writeln!(
+        h,
+        "<p>wall {:.0} ms; lateness n={} mean {:.0}µs p50 {} p90 {} p99 {} p99.9 {} max {} (bound: {}); \
+         RSS baseline {} peak {} end {}</p>",
+        s.wall_ms,
+        s.lateness.count,
+        s.lateness.mean_us,
+        fmt_us(s.lateness.p50_us),
+        fmt_us(s.lateness.p90_us),
+        fmt_us(s.lateness.p99_us),
+        fmt_us(s.lateness.p999_us),
+        fmt_us(s.lateness.max_us),
+        bound,
+        fmt_bytes(s.memory.baseline),
+        fmt_bytes(s.memory.peak),
+        fmt_bytes(s.memory.end),
+    );
+    for (class, label, items) in [("bad", "violation", &s.violations), ("", "warning", &s.warnings), ("", "note", &s.notes)] {
+        if !items.is_empty() {
+            h.push_str("<ul>");
+            for i in items {
+                let _ = write!(h, "<li class=\"{class}\">{label}: {}</li>", esc(i));
+            }
+            h.push_str("</ul>\n");
+        }
+    }
+    if !s.metrics.is_empty() {
+        let m: Vec<String> = s.metrics.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(h, "<p><small>metrics at end: {}</small></p>", esc(&m.join(", ")));
+    }
+    h.push_str("<div class=\"charts\">");
+    for svg in [histogram_svg(s), timeline_svg(&s.name, &s.timeline)] {
+        match svg {
+            Ok(svg) => h.push_str(&svg),
+            Err(e) => {
+                let _ = write!(h, "<p class=\"bad\">chart failed: {}</p>", esc(&e));
+            }
+        }
+    }
+    h.push_str("</div>\n");
+    h
+}
+
+/// The lateness histogram: log-scale lateness on x, samples per bucket on y.
+pub fn histogram_svg(s: &ScenarioResult) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let b = &s.lateness.buckets;
+        let caption = format!("{}: lateness histogram (n={})", s.name, s.lateness.count);
+        if b.is_empty() {
+            root.titled(&format!("{caption}: no samples"), ("sans-serif", 16)).map_err(|e| e.to_string())?;
+            root.present().map_err(|e| e.to_string())?;
+        } else {
+            let x_lo = (b[0].0.max(1) as f64) * 0.9;
+            let x_hi = (b[b.len() - 1].1 + 1) as f64 * 1.1;
+            let y_hi = b.iter().map(|x| x.2).max().unwrap_or(1) as f64 * 1.1;
+            let mut chart = ChartBuilder::on(&root)
+                .caption(caption, ("sans-serif", 16))
+                .margin(10)
+                .x_label_area_size(36)
+                .y_label_area_size(60)
+                .build_cartesian_2d((x_lo..x_hi).log_scale(), 0f64..y_hi)
+                .map_err(|e| e.to_string())?;
+            chart
+                .configure_mesh()
+                .x_desc("lateness (µs, log scale)")
+                .y_desc("samples")
+                .x_label_formatter(&|v| fmt_us(*v as u64))
+                .y_label_formatter(&|v| fmt_count(*v as u64))
+                .draw()
+                .map_err(|e| e.to_string())?;
+            chart
+                .draw_series(b.iter().map(|&(lo, hi, n)| {
+                    Rectangle::new([(lo.max(1) as f64, 0.0), ((hi + 1) as f64, n as f64)], BLUE.mix(0.7).filled())
+                }))
+                .map_err(|e| e.to_string())?;
+            if let Some(bound) = s.bound {
+                let x = bound.p99_us as f64;
+                if x > x_lo && x < x_hi {
+                    chart
+                        .draw_series(LineSeries::new([(x, 0.0), (x, y_hi)], RED.stroke_width(2)))
+                        .map_err(|e| e.to_string())?
+                        .label("p99 bound");
+                }
+            }
+            root.present().map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(svg)
+}
+
+/// The timeline: per time bin, max and mean lateness (log scale) and, below, samples per bin.
+pub fn timeline_svg(name: &str, bins: &[TimelineBin]) -> Result<String, String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (SIZE.0, SIZE.1 + 160)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        if bins.is_empty() {
+            root.titled(&format!("{name}: timeline: no samples"), ("sans-serif", 16)).map_err(|e| e.to_string())?;
+            root.present().map_err(|e| e.to_string())?;
+        } else {
+            draw_timeline(&root, name, bins)?;
+        }
+    }
+    Ok(svg)
+}
+
+fn draw_timeline(root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>, name: &str, bins: &[TimelineBin]) -> Result<(), String> {
+    {
+        let (top, bottom) = root.split_vertically(SIZE.1);
+        let t_hi = bins[bins.len() - 1].t_ms.max(1.0) * 1.02;
+        let y_hi = bins.iter().map(|b| b.max_us).max().unwrap_or(1).max(10) as f64 * 1.5;
+        let mut chart = ChartBuilder::on(&top)
+            .caption(format!("{name}: lateness over time"), ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..t_hi, (1f64..y_hi).log_scale())
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .y_desc("lateness (µs)")
+            .y_label_formatter(&|v| fmt_us(*v as u64))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        let nonempty = || bins.iter().filter(|b| b.count > 0);
+        chart
+            .draw_series(LineSeries::new(nonempty().map(|b| (b.t_ms, (b.max_us as f64).max(1.0))), RED))
+            .map_err(|e| e.to_string())?
+            .label("max")
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], RED));
+        chart
+            .draw_series(LineSeries::new(nonempty().map(|b| (b.t_ms, b.mean_us.max(1.0))), BLUE))
+            .map_err(|e| e.to_string())?
+            .label("mean")
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLUE));
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| e.to_string())?;
+        let c_hi = bins.iter().map(|b| b.count).max().unwrap_or(1) as f64 * 1.1;
+        let mut counts = ChartBuilder::on(&bottom)
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..t_hi, 0f64..c_hi)
+            .map_err(|e| e.to_string())?;
+        counts
+            .configure_mesh()
+            .x_desc("time since scenario start (ms)")
+            .y_desc("expiries")
+            .y_label_formatter(&|v| fmt_count(*v as u64))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        counts
+            .draw_series(LineSeries::new(bins.iter().map(|b| (b.t_ms, b.count as f64)), GREEN.stroke_width(1)))
+            .map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Escapes text for HTML.
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tests::sample;
+
+    #[test]
+    fn charts_are_svg_with_text_and_no_font_files() {
+        let s = sample("timer-storm", &[]);
+        let hist = histogram_svg(&s).unwrap();
+        assert!(hist.starts_with("<svg") && hist.contains("<rect") && hist.contains("<text"));
+        assert!(hist.contains("lateness histogram (n=4)"));
+        let tl = timeline_svg(&s.name, &s.timeline).unwrap();
+        assert!(tl.contains("<polyline") && tl.contains("lateness over time"));
+    }
+
+    #[test]
+    fn empty_data_still_renders() {
+        let mut s = sample("idle", &[]);
+        s.lateness = Default::default();
+        s.timeline.clear();
+        assert!(histogram_svg(&s).unwrap().contains("no samples"));
+        assert!(timeline_svg("idle", &[]).unwrap().contains("no samples"));
+    }
+
+    #[test]
+    fn page_lists_scenarios_and_escapes_text() {
+        let suite = SuiteResult::new(3, 2, 1000, None, vec![sample("a", &["x<y"]), sample("b", &[])]);
+        let page = render(&suite);
+        assert!(page.contains("<h2 id=\"a\">") && page.contains("<h2 id=\"b\">"));
+        assert!(page.contains("x&lt;y") && !page.contains("x<y"));
+        assert!(page.contains("a warning &lt;b&gt;"));
+        assert_eq!(page.matches("<svg").count(), 4);
+        assert!(page.contains("FAIL (1 violations)"));
+    }
+
+    #[test]
+    fn write_creates_the_directory() {
+        let dir = std::env::temp_dir().join(format!("gort-stress-html-{}", std::process::id()));
+        let suite = SuiteResult::new(3, 2, 1000, None, vec![sample("a", &[])]);
+        let path = write(&suite, &dir.join("nested")).unwrap();
+        assert!(std::fs::read_to_string(&path).unwrap().contains("gort stress report"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,115 @@
+//! The end-of-run table: one row per scenario, then each scenario's violations and warnings.
+
+use super::{fmt_bytes, fmt_count, fmt_us, SuiteResult};
+use std::fmt::Write as _;
+
+const HEADERS: [&str; 14] = [
+    "scenario", "ops", "started", "fired", "stopped", "reset", "p50", "p99", "max", "bound p99",
+    "peak RSS", "end-base", "CPU", "violations",
+];
+
+/// Renders the results table (plain text, aligned columns).
+pub fn render(suite: &SuiteResult) -> String {
+    let rows: Vec<[String; 14]> = suite
+        .scenarios
+        .iter()
+        .map(|s| {
+            let l = &s.lateness;
+            [
+                s.name.clone(),
+                fmt_count(s.ops),
+                fmt_count(s.timers.started),
+                fmt_count(s.timers.fired),
+                fmt_count(s.timers.stopped),
+                fmt_count(s.timers.reset),
+                fmt_us(l.p50_us),
+                fmt_us(l.p99_us),
+                fmt_us(l.max_us),
+                s.bound.map_or("-".into(), |b| fmt_us(b.p99_us)),
+                fmt_bytes(s.memory.peak),
+                signed_bytes(s.memory.end as i64 - s.memory.baseline as i64),
+                format!("{:.2}s", (s.cpu_user_ms + s.cpu_system_ms) / 1e3),
+                s.violation_count.to_string(),
+            ]
+        })
+        .collect();
+    let mut widths = HEADERS.map(|h| h.chars().count());
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |out: &mut String, cells: &[String]| {
+        for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+            let pad = w - c.chars().count();
+            if i == 0 {
+                let _ = write!(out, "{c}{}", " ".repeat(pad));
+            } else {
+                let _ = write!(out, "  {}{c}", " ".repeat(pad));
+            }
+        }
+        out.push('\n');
+    };
+    line(&mut out, &HEADERS.map(String::from));
+    let total: usize = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
+    out.push_str(&"-".repeat(total));
+    out.push('\n');
+    for r in &rows {
+        line(&mut out, r);
+    }
+    for s in &suite.scenarios {
+        for v in &s.violations {
+            let _ = writeln!(out, "violation [{}]: {v}", s.name);
+        }
+        for w in &s.warnings {
+            let _ = writeln!(out, "warning   [{}]: {w}", s.name);
+        }
+    }
+    let verdict = if suite.passed {
+        format!("PASS: no invariant violations (seed {})", suite.seed)
+    } else {
+        format!(
+            "FAIL: {} invariant violation(s); replay with --seed {}",
+            suite.violations, suite.seed
+        )
+    };
+    out.push_str(&verdict);
+    out.push('\n');
+    out
+}
+
+fn signed_bytes(d: i64) -> String {
+    if d < 0 {
+        format!("-{}", fmt_bytes(d.unsigned_abs()))
+    } else {
+        format!("+{}", fmt_bytes(d as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tests::sample;
+
+    #[test]
+    fn table_has_a_row_per_scenario_and_a_verdict() {
+        let suite = SuiteResult::new(77, 2, 1000, None, vec![sample("timer-storm", &[]), sample("faults", &["lost fire"])]);
+        let t = render(&suite);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].starts_with("scenario"));
+        assert!(lines[2].starts_with("timer-storm") && lines[3].starts_with("faults"));
+        // Columns line up: every row is as wide as the header.
+        let width = lines[0].chars().count();
+        assert!(lines[2..4].iter().all(|l| l.chars().count() == width));
+        assert!(t.contains("violation [faults]: lost fire"));
+        assert!(t.contains("2.50M") && t.contains("45.00ms") && t.contains("+2.0MiB"));
+        assert!(t.trim_end().ends_with("replay with --seed 77"));
+    }
+
+    #[test]
+    fn passing_suite_says_pass() {
+        let t = render(&SuiteResult::new(5, 1, 1, None, vec![sample("x", &[])]));
+        assert!(t.contains("PASS"));
+    }
+}

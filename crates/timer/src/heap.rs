@@ -1,0 +1,173 @@
+//! The 4-ary min-heap of one `Timers`: Go's `siftupTimer`/`siftdownTimer` with the key stored
+//! inline (Go 1.23's `timerWhen`), plus the counters kept under the same lock.
+//!
+//! Every routine here runs with the heap lock held. Each entry's timer records its slot in
+//! `Timer::index` (written here on every move) so that a modified-earlier timer can be
+//! re-sifted in place in O(log n) instead of being found by a scan (go#41699).
+
+use gort_sync::atomic::Ordering::Relaxed;
+use gort_sync::Arc;
+
+use crate::clock::Nanos;
+use crate::status::bad;
+use crate::timer::Timer;
+
+/// One heap slot: the key inline, so comparisons never dereference a timer. 16 bytes outside
+/// loom, so a node's four children share one 64-byte cache line.
+pub(crate) struct Entry {
+    pub(crate) when: Nanos,
+    pub(crate) timer: Arc<Timer>,
+}
+
+/// Counters that only lock holders touch, so they are plain integers.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) fired: u64,
+    pub(crate) added: u64,
+    pub(crate) modified: u64,
+    pub(crate) moved: u64,
+    pub(crate) adjusted: u64,
+    pub(crate) sift_steps: u64,
+}
+
+/// What `Timers::heap` guards.
+#[derive(Default)]
+pub(crate) struct Heap {
+    pub(crate) v: Vec<Entry>,
+    /// Scratch for the drained modified-earlier list, kept to reuse its allocation.
+    pub(crate) spare: Vec<Arc<Timer>>,
+    pub(crate) c: Counters,
+}
+
+impl Heap {
+    pub(crate) fn len(&self) -> usize {
+        self.v.len()
+    }
+
+    /// Records slot `i` in the timer now stored there.
+    fn note(&self, i: usize) {
+        // Relaxed: `index` is read and written only under this heap's lock.
+        self.v[i].timer.index.store(i as u32, Relaxed);
+    }
+
+    /// Appends `e` and sifts it up; returns its final slot.
+    pub(crate) fn push(&mut self, e: Entry) -> usize {
+        if self.v.len() >= u32::MAX as usize {
+            panic!("gort: more than 2^32 - 1 timers in one heap");
+        }
+        self.v.push(e);
+        let i = self.v.len() - 1;
+        self.siftup(i)
+    }
+
+    /// Go's `siftupTimer`: moves slot `i` towards the root while it is strictly earlier than
+    /// its parent (equal keys stay put); returns its final slot, the smallest index changed.
+    pub(crate) fn siftup(&mut self, mut i: usize) -> usize {
+        if i >= self.v.len() {
+            bad("siftup index out of range");
+        }
+        let when = self.v[i].when;
+        if when <= 0 {
+            bad("heaped timer with a non-positive deadline");
+        }
+        while i > 0 {
+            let p = (i - 1) / 4;
+            if when >= self.v[p].when {
+                break;
+            }
+            self.v.swap(i, p);
+            self.note(i);
+            self.c.sift_steps += 1;
+            i = p;
+        }
+        self.note(i);
+        i
+    }
+
+    /// Go's `siftdownTimer`: per level the minimum of the four children in three comparisons
+    /// (min of 1-2, min of 3-4, min of those), stopping once it is not earlier than slot `i`.
+    /// Returns the entry's final slot.
+    pub(crate) fn siftdown(&mut self, mut i: usize) -> usize {
+        let n = self.v.len();
+        if i >= n {
+            bad("siftdown index out of range");
+        }
+        let when = self.v[i].when;
+        if when <= 0 {
+            bad("heaped timer with a non-positive deadline");
+        }
+        loop {
+            let mut c = i * 4 + 1; // first child
+            let mut c3 = c + 2; // third child
+            if c >= n {
+                break;
+            }
+            let mut w = self.v[c].when;
+            if c + 1 < n && self.v[c + 1].when < w {
+                w = self.v[c + 1].when;
+                c += 1;
+            }
+            if c3 < n {
+                let mut w3 = self.v[c3].when;
+                if c3 + 1 < n && self.v[c3 + 1].when < w3 {
+                    w3 = self.v[c3 + 1].when;
+                    c3 += 1;
+                }
+                if w3 < w {
+                    w = w3;
+                    c = c3;
+                }
+            }
+            if w >= when {
+                break;
+            }
+            self.v.swap(i, c);
+            self.note(i);
+            self.c.sift_steps += 1;
+            i = c;
+        }
+        self.note(i);
+        i
+    }
+
+    /// Removes slot `i` by moving the last entry into it and re-sifting (Go's `dodeltimer`
+    /// heap part). Returns the removed entry and the smallest index whose content changed.
+    pub(crate) fn remove_at(&mut self, i: usize) -> (Entry, usize) {
+        if i >= self.v.len() {
+            bad("heap removal index out of range");
+        }
+        let e = self.v.swap_remove(i);
+        let mut smallest = i;
+        if i < self.v.len() {
+            smallest = self.siftup(i);
+            if smallest == i {
+                self.siftdown(i);
+            }
+        }
+        (e, smallest)
+    }
+
+    /// Changes the key of slot `i` and restores the heap order: O(log n).
+    pub(crate) fn rekey(&mut self, i: usize, when: Nanos) {
+        self.v[i].when = when;
+        self.v[i].timer.when.store(when, Relaxed);
+        let j = self.siftup(i);
+        if j == i {
+            self.siftdown(i);
+        }
+    }
+
+    /// The slot of `t`, from its recorded index, checked.
+    pub(crate) fn slot_of(&self, t: &Timer) -> usize {
+        let i = t.index.load(Relaxed) as usize;
+        match self.v.get(i) {
+            Some(e) if std::ptr::eq(&*e.timer, t) => i,
+            _ => bad("timer index does not match its heap slot"),
+        }
+    }
+
+    /// The root key, or 0 if empty: what `timer0_when` publishes.
+    pub(crate) fn root_when(&self) -> Nanos {
+        self.v.first().map_or(0, |e| e.when)
+    }
+}

@@ -1,0 +1,242 @@
+//! Moving a heap's timers elsewhere (Go's `moveTimers`), shutting a heap down, and the
+//! debugging views: `stats` and `verify` (Go's `verifyTimerHeap`).
+
+use gort_sync::atomic::Ordering::*;
+use gort_sync::yield_now;
+
+use crate::status::{bad, Status};
+use crate::timer::Host;
+use crate::timers::{TimerStats, Timers};
+
+impl Timers {
+    /// Go's `moveTimers` (from `procresize` when a P is destroyed): moves every live timer of
+    /// `self` into `dst` through `Moving`, re-keying lazily modified ones and removing stopped
+    /// ones; `self` ends empty with every summary zeroed (Go 1.19 left
+    /// `timerModifiedEarliest` set; 1.23's `take` zeroes it). Calls
+    /// `host.wake_netpoller` if `dst`'s earliest deadline became earlier.
+    ///
+    /// Takes both heap locks, lower [`id`](Timers::id) first (ties broken by address), so
+    /// concurrent moves in opposite directions cannot deadlock. Callers must hold no other
+    /// `Timers` lock. Concurrent `del`/`modify` on the moving timers are safe: they wait out
+    /// `Moving` and then act on the timer in `dst`.
+    ///
+    /// # Panics
+    ///
+    /// If `dst` is `self`.
+    #[track_caller]
+    pub fn move_to(&self, dst: &Timers, host: &dyn Host) {
+        let (src, d) = (&*self.shared, &*dst.shared);
+        assert!(
+            !std::ptr::eq(src, d),
+            "gort: Timers::move_to: source and destination are the same Timers"
+        );
+        let src_first = (self.id(), src as *const _ as usize) < (dst.id(), d as *const _ as usize);
+        let (mut hs, mut hd) = if src_first {
+            let a = self.lock();
+            (a, dst.lock())
+        } else {
+            let b = dst.lock();
+            (self.lock(), b)
+        };
+        let before = hd.root_when();
+        let entries = std::mem::take(&mut hs.v);
+        for e in &entries {
+            let t = &e.timer;
+            loop {
+                match t.status() {
+                    s @ (Status::Waiting | Status::ModifiedEarlier | Status::ModifiedLater) => {
+                        if !t.cas(s, Status::Moving) {
+                            continue;
+                        }
+                        let when = if s == Status::Waiting {
+                            e.when
+                        } else {
+                            hd.c.modified += 1;
+                            t.nextwhen.load(Relaxed)
+                        };
+                        t.owner.store(std::ptr::null_mut(), Relaxed);
+                        d.doaddtimer(&mut hd, t.clone(), when);
+                        hd.c.moved += 1;
+                        t.cas_owned(Status::Moving, Status::Waiting, "moveTimers: lost Moving");
+                        break;
+                    }
+                    s @ Status::Deleted => {
+                        // Go goes Deleted -> Removed directly under STW; without STW a racing
+                        // `modify` could re-insert before `owner` is cleared, so we pass
+                        // through Removing like every other removal.
+                        if !t.cas(s, Status::Removing) {
+                            continue;
+                        }
+                        t.owner.store(std::ptr::null_mut(), Relaxed);
+                        t.cas_owned(Status::Removing, Status::Removed, "moveTimers: lost Removing");
+                        break;
+                    }
+                    Status::Modifying => yield_now(),
+                    _ => bad("moveTimers: impossible status in heap"),
+                }
+            }
+        }
+        // Every timer left `self` (each waited past any Modifying holder), so nobody can touch
+        // these counters on its behalf any more.
+        src.num.store(0, Relaxed);
+        src.deleted.store(0, Relaxed);
+        src.timer0_when.store(0, SeqCst);
+        src.modified_earliest.store(0, SeqCst);
+        let mut list = std::mem::take(&mut hs.spare);
+        src.take_early(&mut list);
+        list.clear();
+        hs.spare = list;
+        let after = hd.root_when();
+        drop(hd);
+        drop(hs);
+        drop(entries);
+        if after != 0 && (before == 0 || after < before) {
+            host.wake_netpoller(after);
+        }
+    }
+
+    /// Shutdown: removes every timer (status `Removed`, owner cleared, payload dropped) and
+    /// zeroes the summaries. Concurrent `del`/`modify` stay safe: they wait out `Removing`,
+    /// then see `Removed` (`del` returns false; `modify` re-inserts into its `home`).
+    /// Payloads are dropped after the lock is released. `Drop` calls this.
+    pub fn drain(&self) {
+        let s = &*self.shared;
+        let mut payloads = Vec::new();
+        let entries = {
+            let mut h = self.lock();
+            let entries = std::mem::take(&mut h.v);
+            for e in &entries {
+                let t = &e.timer;
+                loop {
+                    match t.status() {
+                        st @ (Status::Waiting
+                        | Status::ModifiedEarlier
+                        | Status::ModifiedLater
+                        | Status::Deleted) => {
+                            if !t.cas(st, Status::Removing) {
+                                continue;
+                            }
+                            t.owner.store(std::ptr::null_mut(), Relaxed);
+                            payloads.push(t.take_target());
+                            t.cas_owned(Status::Removing, Status::Removed, "drain: lost Removing");
+                            break;
+                        }
+                        Status::Modifying => yield_now(),
+                        _ => bad("drain: impossible status in heap"),
+                    }
+                }
+            }
+            s.num.store(0, Relaxed);
+            s.deleted.store(0, Relaxed);
+            s.timer0_when.store(0, SeqCst);
+            s.modified_earliest.store(0, SeqCst);
+            let mut list = std::mem::take(&mut h.spare);
+            s.take_early(&mut list);
+            h.spare = Vec::new();
+            drop(h);
+            drop(list);
+            entries
+        };
+        drop(payloads);
+        drop(entries);
+    }
+
+    /// Counters of this heap (a snapshot; takes the lock briefly).
+    pub fn stats(&self) -> TimerStats {
+        let s = &*self.shared;
+        let h = self.lock();
+        let deleted = s.deleted.load(Relaxed).max(0) as u64;
+        TimerStats {
+            pending: (h.len() as u64).saturating_sub(deleted),
+            deleted,
+            fired: h.c.fired,
+            stopped: s.stopped.load(Relaxed),
+            modified: h.c.modified,
+            moved: h.c.moved,
+            added: h.c.added,
+            adjusted: h.c.adjusted,
+            sift_steps: h.c.sift_steps,
+        }
+    }
+
+    /// Go's `verifyTimerHeap`, extended to every invariant checkable under the lock: heap
+    /// order, key copies, indices, owners, statuses, `len`, `timer0_when`, the
+    /// modified-earliest bound and list membership, and (when no timer is mid-`Modifying`)
+    /// the deleted count. Panics with a sentence naming the first violation. O(n); for tests.
+    #[doc(hidden)]
+    pub fn verify(&self) {
+        let s = &*self.shared;
+        let h = self.lock();
+        let id = self.id();
+        let adj = s.modified_earliest.load(SeqCst);
+        let (mut deleted, mut modifying) = (0i64, false);
+        for (i, e) in h.v.iter().enumerate() {
+            let t = &e.timer;
+            if e.when <= 0 {
+                panic!("gort: bad timer heap {id}: slot {i} has key {} <= 0", e.when);
+            }
+            if i > 0 {
+                let p = (i - 1) / 4;
+                if e.when < h.v[p].when {
+                    panic!(
+                        "gort: bad timer heap {id}: slot {i} (key {}) is earlier than its parent \
+                         slot {p} (key {})",
+                        e.when, h.v[p].when
+                    );
+                }
+            }
+            if t.when.load(Relaxed) != e.when {
+                panic!("gort: bad timer heap {id}: slot {i}'s timer.when differs from its key");
+            }
+            if t.index.load(Relaxed) as usize != i {
+                panic!("gort: bad timer heap {id}: slot {i}'s timer records another index");
+            }
+            if !s.is(t.owner.load(Relaxed)) {
+                panic!("gort: bad timer heap {id}: slot {i}'s timer names another owner");
+            }
+            match t.status() {
+                Status::Waiting | Status::ModifiedLater => {}
+                Status::Deleted => deleted += 1,
+                Status::Modifying => modifying = true,
+                Status::ModifiedEarlier => {
+                    let next = t.nextwhen.load(Relaxed);
+                    if adj == 0 || adj > next {
+                        panic!(
+                            "gort: bad timer heap {id}: modified-earliest {adj} is above slot \
+                             {i}'s new deadline {next}"
+                        );
+                    }
+                    if !s.is(t.queued.load(Relaxed)) {
+                        panic!(
+                            "gort: bad timer heap {id}: slot {i} is modified earlier but not on \
+                             the modified-earlier list"
+                        );
+                    }
+                }
+                st => panic!("gort: bad timer heap {id}: slot {i} has status {st:?}"),
+            }
+        }
+        let num = s.num.load(Relaxed);
+        if num != h.len() {
+            panic!("gort: bad timer heap {id}: len {} but the counter says {num}", h.len());
+        }
+        let t0 = s.timer0_when.load(SeqCst);
+        if t0 != h.root_when() {
+            panic!("gort: bad timer heap {id}: timer0_when {t0} but the root key is {}", h.root_when());
+        }
+        if h.v.is_empty() && adj != 0 {
+            panic!("gort: bad timer heap {id}: empty but modified-earliest is {adj} (go#51654)");
+        }
+        let counted = s.deleted.load(Relaxed);
+        if !modifying && counted != deleted {
+            panic!("gort: bad timer heap {id}: {deleted} deleted entries but the counter says {counted}");
+        }
+    }
+}
+
+impl Drop for Timers {
+    /// Drains, so that no timer keeps a pointer to the freed heap.
+    fn drop(&mut self) {
+        self.drain();
+    }
+}

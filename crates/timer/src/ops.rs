@@ -1,0 +1,163 @@
+//! The lock-free half of the state machine: Go's `deltimer`, `modtimer` and `resettimer`.
+//! They own a timer through `Modifying` and never lock a heap that holds it.
+
+use gort_sync::atomic::Ordering::Relaxed;
+use gort_sync::{yield_now, Arc};
+
+use crate::clock::Nanos;
+use crate::status::{bad, Status};
+use crate::timer::{Host, Timer};
+use crate::timers::Timers;
+
+/// Go's `deltimer`: stops `t`. Returns true if it was pending (armed and not yet run for this
+/// arming); it will then never fire for this arming.
+///
+/// Lock-free and O(1): it only marks the timer `Deleted` and leaves the heap entry for its
+/// owner to remove lazily, but it drops the payload at once (go#61542, go#60144: stopped
+/// timers must not keep their captures alive). Waits out a run in progress, so a `false`
+/// for a one-shot timer means its callback has been claimed (it may still be running).
+///
+/// # Examples
+///
+/// ```
+/// use gort_timer::{del, Timer, Timers};
+/// let timers = Timers::new(0);
+/// let t = Timer::new();
+/// assert!(!del(&t)); // never armed
+/// timers.add(&t, 10, 0, &|_| {});
+/// assert!(del(&t));
+/// assert!(!del(&t)); // already stopped
+/// ```
+#[doc(alias = "Stop")]
+pub fn del(t: &Timer) -> bool {
+    loop {
+        match t.status() {
+            s @ (Status::Waiting | Status::ModifiedEarlier | Status::ModifiedLater) => {
+                if !t.cas(s, Status::Modifying) {
+                    continue;
+                }
+                // SAFETY: we own Modifying, taken from a heaped status (see `owner_ref`).
+                let owner = unsafe { t.owner_ref() };
+                // Counted before leaving Modifying (Go counts after): a remover can then never
+                // decrement first (go-timers.md §7.7), and the owner is not touched after
+                // Modifying ends, when it might be freed.
+                owner.deleted.fetch_add(1, Relaxed);
+                owner.stopped.fetch_add(1, Relaxed);
+                let payload = t.take_target();
+                t.cas_owned(Status::Modifying, Status::Deleted, "deltimer: lost Modifying");
+                drop(payload); // outside Modifying: a payload's Drop may call back into us
+                return true;
+            }
+            Status::Deleted | Status::Removing | Status::Removed | Status::NoStatus => {
+                return false
+            }
+            Status::Running | Status::Moving | Status::Modifying => yield_now(),
+        }
+    }
+}
+
+/// Go's `modtimer`: (re)arms `t` at `when` (> 0) with `period` (0 = one-shot). Returns
+/// whether it was pending before the call.
+///
+/// - In a heap (pending, or stopped but not yet removed): records `when` as `nextwhen` and
+///   marks the timer `ModifiedEarlier`/`ModifiedLater` against its heap key, without taking
+///   that heap's lock. An earlier deadline is queued on the owner's modified-earlier list,
+///   lowers the owner's summary and calls `host.wake_netpoller(when)`.
+/// - In no heap (fresh, fired, or stopped and removed): inserts it into `home` (the caller's
+///   P) under `home`'s lock and calls `host.wake_netpoller(when)`.
+///
+/// Install the payload before arming (after [`del`] it is gone).
+///
+/// # Panics
+///
+/// If `when <= 0` or `period < 0`.
+///
+/// # Examples
+///
+/// ```
+/// use gort_timer::{modify, Status, Timer, Timers};
+/// let timers = Timers::new(0);
+/// let t = Timer::new();
+/// t.set_fire(std::sync::Arc::new(|_| {}));
+/// assert!(!modify(&t, 100, 0, &timers, &|_| {})); // first arming
+/// assert!(modify(&t, 40, 0, &timers, &|_| {})); // moved earlier, lazily
+/// assert_eq!(t.status(), Status::ModifiedEarlier);
+/// assert_eq!(timers.wake_time(), 40);
+/// assert_eq!(timers.check(40, true).ran, 1);
+/// ```
+#[doc(alias = "Reset")]
+#[track_caller]
+pub fn modify(t: &Arc<Timer>, when: Nanos, period: Nanos, home: &Timers, host: &dyn Host) -> bool {
+    assert!(when > 0, "gort: modify: deadline `when` must be > 0, got {when}");
+    assert!(period >= 0, "gort: modify: `period` must be >= 0, got {period}");
+    let (was_removed, pending) = loop {
+        match t.status() {
+            s @ (Status::Waiting | Status::ModifiedEarlier | Status::ModifiedLater) => {
+                if t.cas(s, Status::Modifying) {
+                    break (false, true);
+                }
+            }
+            s @ (Status::NoStatus | Status::Removed) => {
+                if t.cas(s, Status::Modifying) {
+                    break (true, false);
+                }
+            }
+            s @ Status::Deleted => {
+                if t.cas(s, Status::Modifying) {
+                    // SAFETY: we own Modifying, taken from a heaped status (see `owner_ref`).
+                    unsafe { t.owner_ref() }.deleted.fetch_sub(1, Relaxed);
+                    break (false, false);
+                }
+            }
+            Status::Running | Status::Removing | Status::Moving | Status::Modifying => {
+                yield_now()
+            }
+        }
+    };
+    t.period.store(period, Relaxed);
+
+    if was_removed {
+        t.when.store(when, Relaxed);
+        {
+            let s = &*home.shared;
+            let mut h = home.lock();
+            h.c.modified += 1;
+            s.doaddtimer(&mut h, t.clone(), when);
+        }
+        t.cas_owned(Status::Modifying, Status::Waiting, "modtimer: lost Modifying");
+        host.wake_netpoller(when);
+    } else {
+        t.nextwhen.store(when, Relaxed);
+        // Compared with the heap key, not an older nextwhen, as Go does.
+        let earlier = when < t.when.load(Relaxed);
+        if earlier {
+            // SAFETY: we own Modifying, taken from a heaped status (see `owner_ref`).
+            let owner = unsafe { t.owner_ref() };
+            // Invariant 6: list push, then summary, then the status CAS.
+            owner.queue_early(t);
+            owner.lower_modified_earliest(when);
+        }
+        let to = if earlier {
+            Status::ModifiedEarlier
+        } else {
+            Status::ModifiedLater
+        };
+        if !t.cas(Status::Modifying, to) {
+            bad("modtimer: lost Modifying");
+        }
+        if earlier {
+            host.wake_netpoller(when);
+        }
+    }
+    pending
+}
+
+/// Go's `resettimer`: [`modify`] keeping the timer's current period.
+///
+/// # Panics
+///
+/// If `when <= 0`.
+#[track_caller]
+pub fn reset(t: &Arc<Timer>, when: Nanos, home: &Timers, host: &dyn Host) -> bool {
+    modify(t, when, t.period.load(Relaxed), home, host)
+}

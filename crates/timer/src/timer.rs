@@ -1,0 +1,265 @@
+//! One timer: the atomic status word, the fields it guards, and the payload that firing runs.
+
+use std::fmt;
+use std::task::Waker;
+
+use gort_sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering::*};
+use gort_sync::{yield_now, Arc, Mutex};
+
+use crate::clock::Nanos;
+use crate::status::{bad, Status};
+use crate::timers::Shared;
+
+/// The callback of a timer: Go's `f(arg, seq)`.
+///
+/// It runs with no heap lock held, on whatever thread ran the timer (the owner P's, or a
+/// stealer's), and must not block. `when` is the deadline that came due, so that a late run
+/// can back-date what it reports (Go 1.23's `delay`).
+///
+/// Any `Fn(Nanos) + Send + Sync + 'static` closure is a `Fire`.
+pub trait Fire: Send + Sync + 'static {
+    /// Called once per due deadline.
+    fn fire(&self, when: Nanos);
+}
+
+impl<F: Fn(Nanos) + Send + Sync + 'static> Fire for F {
+    fn fire(&self, when: Nanos) {
+        self(when)
+    }
+}
+
+/// The scheduler's side of Go's `wakeNetPoller`: called after a timer was added, or moved
+/// earlier, with its new deadline, so that a poller sleeping past `when` can be woken.
+///
+/// Any `Fn(Nanos)` closure is a `Host` (handy in tests).
+pub trait Host {
+    /// A timer now wants to run at `when`.
+    fn wake_netpoller(&self, when: Nanos);
+}
+
+impl<F: Fn(Nanos)> Host for F {
+    fn wake_netpoller(&self, when: Nanos) {
+        self(when)
+    }
+}
+
+/// What firing does. Kept behind its own small lock so that `del` can drop it at once.
+pub(crate) enum Target {
+    None,
+    Fire(std::sync::Arc<dyn Fire>),
+    Waker(Waker),
+}
+
+/// The payload claimed by `run_one` while the timer is `Running`, run after the heap lock is
+/// released.
+pub(crate) enum Payload {
+    Fire(std::sync::Arc<dyn Fire>),
+    Waker(Waker),
+}
+
+impl Payload {
+    pub(crate) fn run(self, when: Nanos) {
+        match self {
+            Payload::Fire(f) => f.fire(when),
+            Payload::Waker(w) => w.wake(),
+        }
+    }
+}
+
+/// One timer: Go's `runtime.timer`. Shared (`Arc`) between its user, at most one heap and
+/// transiently a modified-earlier list.
+///
+/// Only this crate changes the fields; the user installs a payload with [`set_fire`] or
+/// [`set_waker`], then arms it with [`Timers::add`](crate::Timers::add) or
+/// [`modify`](crate::modify), and stops it with [`del`](crate::del).
+///
+/// [`set_fire`]: Timer::set_fire
+/// [`set_waker`]: Timer::set_waker
+///
+/// # Examples
+///
+/// ```
+/// use gort_timer::{del, Status, Timer, Timers};
+/// let timers = Timers::new(0);
+/// let t = Timer::new();
+/// t.set_fire(std::sync::Arc::new(|when| println!("due at {when}")));
+/// timers.add(&t, 100, 0, &|_| {});
+/// assert_eq!(t.status(), Status::Waiting);
+/// assert!(del(&t));
+/// assert_eq!(timers.check(100, true).ran, 0);
+/// ```
+pub struct Timer {
+    /// A [`Status`] word; every transition is a CAS (see the crate docs).
+    pub(crate) status: AtomicU32,
+    /// Heap index; written and read only under the owner's heap lock.
+    pub(crate) index: AtomicU32,
+    /// Go's `t.pp`: the heap holding this timer, null when in none. Written only under that
+    /// heap's lock by the owner of a transient status; dereferenced only by the owner of
+    /// `Modifying` (see `owner_ref`).
+    pub(crate) owner: AtomicPtr<Shared>,
+    /// The heap key's copy. Written under the heap lock (or by the `Modifying` owner before
+    /// insertion); read by the `Modifying` owner and by [`Timer::when`].
+    pub(crate) when: AtomicI64,
+    /// The pending deadline while `ModifiedEarlier`/`ModifiedLater`; written by `Modifying`.
+    pub(crate) nextwhen: AtomicI64,
+    /// 0 = one-shot, > 0 = periodic. Written by `Modifying`/`add`; read by `Running`.
+    pub(crate) period: AtomicI64,
+    /// The modified-earlier list this timer sits in (compared, never dereferenced); null if
+    /// none. Changed only under that list's lock (see `Shared::queue_early`).
+    pub(crate) queued: AtomicPtr<Shared>,
+    /// The payload; a leaf lock (nothing else is locked while holding it).
+    target: Mutex<Target>,
+}
+
+impl Timer {
+    /// A fresh timer: [`Status::NoStatus`], no payload.
+    pub fn new() -> Arc<Timer> {
+        Arc::new(Timer {
+            status: AtomicU32::new(Status::NoStatus as u32),
+            index: AtomicU32::new(0),
+            owner: AtomicPtr::new(std::ptr::null_mut()),
+            when: AtomicI64::new(0),
+            nextwhen: AtomicI64::new(0),
+            period: AtomicI64::new(0),
+            queued: AtomicPtr::new(std::ptr::null_mut()),
+            target: Mutex::new(Target::None),
+        })
+    }
+
+    /// The current status (a snapshot).
+    pub fn status(&self) -> Status {
+        // Acquire: pairs with the Release half of every status CAS, so a caller that sees
+        // `NoStatus` after a run also sees everything the run published before it.
+        Status::from_u32(self.status.load(Acquire))
+    }
+
+    /// The current deadline: `nextwhen` while a re-arm is pending, else the heap key; 0 for a
+    /// fresh timer. A snapshot.
+    pub fn when(&self) -> Nanos {
+        match self.status() {
+            Status::ModifiedEarlier | Status::ModifiedLater => self.nextwhen.load(Relaxed),
+            _ => self.when.load(Relaxed),
+        }
+    }
+
+    /// The period: 0 for a one-shot timer.
+    pub fn period(&self) -> Nanos {
+        self.period.load(Relaxed)
+    }
+
+    /// Installs a callback payload, replacing any previous one. It is kept after a one-shot
+    /// run (as Go keeps `f`), so a re-arm may reuse it; [`del`](crate::del) drops it.
+    pub fn set_fire(&self, f: std::sync::Arc<dyn Fire>) {
+        let old = std::mem::replace(&mut *self.target.lock(), Target::Fire(f));
+        drop(old); // outside the lock: a payload's Drop may run arbitrary code
+    }
+
+    /// Installs or replaces a [`Waker`] payload; a no-op if the installed one `will_wake` the
+    /// same task. Firing wakes it: a one-shot run consumes it, a periodic run clones it.
+    ///
+    /// A waiter must install its waker first and then ask [`is_pending`](Timer::is_pending)
+    /// (which waits out `Running`): a run claims the payload under this lock while it still
+    /// owns `Running`, so either the run takes the new waker, or `is_pending` sees the run's
+    /// final status. Reading the status without waiting out `Running` can lose a wake-up.
+    pub fn set_waker(&self, w: &Waker) {
+        let mut g = self.target.lock();
+        if let Target::Waker(old) = &*g {
+            if old.will_wake(w) {
+                return;
+            }
+        }
+        let old = std::mem::replace(&mut *g, Target::Waker(w.clone()));
+        drop(g);
+        drop(old);
+    }
+
+    /// Drops the payload now.
+    pub fn clear_target(&self) {
+        drop(self.take_target());
+    }
+
+    /// Whether the timer is in a heap and not stopped: it will fire unless stopped. Waits out
+    /// the short transient statuses (as [`del`](crate::del) does); a periodic timer that is
+    /// being run stays pending.
+    pub fn is_pending(&self) -> bool {
+        loop {
+            match self.status() {
+                Status::Waiting
+                | Status::ModifiedEarlier
+                | Status::ModifiedLater
+                | Status::Moving => return true,
+                Status::NoStatus | Status::Deleted | Status::Removing | Status::Removed => {
+                    return false
+                }
+                Status::Running | Status::Modifying => yield_now(),
+            }
+        }
+    }
+
+    /// Takes the payload out (the caller drops it outside any lock).
+    pub(crate) fn take_target(&self) -> Target {
+        std::mem::replace(&mut *self.target.lock(), Target::None)
+    }
+
+    /// Claims what a run must do, while the caller owns `Running` (so a racing `del` that
+    /// returns false cannot have dropped it first). A one-shot run consumes a waker.
+    pub(crate) fn claim_payload(&self, periodic: bool) -> Option<Payload> {
+        let mut g = self.target.lock();
+        match &*g {
+            Target::None => None,
+            Target::Fire(f) => Some(Payload::Fire(f.clone())),
+            Target::Waker(w) if periodic => Some(Payload::Waker(w.clone())),
+            Target::Waker(_) => match std::mem::replace(&mut *g, Target::None) {
+                Target::Waker(w) => Some(Payload::Waker(w)),
+                _ => unreachable!("matched a waker above"),
+            },
+        }
+    }
+
+    /// CAS `from` → `to`. AcqRel: taking a status acquires the fields its last owner wrote;
+    /// leaving one releases ours to the next owner (the status word is the hand-off).
+    pub(crate) fn cas(&self, from: Status, to: Status) -> bool {
+        self.status
+            .compare_exchange(from as u32, to as u32, AcqRel, Acquire)
+            .is_ok()
+    }
+
+    /// CAS out of a transient status we own; failure means someone broke the protocol.
+    #[track_caller]
+    pub(crate) fn cas_owned(&self, from: Status, to: Status, what: &str) {
+        if !self.cas(from, to) {
+            bad(what)
+        }
+    }
+
+    /// Go's `t.pp.ptr()`, dereferenced.
+    ///
+    /// # Safety
+    ///
+    /// The caller owns `Modifying`, and took it from a heaped status (`Waiting`, `Deleted`,
+    /// `ModifiedEarlier`/`Later`). Then `owner` is non-null and names the `Shared` whose heap
+    /// holds this timer; that `Shared` cannot be freed before we leave `Modifying`, because
+    /// `Timers::drop` runs `drain`, which must CAS every heaped timer out of its status and
+    /// waits while it is `Modifying`.
+    pub(crate) unsafe fn owner_ref(&self) -> &Shared {
+        let p = self.owner.load(Relaxed);
+        if p.is_null() {
+            bad("heaped timer without an owner");
+        }
+        // SAFETY: per this function's contract the pointee is alive until we leave Modifying,
+        // which outlives the returned borrow in every caller.
+        unsafe { &*p }
+    }
+}
+
+impl fmt::Debug for Timer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timer")
+            .field("status", &self.status())
+            .field("when", &self.when.load(Relaxed))
+            .field("nextwhen", &self.nextwhen.load(Relaxed))
+            .field("period", &self.period.load(Relaxed))
+            .field("heaped", &!self.owner.load(Relaxed).is_null())
+            .finish_non_exhaustive()
+    }
+}

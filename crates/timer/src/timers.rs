@@ -1,0 +1,651 @@
+//! One P's timers: the heap, its lock, the lock-free summaries, and the lock holders' half of
+//! the state machine (Go's `addtimer`, `doaddtimer`, `dodeltimer`, `dodeltimer0`,
+//! `cleantimers`, `adjusttimers`, `addAdjustedTimers`, `runtimer`, `runOneTimer`,
+//! `clearDeletedTimers`, `checkTimers`, `nobarrierWakeTime`, `updateTimer0When`,
+//! `updateTimerModifiedEarliest`).
+
+use std::fmt;
+
+use gort_sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering::*};
+use gort_sync::{yield_now, Arc, Mutex, MutexGuard};
+
+use crate::clock::{nanotime, Nanos, NEVER};
+use crate::heap::{Entry, Heap};
+use crate::status::{bad, Status};
+use crate::timer::{Host, Payload, Timer};
+
+/// What [`Timers::check`] found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Checked {
+    /// When to check again: the earliest heap key or modified-earlier bound, 0 = no timers.
+    /// Normally `> now`; it is `<= now` only if another thread moved a timer earlier while
+    /// `check` ran (that thread also called `wake_netpoller`): check again then.
+    pub next: Nanos,
+    /// How many callbacks ran.
+    pub ran: usize,
+}
+
+/// Counters of one [`Timers`], for tests and benchmarks. A snapshot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimerStats {
+    /// Live (not stopped) timers in the heap.
+    pub pending: u64,
+    /// Stopped timers still in the heap (lazily removed).
+    pub deleted: u64,
+    /// Callbacks run from this heap.
+    pub fired: u64,
+    /// `del` calls that stopped a timer of this heap.
+    pub stopped: u64,
+    /// Re-arms applied here: lazily modified timers re-keyed, and stopped or fired timers
+    /// re-inserted by `modify`.
+    pub modified: u64,
+    /// Timers received from another heap by `move_to`.
+    pub moved: u64,
+    /// Timers inserted (by `add`, `modify` re-activation and `move_to`).
+    pub added: u64,
+    /// Timers re-keyed from the modified-earlier list by `check` (go#41699 path).
+    pub adjusted: u64,
+    /// Entry moves made by sift-up/sift-down: the heap's work counter.
+    pub sift_steps: u64,
+}
+
+/// The shared state of a [`Timers`]; boxed so that its address, which timers record as their
+/// owner, survives moves of the `Timers` value.
+pub(crate) struct Shared {
+    id: usize,
+    /// Go's `timersLock` + `timers`.
+    pub(crate) heap: Mutex<Heap>,
+    /// Go's `timer0When`: the root key or 0. Stored under the lock, loaded by anyone.
+    pub(crate) timer0_when: AtomicI64,
+    /// Go's `timerModifiedEarliest`: a lower bound on `nextwhen` of every `ModifiedEarlier`
+    /// timer here, 0 = none. Lowered by anyone; zeroed only under the lock.
+    pub(crate) modified_earliest: AtomicI64,
+    /// Go's `numTimers`: the heap length, stored under the lock. A hint for lock-free readers.
+    pub(crate) num: AtomicUsize,
+    /// Go's `deletedTimers` (signed: a hint that may be transiently off). See `del`.
+    pub(crate) deleted: AtomicI64,
+    /// `del` calls that stopped a timer here (stats only).
+    pub(crate) stopped: AtomicU64,
+    /// Timers marked `ModifiedEarlier` since the last drain (go#41699): pushed by `modify`,
+    /// drained by `adjust`. A leaf lock.
+    pub(crate) early: Mutex<Vec<Arc<Timer>>>,
+}
+
+/// One P's timers: Go's `p.timers` with `timersLock`, `timer0When`, `timerModifiedEarliest`,
+/// `numTimers` and `deletedTimers`.
+///
+/// Insert with [`add`](Timers::add) (or [`modify`](crate::modify) with this as `home`); run
+/// due timers with [`check`](Timers::check); read the next deadline lock-free with
+/// [`wake_time`](Timers::wake_time). Dropping it [`drain`](Timers::drain)s it.
+///
+/// # Examples
+///
+/// ```
+/// use gort_timer::{Timer, Timers};
+/// use std::sync::atomic::{AtomicI64, Ordering};
+/// use std::sync::Arc;
+///
+/// let timers = Timers::new(0);
+/// let fired = Arc::new(AtomicI64::new(0));
+/// let t = Timer::new();
+/// let f = fired.clone();
+/// t.set_fire(Arc::new(move |when| f.store(when, Ordering::SeqCst)));
+/// timers.add(&t, 50, 0, &|_| {});
+/// assert_eq!(timers.wake_time(), 50);
+/// assert_eq!(timers.check(49, true).next, 50); // not yet due
+/// assert_eq!(timers.check(60, true).ran, 1);
+/// assert_eq!(fired.load(Ordering::SeqCst), 50); // the callback sees the deadline
+/// assert!(timers.is_empty());
+/// ```
+pub struct Timers {
+    pub(crate) shared: Box<Shared>,
+}
+
+/// What `runtimer` did with the root.
+pub(crate) enum Run {
+    /// Ran one timer: run `payload` with `when` after unlocking; `keep` is the fired
+    /// one-shot's heap reference, dropped after unlocking too.
+    Fired {
+        payload: Option<Payload>,
+        when: Nanos,
+        keep: Option<Arc<Timer>>,
+    },
+    /// The root is not due until this key.
+    Next(Nanos),
+    /// The heap became empty.
+    Empty,
+}
+
+/// `min` over non-zero values, 0 if both are 0 (0 means "none").
+pub(crate) fn min_nonzero(a: Nanos, b: Nanos) -> Nanos {
+    if a == 0 || (b != 0 && b < a) {
+        b
+    } else {
+        a
+    }
+}
+
+/// The next periodic deadline: the first point of `when`'s phase strictly after `now`
+/// (missed ticks are skipped, never burst), saturating at `NEVER` instead of wrapping.
+pub(crate) fn next_period(when: Nanos, period: Nanos, now: Nanos) -> Nanos {
+    // now >= when > 0, so `now - when` cannot overflow.
+    let k = 1 + (now - when) / period;
+    period
+        .checked_mul(k)
+        .and_then(|d| when.checked_add(d))
+        .unwrap_or(NEVER)
+}
+
+impl Shared {
+    fn ptr(&self) -> *mut Shared {
+        self as *const Shared as *mut Shared
+    }
+
+    pub(crate) fn is(&self, p: *mut Shared) -> bool {
+        std::ptr::eq(self.ptr(), p)
+    }
+
+    /// Checks under the lock that `t` claims to be in this heap (Go's "bad p" throws).
+    #[track_caller]
+    fn check_owner(&self, t: &Timer, what: &str) {
+        if !self.is(t.owner.load(Relaxed)) {
+            bad(what);
+        }
+    }
+
+    /// Go's `updateTimer0When` (lock held).
+    pub(crate) fn update_timer0_when(&self, h: &Heap) {
+        // SeqCst: one half of the Dekker hand-off with the scheduler's poller (it publishes
+        // "I sleep" and then loads `wake_time`; we publish a deadline and then, via
+        // `Host::wake_netpoller`, load its state). Also pairs with `wake_time`.
+        self.timer0_when.store(h.root_when(), SeqCst);
+    }
+
+    /// Go's `updateTimerModifiedEarliest`: lowers the summary to `when`, never raises it.
+    pub(crate) fn lower_modified_earliest(&self, when: Nanos) {
+        let mut old = self.modified_earliest.load(SeqCst);
+        loop {
+            if old != 0 && old < when {
+                return;
+            }
+            // SeqCst: the poller hand-off as in `update_timer0_when`; and it must land after
+            // an `adjust`'s zeroing that preceded our list push (invariant 6 of the docs).
+            match self
+                .modified_earliest
+                .compare_exchange(old, when, SeqCst, SeqCst)
+            {
+                Ok(_) => return,
+                Err(cur) => old = cur,
+            }
+        }
+    }
+
+    /// Stores the heap length and applies the go#51654 fix: an empty heap has no modified
+    /// timer, so the summary must not keep reporting a stale (maybe past) deadline.
+    fn note_len(&self, h: &Heap) {
+        self.num.store(h.len(), Relaxed);
+        if h.len() == 0 {
+            self.modified_earliest.store(0, SeqCst);
+        }
+    }
+
+    /// Go's `doaddtimer` (lock held): sets the owner, inserts with key `when`.
+    pub(crate) fn doaddtimer(&self, h: &mut Heap, t: Arc<Timer>, when: Nanos) {
+        if !t.owner.load(Relaxed).is_null() {
+            bad("doaddtimer: timer already in a heap");
+        }
+        // Relaxed: published to the next status owner by our caller's Release CAS.
+        t.owner.store(self.ptr(), Relaxed);
+        t.when.store(when, Relaxed);
+        h.c.added += 1;
+        if h.push(Entry { when, timer: t }) == 0 {
+            self.update_timer0_when(h);
+        }
+        self.num.store(h.len(), Relaxed);
+    }
+
+    /// Go's `dodeltimer` (lock held): removes slot `i`; returns the timer and the smallest
+    /// index whose content changed.
+    pub(crate) fn dodeltimer(&self, h: &mut Heap, i: usize) -> (Arc<Timer>, usize) {
+        self.check_owner(&h.v[i].timer, "dodeltimer: wrong owner");
+        h.v[i].timer.owner.store(std::ptr::null_mut(), Relaxed);
+        let (e, smallest) = h.remove_at(i);
+        if i == 0 {
+            self.update_timer0_when(h);
+        }
+        self.note_len(h);
+        (e.timer, smallest)
+    }
+
+    /// Go's `dodeltimer0` (lock held).
+    pub(crate) fn dodeltimer0(&self, h: &mut Heap) -> Arc<Timer> {
+        if h.v.is_empty() {
+            bad("dodeltimer0 on an empty heap");
+        }
+        self.dodeltimer(h, 0).0
+    }
+
+    /// Re-keys the root `ModifiedEarlier/Later` timer `t` that the caller moved to `Moving`:
+    /// `when = nextwhen`, remove, re-insert (Go's cleantimers/runtimer), back to `Waiting`.
+    fn rekey_root(&self, h: &mut Heap) {
+        let t = self.dodeltimer0(h);
+        let when = t.nextwhen.load(Relaxed);
+        h.c.modified += 1;
+        self.doaddtimer(h, t.clone(), when);
+        t.cas_owned(Status::Moving, Status::Waiting, "rekey: lost Moving");
+    }
+
+    /// Removes the root `Deleted` timer the caller moved to `Removing`. Returns it so the
+    /// caller decides where the reference drops.
+    fn remove_root_deleted(&self, h: &mut Heap) -> Arc<Timer> {
+        let t = self.dodeltimer0(h);
+        t.cas_owned(Status::Removing, Status::Removed, "remove: lost Removing");
+        self.deleted.fetch_sub(1, Relaxed);
+        t
+    }
+
+    /// Go's `cleantimers` (lock held; from `add`): purge deleted and re-key modified timers
+    /// at the root, so create/stop churn does not pile up there. (Go also bails out when the
+    /// G must be preempted; tasks here are never preempted inside this crate.)
+    pub(crate) fn cleantimers(&self, h: &mut Heap) {
+        while let Some(e) = h.v.first() {
+            self.check_owner(&e.timer, "cleantimers: bad owner");
+            match e.timer.status() {
+                s @ Status::Deleted => {
+                    if !e.timer.cas(s, Status::Removing) {
+                        continue;
+                    }
+                    self.remove_root_deleted(h);
+                }
+                s @ (Status::ModifiedEarlier | Status::ModifiedLater) => {
+                    if !e.timer.cas(s, Status::Moving) {
+                        continue;
+                    }
+                    self.rekey_root(h);
+                }
+                _ => return,
+            }
+        }
+    }
+
+    /// Puts `t` (now `ModifiedEarlier`, owned as `Modifying` by the caller, in this heap) on
+    /// the modified-earlier list unless it is already there. Must precede
+    /// `lower_modified_earliest` (invariant 6).
+    pub(crate) fn queue_early(&self, t: &Arc<Timer>) {
+        let mut list = self.early.lock();
+        // Relaxed: `queued` only changes from or to `self` under `self.early`, which we hold.
+        if !self.is(t.queued.load(Relaxed)) {
+            t.queued.store(self.ptr(), Relaxed);
+            list.push(t.clone());
+        }
+    }
+
+    /// Empties the modified-earlier list into `out` (lock held), forgetting the entries'
+    /// membership. Timers modified earlier after this push themselves again.
+    pub(crate) fn take_early(&self, out: &mut Vec<Arc<Timer>>) {
+        let mut list = self.early.lock();
+        for t in list.iter() {
+            // A stale entry (the timer moved on and was queued elsewhere) keeps its newer mark.
+            let _ = t
+                .queued
+                .compare_exchange(self.ptr(), std::ptr::null_mut(), Relaxed, Relaxed);
+        }
+        out.append(&mut list);
+    }
+
+    /// Go's `adjusttimers` (lock held), rewritten for go#41699: instead of scanning the heap
+    /// it re-sifts only the timers on the modified-earlier list, O(k log n) for k of them.
+    /// Runs only once the earliest modified deadline is due, as in Go.
+    pub(crate) fn adjust(&self, h: &mut Heap, now: Nanos) {
+        let first = self.modified_earliest.load(SeqCst);
+        if first == 0 || first > now {
+            return;
+        }
+        // Invariant 6: zero the summary, *then* take the list. A `modify` that pushes after
+        // our take lowers the summary after our zero, so it survives.
+        self.zero_modified_earliest(h);
+        let mut list = std::mem::take(&mut h.spare);
+        self.take_early(&mut list);
+        for t in list.drain(..) {
+            // Under our lock, `owner == self` is stable: only our lock holders change it.
+            if !self.is(t.owner.load(Relaxed)) {
+                continue; // fired, removed or moved since it was queued
+            }
+            loop {
+                match t.status() {
+                    Status::Waiting => break, // re-keyed at the root already
+                    s @ Status::Deleted => {
+                        if !t.cas(s, Status::Removing) {
+                            continue;
+                        }
+                        let i = h.slot_of(&t);
+                        self.dodeltimer(h, i);
+                        t.cas_owned(Status::Removing, Status::Removed, "adjust: lost Removing");
+                        self.deleted.fetch_sub(1, Relaxed);
+                        break;
+                    }
+                    s @ (Status::ModifiedEarlier | Status::ModifiedLater) => {
+                        if !t.cas(s, Status::Moving) {
+                            continue;
+                        }
+                        let i = h.slot_of(&t);
+                        h.rekey(i, t.nextwhen.load(Relaxed));
+                        h.c.modified += 1;
+                        h.c.adjusted += 1;
+                        t.cas_owned(Status::Moving, Status::Waiting, "adjust: lost Moving");
+                        break;
+                    }
+                    Status::Modifying => yield_now(),
+                    _ => bad("adjust: listed timer in an impossible status"),
+                }
+            }
+        }
+        h.spare = list;
+        self.update_timer0_when(h);
+    }
+
+    /// Zeroes the modified-earliest summary (lock held) after folding it into `timer0_when`,
+    /// so that lock-free `wake_time` readers never see a deadline later than the truth while
+    /// the caller re-keys (Go 1.23's `adjust` order; 1.19 had this window). The caller
+    /// restores `timer0_when` with `update_timer0_when` before unlocking.
+    fn zero_modified_earliest(&self, h: &Heap) {
+        let adj = self.modified_earliest.load(SeqCst);
+        // SeqCst: see `update_timer0_when`.
+        self.timer0_when
+            .store(min_nonzero(h.root_when(), adj), SeqCst);
+        self.modified_earliest.store(0, SeqCst);
+    }
+
+    /// Go's `runtimer` (lock held, heap non-empty): examines the root until it runs one timer,
+    /// finds it not yet due, or empties the heap.
+    pub(crate) fn runtimer(&self, h: &mut Heap, now: Nanos) -> Run {
+        loop {
+            let Some(e) = h.v.first() else {
+                return Run::Empty;
+            };
+            self.check_owner(&e.timer, "runtimer: bad owner");
+            match e.timer.status() {
+                s @ Status::Waiting => {
+                    if e.when > now {
+                        return Run::Next(e.when);
+                    }
+                    if !e.timer.cas(s, Status::Running) {
+                        continue;
+                    }
+                    return self.run_one(h, now);
+                }
+                s @ Status::Deleted => {
+                    if !e.timer.cas(s, Status::Removing) {
+                        continue;
+                    }
+                    self.remove_root_deleted(h);
+                    if h.v.is_empty() {
+                        return Run::Empty;
+                    }
+                }
+                s @ (Status::ModifiedEarlier | Status::ModifiedLater) => {
+                    if !e.timer.cas(s, Status::Moving) {
+                        continue;
+                    }
+                    self.rekey_root(h);
+                }
+                Status::Modifying => yield_now(),
+                _ => bad("runtimer: root in an impossible status"),
+            }
+        }
+    }
+
+    /// Go's `runOneTimer` (lock held, root `Running`): claims the payload, re-arms (periodic)
+    /// or removes (one-shot) the timer, and leaves `Running`, all before the lock is dropped.
+    fn run_one(&self, h: &mut Heap, now: Nanos) -> Run {
+        let when = h.v[0].when;
+        let period = h.v[0].timer.period.load(Relaxed);
+        // Claimed while Running: a racing `del` waits for us, then returns false, so the
+        // payload it would drop is one we already hold.
+        let payload = h.v[0].timer.claim_payload(period > 0);
+        h.c.fired += 1;
+        if period > 0 {
+            let next = next_period(when, period, now);
+            h.v[0].when = next;
+            h.v[0].timer.when.store(next, Relaxed);
+            let j = h.siftdown(0);
+            h.v[j]
+                .timer
+                .cas_owned(Status::Running, Status::Waiting, "runOneTimer: lost Running");
+            self.update_timer0_when(h);
+            Run::Fired {
+                payload,
+                when,
+                keep: None,
+            }
+        } else {
+            let t = self.dodeltimer0(h);
+            t.cas_owned(Status::Running, Status::NoStatus, "runOneTimer: lost Running");
+            Run::Fired {
+                payload,
+                when,
+                keep: Some(t),
+            }
+        }
+    }
+
+    /// Go's `clearDeletedTimers` (lock held; local P only, under the 1/4 rule): one in-place
+    /// pass that drops deleted timers and re-keys modified ones, then re-heapifies by sifting
+    /// each kept entry up as it is compacted.
+    pub(crate) fn clear_deleted(&self, h: &mut Heap) {
+        // Every modified timer is re-keyed below, so the summary and list start afresh
+        // (same order as `adjust`, for invariant 6).
+        self.zero_modified_earliest(h);
+        let mut list = std::mem::take(&mut h.spare);
+        self.take_early(&mut list);
+        list.clear();
+        h.spare = list;
+
+        let n = h.len();
+        let mut to = 0;
+        let mut changed = false;
+        let mut cdel = 0;
+        for i in 0..n {
+            loop {
+                let t = &h.v[i].timer;
+                match t.status() {
+                    Status::Waiting => {
+                        if changed {
+                            h.v.swap(to, i);
+                            h.siftup(to);
+                        }
+                        to += 1;
+                        break;
+                    }
+                    s @ (Status::ModifiedEarlier | Status::ModifiedLater) => {
+                        if !t.cas(s, Status::Moving) {
+                            continue;
+                        }
+                        let when = t.nextwhen.load(Relaxed);
+                        t.when.store(when, Relaxed);
+                        h.v[i].when = when;
+                        h.v.swap(to, i);
+                        let j = h.siftup(to);
+                        to += 1;
+                        changed = true;
+                        h.c.modified += 1;
+                        h.v[j]
+                            .timer
+                            .cas_owned(Status::Moving, Status::Waiting, "clear: lost Moving");
+                        break;
+                    }
+                    s @ Status::Deleted => {
+                        if !t.cas(s, Status::Removing) {
+                            continue;
+                        }
+                        t.owner.store(std::ptr::null_mut(), Relaxed);
+                        t.cas_owned(Status::Removing, Status::Removed, "clear: lost Removing");
+                        cdel += 1;
+                        changed = true;
+                        break;
+                    }
+                    Status::Modifying => yield_now(),
+                    _ => bad("clearDeletedTimers: impossible status in heap"),
+                }
+            }
+        }
+        // The dropped entries were swapped into [to, n); their timers' owners are cleared.
+        h.v.truncate(to);
+        self.deleted.fetch_sub(cdel, Relaxed);
+        self.note_len(h);
+        self.update_timer0_when(h);
+    }
+
+    /// `deleted > len / 4`: Go's trigger for `clearDeletedTimers`.
+    fn too_many_deleted(&self, len: usize) -> bool {
+        self.deleted.load(Relaxed) > (len / 4) as i64
+    }
+}
+
+impl Timers {
+    /// An empty heap for the P numbered `id` (used for lock ordering and in messages).
+    pub fn new(id: usize) -> Timers {
+        Timers {
+            shared: Box::new(Shared {
+                id,
+                heap: Mutex::new(Heap::default()),
+                timer0_when: AtomicI64::new(0),
+                modified_earliest: AtomicI64::new(0),
+                num: AtomicUsize::new(0),
+                deleted: AtomicI64::new(0),
+                stopped: AtomicU64::new(0),
+                early: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// The id given to [`Timers::new`].
+    pub fn id(&self) -> usize {
+        self.shared.id
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Heap> {
+        self.shared.heap.lock()
+    }
+
+    /// Go's `addtimer`: arms the fresh timer `t` at `when` (> 0) with `period` (0 = one-shot)
+    /// in this heap, then calls `host.wake_netpoller(when)` (always, as Go 1.19 does).
+    ///
+    /// # Panics
+    ///
+    /// If `t` is not [`Status::NoStatus`] (use [`modify`](crate::modify) to re-arm), if
+    /// `when <= 0`, or if `period < 0`.
+    #[track_caller]
+    pub fn add(&self, t: &Arc<Timer>, when: Nanos, period: Nanos, host: &dyn Host) {
+        assert!(when > 0, "gort: Timers::add: deadline `when` must be > 0, got {when}");
+        assert!(period >= 0, "gort: Timers::add: `period` must be >= 0, got {period}");
+        // Go stores Waiting on an unpublished timer; an `Arc` may be shared already, so we
+        // claim it with a CAS through Modifying, like `modify`'s re-activation path.
+        if !t.cas(Status::NoStatus, Status::Modifying) {
+            panic!(
+                "gort: Timers::add called with an initialized timer (status {:?}); use modify",
+                t.status()
+            );
+        }
+        t.period.store(period, Relaxed);
+        {
+            let mut h = self.lock();
+            self.shared.cleantimers(&mut h);
+            self.shared.doaddtimer(&mut h, t.clone(), when);
+        }
+        t.cas_owned(Status::Modifying, Status::Waiting, "add: lost Modifying");
+        host.wake_netpoller(when);
+    }
+
+    /// Go's `checkTimers(pp, now)`: runs every timer due at `now` (0 = read the clock).
+    ///
+    /// Lock-free early exit when nothing is due (unless `local` and more than a quarter of
+    /// the heap is stopped). Otherwise, under the lock: `adjust`, then `runtimer` in a loop,
+    /// releasing the lock around each callback; finally, if `local`, the 1/4 cleanup. `local`
+    /// is true when the caller's P owns this heap (false when stealing).
+    pub fn check(&self, now: Nanos, local: bool) -> Checked {
+        let s = &*self.shared;
+        let next = self.wake_time();
+        if next == 0 {
+            return Checked { next: 0, ran: 0 };
+        }
+        let now = if now == 0 { nanotime() } else { now };
+        if now < next && !(local && s.too_many_deleted(s.num.load(Relaxed))) {
+            return Checked { next, ran: 0 };
+        }
+
+        let mut ran = 0;
+        let mut next = 0;
+        let mut h = self.lock();
+        if h.len() > 0 {
+            s.adjust(&mut h, now);
+            loop {
+                match s.runtimer(&mut h, now) {
+                    Run::Fired {
+                        payload,
+                        when,
+                        keep,
+                    } => {
+                        drop(h);
+                        if let Some(p) = payload {
+                            p.run(when);
+                        }
+                        drop(keep);
+                        ran += 1;
+                        h = self.lock();
+                    }
+                    Run::Next(w) => {
+                        next = w;
+                        break;
+                    }
+                    Run::Empty => break,
+                }
+            }
+        }
+        if local && s.too_many_deleted(h.len()) {
+            s.clear_deleted(&mut h);
+            next = h.root_when();
+        }
+        drop(h);
+        Checked {
+            next: min_nonzero(next, s.modified_earliest.load(SeqCst)),
+            ran,
+        }
+    }
+
+    /// Go's `nobarrierWakeTime`: the minimum non-zero of the root key and the modified-earliest
+    /// bound; 0 = no timers. Lock-free; never later than the earliest pending deadline.
+    pub fn wake_time(&self) -> Nanos {
+        // SeqCst: the poller's half of the hand-off described at `update_timer0_when`.
+        let next = self.shared.timer0_when.load(SeqCst);
+        let adj = self.shared.modified_earliest.load(SeqCst);
+        min_nonzero(next, adj)
+    }
+
+    /// Heap entries, stopped ones included (Go's `numTimers`). Lock-free hint.
+    pub fn len(&self) -> usize {
+        self.shared.num.load(Relaxed)
+    }
+
+    /// Whether the heap has no entries. Lock-free hint.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Stopped timers still in the heap (Go's `deletedTimers`). Lock-free hint.
+    pub fn deleted(&self) -> usize {
+        self.shared.deleted.load(Relaxed).max(0) as usize
+    }
+}
+
+impl fmt::Debug for Timers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timers")
+            .field("id", &self.id())
+            .field("len", &self.len())
+            .field("deleted", &self.deleted())
+            .field("timer0_when", &self.shared.timer0_when.load(Relaxed))
+            .field("modified_earliest", &self.shared.modified_earliest.load(Relaxed))
+            .finish()
+    }
+}
