@@ -9,7 +9,9 @@
 //! (reads `npidle` and `nmspinning`) or `wake_netpoller`. An M that goes idle does:
 //! `release_p` (under the lock, after checking the injector; `npidle += 1`); if it was
 //! spinning, `nmspinning -= 1`; `fence(SeqCst)`; then re-checks every queue and every P's timer
-//! summary. By the two fences, either the submitter sees the idle P / zero spinners and starts
+//! summary. Every idle M re-checks, spinning or not: Go gets away with only spinners doing so
+//! because its global queue is pushed to under `sched.lock`, while gort's injector is
+//! lock-free (`loom_park` found the lost wake-up that the Go rule leaves here). By the two fences, either the submitter sees the idle P / zero spinners and starts
 //! an M, or the idle M sees the work. `loom_park.rs` checks this protocol.
 //!
 //! Lock order: `Idle::lock` then an `MHandle` slot; never the other way. No P timer lock is
@@ -258,6 +260,11 @@ impl Idle {
         self.nmspinning
             .compare_exchange(0, 1, SeqCst, SeqCst)
             .is_ok()
+    }
+
+    /// The idle M's half of the handshake for an M that was not spinning.
+    pub(crate) fn idle_fence(&self) {
+        fence(SeqCst);
     }
 
     /// An M starts spinning (it counted itself).

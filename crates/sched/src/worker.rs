@@ -174,19 +174,24 @@ impl M {
                 self.acquire(p);
                 continue;
             }
-            let was_spinning = self.spinning;
-            if self.spinning {
-                // The delicate dance (Go): drop nmspinning *then* re-check every source; see
-                // idle.rs for why the order matters.
-                self.spinning = false;
+            // The delicate dance (Go): drop nmspinning *then* re-check every source. Unlike Go,
+            // non-spinning Ms re-check too: the injector is pushed to without the scheduler
+            // lock, so the check in `release_p` is not atomic with a push (found by the
+            // `loom_park` model; see idle.rs).
+            let was_spinning = std::mem::take(&mut self.spinning);
+            if was_spinning {
                 shared.idle.dec_spinning();
-                if self.work_appeared() {
-                    if let Some(p) = shared.idle.pidleget() {
-                        self.acquire(p);
+            } else {
+                shared.idle.idle_fence();
+            }
+            if self.work_appeared() {
+                if let Some(p) = shared.idle.pidleget() {
+                    self.acquire(p);
+                    if was_spinning {
                         self.spinning = true;
                         shared.idle.inc_spinning();
-                        continue;
                     }
+                    continue;
                 }
             }
             // The earliest timer over every P, including ones added while we searched.
