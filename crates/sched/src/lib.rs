@@ -121,7 +121,7 @@ pub fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
 ///
 /// ```
 /// let rt = gort_sched::Runtime::new().unwrap();
-/// rt.block_on(gort_sched::spawn(async { gort_sched::yield_now().await })).unwrap();
+/// rt.block_on(async { gort_sched::yield_now().await });
 /// ```
 pub async fn yield_now() {
     YieldNow(false).await

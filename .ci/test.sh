@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Every test of the project: what the README's "all tests" command runs, and what CI runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==== %s\n' "$*"; }
+
+step "format"
+cargo fmt --all -- --check
+
+step "clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "tests (debug)"
+cargo test --workspace
+
+step "tests (release)"
+cargo test --workspace --release
+
+step "loom models"
+# Each model runs in release with a bounded number of preemptions (see design/ARCHITECTURE.md).
+for t in sched:loom_park timer:loom_timer chan:loom_chan time:loom_arming; do
+  crate=${t%%:*}; test=${t##*:}
+  if [ -f "crates/$crate/tests/$test.rs" ]; then
+    RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
+      cargo test --release -p "gort-$crate" --test "$test"
+  fi
+done
+
+step "stress suite (short)"
+cargo run --release -p gort-stress -- --duration 5s
+
+step "docs"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+
+step "bench smoke (quick shapes, gort vs tokio)"
+cargo bench --bench shapes -- --quick
