@@ -1,0 +1,160 @@
+//! The scheduler's side of timers: `check_timers` in the M loop, the poller sleeping to the
+//! earliest timer (timerfd), `wake_netpoller` on an earlier timer, stealing timers of busy Ps,
+//! sysmon, and `set_procs` moving timers (go#45716). Timing bounds are deliberately generous:
+//! these assert that timers fire, not how fast (PERFORMANCE.md measures that).
+
+use gort_sched::timer_api::with_home;
+use gort_sched::{spawn, Builder};
+use gort_timer::{deadline_after, modify, nanotime, Nanos, Timer};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Arms a one-shot timer `d` from now on the current thread's home P; the callback records
+/// the time it ran.
+fn arm(d: Duration, log: &Arc<Mutex<Vec<(Nanos, Nanos)>>>) -> Arc<Timer> {
+    let t = Timer::new();
+    let log = log.clone();
+    t.set_fire(Arc::new(move |when: Nanos| log.lock().unwrap().push((when, nanotime()))));
+    let when = deadline_after(nanotime(), d);
+    with_home(|home, host| modify(&t, when, 0, home, host)).expect("in a runtime");
+    t
+}
+
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn idle_runtime_fires_a_timer_through_the_poller() {
+    let rt = Builder::new().procs(2).build().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let _t = rt.block_on(async { arm(Duration::from_millis(20), &log) });
+    wait_for("the timer", || !log.lock().unwrap().is_empty());
+    let (when, ran) = log.lock().unwrap()[0];
+    assert!(ran >= when, "fired before its deadline");
+}
+
+#[test]
+fn an_earlier_timer_breaks_a_long_poll() {
+    // The poller sleeps towards a 1 h timer; a 10 ms timer added from outside must wake it.
+    let rt = Builder::new().procs(2).build().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let _far = rt.block_on(async { arm(Duration::from_secs(3600), &log) });
+    std::thread::sleep(Duration::from_millis(50)); // let an M settle in the poller
+    let start = Instant::now();
+    let _near = rt.block_on(async { arm(Duration::from_millis(10), &log) });
+    wait_for("the near timer", || log.lock().unwrap().len() == 1);
+    assert!(start.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn timers_fire_in_deadline_order_within_a_p() {
+    let rt = Builder::new().procs(1).build().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let _ts = rt.block_on(async {
+        let mut ts = Vec::new();
+        for ms in [30u64, 10, 20, 5, 25, 15] {
+            ts.push(arm(Duration::from_millis(ms), &log));
+        }
+        ts
+    });
+    wait_for("six timers", || log.lock().unwrap().len() == 6);
+    let whens: Vec<Nanos> = log.lock().unwrap().iter().map(|e| e.0).collect();
+    let mut sorted = whens.clone();
+    sorted.sort();
+    assert_eq!(whens, sorted);
+}
+
+#[test]
+fn timers_of_a_cpu_bound_p_still_fire() {
+    // Every P runs a task that never yields for 300 ms. Nobody reaches a scheduling point, so
+    // only sysmon can run the due timer (go#38860 / go#45632).
+    let rt = Builder::new().procs(2).build().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let fired_during_spin = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicUsize::new(0));
+    let mut hogs = Vec::new();
+    for _ in 0..2 {
+        let (f, l, s) = (fired_during_spin.clone(), log.clone(), started.clone());
+        hogs.push(rt.spawn(async move {
+            s.fetch_add(1, SeqCst);
+            let end = Instant::now() + Duration::from_millis(300);
+            while Instant::now() < end {
+                if !l.lock().unwrap().is_empty() {
+                    f.store(true, SeqCst);
+                }
+                std::hint::spin_loop();
+            }
+        }));
+    }
+    wait_for("both hogs to start", || started.load(SeqCst) == 2);
+    let _t = rt.block_on(async { arm(Duration::from_millis(20), &log) });
+    rt.block_on(async {
+        for h in hogs {
+            h.await.unwrap();
+        }
+    });
+    assert!(
+        fired_during_spin.load(SeqCst),
+        "the timer did not fire while every P was busy"
+    );
+}
+
+#[test]
+fn shrinking_procs_moves_timers_go45716() {
+    // Timers armed on every P; then set_procs(1): the timers of the removed Ps must move and
+    // still fire ("scheduled timer may never fire if GOMAXPROCS is reduced").
+    let rt = Builder::new().procs(4).build().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let n = 200;
+    let timers = rt.block_on(async {
+        let mut hs = Vec::new();
+        for i in 0..n {
+            let log = log.clone();
+            hs.push(spawn(async move {
+                arm(Duration::from_millis(100 + (i % 50) as u64), &log)
+            }));
+        }
+        let mut ts = Vec::new();
+        for h in hs {
+            ts.push(h.await.unwrap());
+        }
+        ts
+    });
+    rt.set_procs(1);
+    wait_for("all timers after shrinking", || log.lock().unwrap().len() == n);
+    rt.set_procs(3);
+    assert_eq!(rt.metrics().timers_pending, 0);
+    drop(timers);
+}
+
+#[test]
+fn dropping_the_runtime_drops_pending_timer_payloads() {
+    struct Payload(Arc<AtomicUsize>);
+    impl Drop for Payload {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let rt = Builder::new().procs(2).build().unwrap();
+    rt.block_on(async {
+        for _ in 0..10 {
+            let t = Timer::new();
+            let p = Payload(dropped.clone());
+            t.set_fire(Arc::new(move |_| {
+                let _ = &p;
+            }));
+            let when = deadline_after(nanotime(), Duration::from_secs(3600));
+            with_home(|home, host| modify(&t, when, 0, home, host));
+        }
+    });
+    assert_eq!(rt.metrics().timers_pending, 10);
+    drop(rt);
+    assert_eq!(dropped.load(SeqCst), 10, "timer payloads leaked past shutdown");
+}
