@@ -45,7 +45,7 @@
 //! lock of a heap that holds the timer (only `home`'s, for a timer in no heap), so lock
 //! holders may spin on Mod without deadlock. Go additionally runs Mod under `acquirem` (no
 //! preemption); here callers are OS threads and tasks are never preempted mid-call, so a
-//! descheduled holder only delays the spinners (§8 of go-timers.md).
+//! descheduled holder only delays the spinners (see `design/TIMERS.md`).
 //!
 //! # Fields: who touches what
 //!
@@ -131,10 +131,14 @@
 //!    calls `wake_netpoller` when the destination's earliest deadline dropped, and locks
 //!    in id order rather than requiring stop-the-world.
 //! 9. `adjust` and `clear_deleted` fold `modified_earliest` into `timer0_when` before
-//!    zeroing it (Go 1.23's order), so lock-free readers never see a too-late wake time.
+//!    zeroing it (Go 1.23's order), so lock-free readers do not lose the known modified
+//!    deadline while the heap is re-keyed.
 //! 10. `check` returns `min(root key, modified_earliest)` as the next deadline (Go: the root
 //!     key only, though a modified-earlier timer may be due before it).
 //! 11. `cleantimers` never bails out for preemption (there is no preemption here).
+//! 12. The payload is claimed while the timer is still Running (a one-shot run consumes a
+//!     waker), so a racing `del` that returns false never dropped the callback about to run,
+//!     and a racing [`Timer::set_waker`] is either taken by the run or sees it finished.
 //!
 //! # Payload drops
 //!
@@ -173,6 +177,7 @@ mod clock;
 mod heap;
 mod lifecycle;
 mod ops;
+mod run;
 mod status;
 mod timer;
 mod timers;
@@ -185,3 +190,10 @@ pub use ops::{del, modify, reset};
 pub use status::Status;
 pub use timer::{Fire, Host, Timer};
 pub use timers::{Checked, TimerStats, Timers};
+
+/// `Timer` and `Timers` are shared across scheduler threads.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Timer>();
+    assert_send_sync::<Timers>();
+};

@@ -6,7 +6,7 @@ use gort_sync::yield_now;
 
 use crate::status::{bad, Status};
 use crate::timer::Host;
-use crate::timers::{TimerStats, Timers};
+use crate::timers::{Shared, TimerStats, Timers};
 
 impl Timers {
     /// Go's `moveTimers` (from `procresize` when a P is destroyed): moves every live timer of
@@ -68,7 +68,11 @@ impl Timers {
                             continue;
                         }
                         t.owner.store(std::ptr::null_mut(), Relaxed);
-                        t.cas_owned(Status::Removing, Status::Removed, "moveTimers: lost Removing");
+                        t.cas_owned(
+                            Status::Removing,
+                            Status::Removed,
+                            "moveTimers: lost Removing",
+                        );
                         break;
                     }
                     Status::Modifying => yield_now(),
@@ -173,7 +177,10 @@ impl Timers {
         for (i, e) in h.v.iter().enumerate() {
             let t = &e.timer;
             if e.when <= 0 {
-                panic!("gort: bad timer heap {id}: slot {i} has key {} <= 0", e.when);
+                panic!(
+                    "gort: bad timer heap {id}: slot {i} has key {} <= 0",
+                    e.when
+                );
             }
             if i > 0 {
                 let p = (i - 1) / 4;
@@ -218,11 +225,17 @@ impl Timers {
         }
         let num = s.num.load(Relaxed);
         if num != h.len() {
-            panic!("gort: bad timer heap {id}: len {} but the counter says {num}", h.len());
+            panic!(
+                "gort: bad timer heap {id}: len {} but the counter says {num}",
+                h.len()
+            );
         }
         let t0 = s.timer0_when.load(SeqCst);
         if t0 != h.root_when() {
-            panic!("gort: bad timer heap {id}: timer0_when {t0} but the root key is {}", h.root_when());
+            panic!(
+                "gort: bad timer heap {id}: timer0_when {t0} but the root key is {}",
+                h.root_when()
+            );
         }
         if h.v.is_empty() && adj != 0 {
             panic!("gort: bad timer heap {id}: empty but modified-earliest is {adj} (go#51654)");
@@ -235,8 +248,16 @@ impl Timers {
 }
 
 impl Drop for Timers {
-    /// Drains, so that no timer keeps a pointer to the freed heap.
+    /// Drains, so that no timer keeps a pointer to the freed heap. While unwinding (maybe from
+    /// a corruption panic, when draining could panic again and abort) it leaks the heap
+    /// instead: leaking keeps every owner pointer valid.
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            let empty = Box::new(Shared::new(self.id()));
+            let shared = std::mem::replace(&mut self.shared, empty);
+            Box::leak(shared);
+            return;
+        }
         self.drain();
     }
 }

@@ -44,7 +44,11 @@ pub fn del(t: &Timer) -> bool {
                 owner.deleted.fetch_add(1, Relaxed);
                 owner.stopped.fetch_add(1, Relaxed);
                 let payload = t.take_target();
-                t.cas_owned(Status::Modifying, Status::Deleted, "deltimer: lost Modifying");
+                t.cas_owned(
+                    Status::Modifying,
+                    Status::Deleted,
+                    "deltimer: lost Modifying",
+                );
                 drop(payload); // outside Modifying: a payload's Drop may call back into us
                 return true;
             }
@@ -88,8 +92,14 @@ pub fn del(t: &Timer) -> bool {
 #[doc(alias = "Reset")]
 #[track_caller]
 pub fn modify(t: &Arc<Timer>, when: Nanos, period: Nanos, home: &Timers, host: &dyn Host) -> bool {
-    assert!(when > 0, "gort: modify: deadline `when` must be > 0, got {when}");
-    assert!(period >= 0, "gort: modify: `period` must be >= 0, got {period}");
+    assert!(
+        when > 0,
+        "gort: modify: deadline `when` must be > 0, got {when}"
+    );
+    assert!(
+        period >= 0,
+        "gort: modify: `period` must be >= 0, got {period}"
+    );
     let (was_removed, pending) = loop {
         match t.status() {
             s @ (Status::Waiting | Status::ModifiedEarlier | Status::ModifiedLater) => {
@@ -109,9 +119,7 @@ pub fn modify(t: &Arc<Timer>, when: Nanos, period: Nanos, home: &Timers, host: &
                     break (false, false);
                 }
             }
-            Status::Running | Status::Removing | Status::Moving | Status::Modifying => {
-                yield_now()
-            }
+            Status::Running | Status::Removing | Status::Moving | Status::Modifying => yield_now(),
         }
     };
     t.period.store(period, Relaxed);
@@ -124,7 +132,11 @@ pub fn modify(t: &Arc<Timer>, when: Nanos, period: Nanos, home: &Timers, host: &
             h.c.modified += 1;
             s.doaddtimer(&mut h, t.clone(), when);
         }
-        t.cas_owned(Status::Modifying, Status::Waiting, "modtimer: lost Modifying");
+        t.cas_owned(
+            Status::Modifying,
+            Status::Waiting,
+            "modtimer: lost Modifying",
+        );
         host.wake_netpoller(when);
     } else {
         t.nextwhen.store(when, Relaxed);
