@@ -12,7 +12,8 @@
 //!
 //! Every (shape, runtime) pair runs in a child process (this binary re-executed with
 //! `--child ID RUNTIME`), so peak RSS is per runtime and a crash or hang of one runtime
-//! (killed after a time limit) costs only its own row. Both runtimes use W =
+//! (killed after a time limit) costs only its own row. The sub-second shapes run three
+//! children per runtime and report the median of each figure. Both runtimes use W =
 //! `available_parallelism` workers.
 
 #![warn(missing_docs)]
@@ -48,6 +49,9 @@ pub struct Shape {
     pub group: &'static str,
     /// Metric keys shown, in order; the unit is the key's suffix (see `report::unit`).
     pub metrics: &'static [&'static str],
+    /// Child runs per runtime; each figure is the median over them (3 for the sub-second
+    /// shapes, whose figures are most sensitive to a noisy machine).
+    pub reps: usize,
     /// The gort side.
     pub gort: fn(&Params) -> Figures,
     /// The Tokio side.
@@ -72,6 +76,7 @@ pub static SHAPES: &[Shape] = &[
         name: "start_stop",
         group: "timer",
         metrics: PER_OP,
+        reps: 3,
         gort: timer_gort::t1_start_stop,
         tokio: timer_tokio::t1_start_stop,
     },
@@ -80,6 +85,7 @@ pub static SHAPES: &[Shape] = &[
         name: "reset",
         group: "timer",
         metrics: PER_OP,
+        reps: 3,
         gort: timer_gort::t2_reset,
         tokio: timer_tokio::t2_reset,
     },
@@ -88,6 +94,7 @@ pub static SHAPES: &[Shape] = &[
         name: "sleep_fanout 100k",
         group: "timer",
         metrics: FANOUT,
+        reps: 1,
         gort: timer_gort::t3_100k,
         tokio: timer_tokio::t3_100k,
     },
@@ -96,6 +103,7 @@ pub static SHAPES: &[Shape] = &[
         name: "sleep_fanout 1M",
         group: "timer",
         metrics: FANOUT,
+        reps: 1,
         gort: timer_gort::t3_1m,
         tokio: timer_tokio::t3_1m,
     },
@@ -104,6 +112,7 @@ pub static SHAPES: &[Shape] = &[
         name: "after_func_storm",
         group: "timer",
         metrics: &["last_fired_ms", "cpu_ms", "late_p99_us"],
+        reps: 1,
         gort: timer_gort::t4_after_func_storm,
         tokio: timer_tokio::t4_after_func_storm,
     },
@@ -112,6 +121,7 @@ pub static SHAPES: &[Shape] = &[
         name: "ticker_jitter idle",
         group: "timer",
         metrics: TICKS,
+        reps: 1,
         gort: timer_gort::t5_idle,
         tokio: timer_tokio::t5_idle,
     },
@@ -120,6 +130,7 @@ pub static SHAPES: &[Shape] = &[
         name: "ticker_jitter busy",
         group: "timer",
         metrics: TICKS,
+        reps: 1,
         gort: timer_gort::t5_busy,
         tokio: timer_tokio::t5_busy,
     },
@@ -128,6 +139,7 @@ pub static SHAPES: &[Shape] = &[
         name: "timeout_rpc",
         group: "timer",
         metrics: PER_OP,
+        reps: 3,
         gort: timer_gort::t6_timeout_rpc,
         tokio: timer_tokio::t6_timeout_rpc,
     },
@@ -136,6 +148,7 @@ pub static SHAPES: &[Shape] = &[
         name: "mass_cancel",
         group: "timer",
         metrics: &["cpu_ms", "rss_mib", "fired"],
+        reps: 1,
         gort: timer_gort::t7_mass_cancel,
         tokio: timer_tokio::t7_mass_cancel,
     },
@@ -144,6 +157,7 @@ pub static SHAPES: &[Shape] = &[
         name: "simultaneous",
         group: "timer",
         metrics: &["last_p50_us", "last_max_us"],
+        reps: 3,
         gort: timer_gort::t8_simultaneous,
         tokio: timer_tokio::t8_simultaneous,
     },
@@ -151,7 +165,8 @@ pub static SHAPES: &[Shape] = &[
         id: "T9",
         name: "reset_earlier",
         group: "timer",
-        metrics: PER_OP,
+        metrics: &["per_op_ns", "cpu_ms"],
+        reps: 1,
         gort: timer_gort::t9_reset_earlier,
         tokio: timer_tokio::t9_reset_earlier,
     },
@@ -160,6 +175,7 @@ pub static SHAPES: &[Shape] = &[
         name: "spawn_many",
         group: "sched",
         metrics: &["per_task_ns"],
+        reps: 3,
         gort: sched_gort::r1_spawn_many,
         tokio: sched_tokio::r1_spawn_many,
     },
@@ -168,6 +184,7 @@ pub static SHAPES: &[Shape] = &[
         name: "yield_many",
         group: "sched",
         metrics: &["per_yield_ns"],
+        reps: 3,
         gort: sched_gort::r2_yield_many,
         tokio: sched_tokio::r2_yield_many,
     },
@@ -176,6 +193,7 @@ pub static SHAPES: &[Shape] = &[
         name: "ping_pong",
         group: "sched",
         metrics: &["per_round_trip_ns"],
+        reps: 3,
         gort: sched_gort::r3_ping_pong,
         tokio: sched_tokio::r3_ping_pong,
     },
@@ -184,6 +202,7 @@ pub static SHAPES: &[Shape] = &[
         name: "chained_spawn",
         group: "sched",
         metrics: &["per_spawn_ns"],
+        reps: 3,
         gort: sched_gort::r4_chained_spawn,
         tokio: sched_tokio::r4_chained_spawn,
     },
@@ -236,7 +255,10 @@ fn selected(s: &Shape, filters: &[String]) -> bool {
 
 /// Child: run one shape on one runtime and print `figure KEY VALUE` lines.
 fn child(p: &Params, id: &str, rt: &str) {
-    let shape = SHAPES.iter().find(|s| s.id == id).expect("unknown shape id");
+    let shape = SHAPES
+        .iter()
+        .find(|s| s.id == id)
+        .expect("unknown shape id");
     let run = match rt.parse::<Runtime>().expect("unknown runtime") {
         Runtime::Gort => shape.gort,
         Runtime::Tokio => shape.tokio,
@@ -317,7 +339,10 @@ fn main() {
         let outcomes: Vec<Outcome> = [Runtime::Gort, Runtime::Tokio]
             .into_iter()
             .map(|rt| {
-                let o = spawn_child(shape, rt, opts.quick, limit);
+                let runs: Vec<Outcome> = (0..shape.reps)
+                    .map(|_| spawn_child(shape, rt, opts.quick, limit))
+                    .collect();
+                let o = report::median_of(runs);
                 eprintln!("  {:<8} {:<6} {:>7.1} s", shape.id, rt.name(), o.secs);
                 o
             })

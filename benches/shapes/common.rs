@@ -90,12 +90,12 @@ pub fn durations(seed: u64, count: usize, lo: Duration, hi: Duration) -> Vec<Dur
         .collect()
 }
 
-/// Counts down from `n`; `wait` completes once it reaches zero. Runtime-neutral (a `Waker`
+/// Counts down from `n`; `wait` completes once it reaches zero. Runtime-neutral (wakers
 /// under a mutex), so gort and Tokio pay the same for it.
 #[derive(Debug)]
 pub struct Latch {
     left: AtomicUsize,
-    waker: Mutex<Option<Waker>>,
+    wakers: Mutex<Vec<Waker>>,
 }
 
 impl Latch {
@@ -103,30 +103,33 @@ impl Latch {
     pub fn new(n: usize) -> Self {
         Latch {
             left: AtomicUsize::new(n),
-            waker: Mutex::new(None),
+            wakers: Mutex::new(Vec::new()),
         }
     }
 
-    /// Counts one arrival; the last one wakes the waiter.
+    /// Counts one arrival; the last one wakes every waiter.
     pub fn arrive(&self) {
         // AcqRel: the last arrival sees every earlier arrival's writes and publishes them to
-        // the waiter, which loads `left` with Acquire.
+        // the waiters, which load `left` with Acquire.
         if self.left.fetch_sub(1, Ordering::AcqRel) == 1 {
-            if let Some(w) = self.waker.lock().unwrap().take() {
-                w.wake();
-            }
+            let wakers = std::mem::take(&mut *self.wakers.lock().unwrap());
+            wakers.into_iter().for_each(Waker::wake);
         }
     }
 
-    /// Completes once every arrival happened. One waiter at a time.
+    /// Completes once every arrival happened.
     pub fn wait(&self) -> impl Future<Output = ()> + '_ {
         std::future::poll_fn(move |cx| {
             if self.left.load(Ordering::Acquire) == 0 {
                 return Poll::Ready(());
             }
-            *self.waker.lock().unwrap() = Some(cx.waker().clone());
-            // The last arrival decrements before it takes the waker under the same mutex, so
-            // either it saw our waker or this load sees zero.
+            let mut wakers = self.wakers.lock().unwrap();
+            if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                wakers.push(cx.waker().clone());
+            }
+            drop(wakers);
+            // The last arrival decrements before it takes the wakers under the same mutex,
+            // so either it saw our waker or this load sees zero.
             if self.left.load(Ordering::Acquire) == 0 {
                 Poll::Ready(())
             } else {
@@ -300,12 +303,12 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 /// Peak resident set size of this process so far, in MiB.
 pub fn peak_rss_mib() -> f64 {
     // Linux reports ru_maxrss in KiB.
-    rusage().1 as f64 / 1024.0
+    rusage().1 / 1024.0
 }
 
 /// (user + system CPU time, ru_maxrss) of this process.
 #[cfg(unix)]
-fn rusage() -> (Duration, i64) {
+fn rusage() -> (Duration, f64) {
     use std::os::raw::{c_int, c_long};
 
     #[repr(C)]
@@ -334,11 +337,11 @@ fn rusage() -> (Duration, i64) {
     // SAFETY: zero-initialised and then filled by getrusage; every bit pattern is valid.
     let ru = unsafe { ru.assume_init() };
     let tv = |t: &Timeval| Duration::new(t.sec as u64, t.usec as u32 * 1000);
-    (tv(&ru.utime) + tv(&ru.stime), ru.maxrss as i64)
+    (tv(&ru.utime) + tv(&ru.stime), ru.maxrss as f64)
 }
 
 /// Without getrusage the CPU and RSS figures read zero.
 #[cfg(not(unix))]
-fn rusage() -> (Duration, i64) {
-    (Duration::ZERO, 0)
+fn rusage() -> (Duration, f64) {
+    (Duration::ZERO, 0.0)
 }

@@ -65,6 +65,41 @@ impl Outcome {
     }
 }
 
+/// Combines repeated runs: each figure is the median over the runs, the time their sum;
+/// any failed run makes the whole outcome that failure.
+pub fn median_of(runs: Vec<Outcome>) -> Outcome {
+    let secs = runs.iter().map(|o| o.secs).sum();
+    let runtime = runs[0].runtime;
+    let mut ok = Vec::with_capacity(runs.len());
+    for o in runs {
+        match o.figures {
+            Ok(f) => ok.push(f),
+            Err(e) => {
+                return Outcome {
+                    runtime,
+                    figures: Err(e),
+                    secs,
+                }
+            }
+        }
+    }
+    let figures = ok[0]
+        .iter()
+        .map(|(k, _)| {
+            let vals = ok
+                .iter()
+                .filter_map(|f| f.iter().find(|(k2, _)| k2 == k).map(|&(_, v)| v))
+                .collect();
+            (k.clone(), crate::common::median(vals))
+        })
+        .collect();
+    Outcome {
+        runtime,
+        figures: Ok(figures),
+        secs,
+    }
+}
+
 /// The machine and versions a run is reported with.
 #[derive(Debug)]
 pub struct Meta {
@@ -100,7 +135,8 @@ impl Meta {
         let tokio = std::fs::read_to_string(lock)
             .ok()
             .and_then(|s| {
-                let at = s.find("name = \"tokio\"\nversion = \"")? + 25;
+                let key = "name = \"tokio\"\nversion = \"";
+                let at = s.find(key)? + key.len();
                 Some(s[at..].split('"').next()?.to_owned())
             })
             .unwrap_or_else(|| "?".into());
@@ -132,7 +168,7 @@ impl Meta {
 pub fn unit(key: &str) -> &'static str {
     match key.rsplit('_').next() {
         Some("ns") => "ns",
-        Some("us") => "µs",
+        Some("us") => "us",
         Some("ms") => "ms",
         Some("mib") => "MiB",
         _ => "count",

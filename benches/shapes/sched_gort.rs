@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::common::{Figures, Latch, Meter, Params};
-use crate::timer_gort::run;
+use crate::timer_gort::{go, run};
 
 /// R1: one task spawns N empty tasks and waits for all.
 pub fn r1_spawn_many(p: &Params) -> Figures {
@@ -13,7 +13,7 @@ pub fn r1_spawn_many(p: &Params) -> Figures {
         let m = Meter::start();
         for _ in 0..n {
             let done = done.clone();
-            gort::spawn(async move { done.arrive() });
+            go(async move { done.arrive() });
         }
         done.wait().await;
         vec![("per_task_ns", m.ns_per(n))]
@@ -28,7 +28,7 @@ pub fn r2_yield_many(p: &Params) -> Figures {
         let m = Meter::start();
         for _ in 0..tasks {
             let done = done.clone();
-            gort::spawn(async move {
+            go(async move {
                 for _ in 0..yields {
                     gort::yield_now().await;
                 }
@@ -50,7 +50,7 @@ pub fn r3_ping_pong(p: &Params) -> Figures {
         for _ in 0..pairs {
             let (ping_tx, ping_rx) = gort::chan::bounded::<u64>(1);
             let (pong_tx, pong_rx) = gort::chan::bounded::<u64>(1);
-            gort::spawn(async move {
+            go(async move {
                 while let Some(v) = ping_rx.recv().await {
                     if pong_tx.send(v).await.is_err() {
                         break;
@@ -58,7 +58,7 @@ pub fn r3_ping_pong(p: &Params) -> Figures {
                 }
             });
             let done = done.clone();
-            gort::spawn(async move {
+            go(async move {
                 for i in 0..rounds as u64 {
                     assert!(ping_tx.send(i).await.is_ok(), "ponger gone");
                     assert_eq!(pong_rx.recv().await, Some(i));
@@ -77,7 +77,7 @@ fn chain(left: usize, done: Arc<Latch>) {
     if left == 0 {
         done.arrive();
     } else {
-        gort::spawn(async move { chain(left - 1, done) });
+        go(async move { chain(left - 1, done) });
     }
 }
 

@@ -1,1 +1,171 @@
-//! placeholder
+//! Go-like multi-producer multi-consumer channels and `select!`, for any executor.
+//!
+//! - [`bounded(cap)`](bounded) is Go's `make(chan T, cap)`; `cap == 0` is unbuffered: a send
+//!   completes only when a receiver has taken the value (rendezvous).
+//! - [`unbounded()`](unbounded) never makes a sender wait.
+//! - [`Sender`] and [`Receiver`] are both `Clone`; each value is received exactly once, and
+//!   values from one sender arrive in the order it sent them.
+//! - [`close`](Sender::close) from either side, dropping every `Sender`, or dropping every
+//!   `Receiver` closes the channel: sends fail and give the value back ([`SendError`]),
+//!   receivers drain what is buffered and then get `None`.
+//! - [`select!`] waits on several futures and runs the first ready arm, choosing fairly among
+//!   ready arms; as with Go's `select`, the channel operation of at most one arm takes effect.
+//!
+//! The crate only uses `std::task::Waker`s, so it works under gort's scheduler, any other
+//! executor, or `futures::executor::block_on`.
+//!
+//! # Examples
+//!
+//! A bounded channel between two threads:
+//!
+//! ```
+//! let (tx, rx) = gort_chan::bounded(4);
+//! let producer = std::thread::spawn(move || {
+//!     futures::executor::block_on(async {
+//!         for i in 0..10 {
+//!             tx.send(i).await.unwrap();
+//!         }
+//!     })
+//! });
+//! let sum: i32 = futures::executor::block_on(async {
+//!     let mut sum = 0;
+//!     while let Some(i) = rx.recv().await {
+//!         sum += i;
+//!     }
+//!     sum
+//! });
+//! producer.join().unwrap();
+//! assert_eq!(sum, 45);
+//! ```
+//!
+//! An unbounded channel used as a work queue, with `select!` and a quit channel:
+//!
+//! ```
+//! use gort_chan::{select, unbounded};
+//!
+//! futures::executor::block_on(async {
+//!     let (jobs_tx, jobs_rx) = unbounded();
+//!     let (quit_tx, quit_rx) = unbounded::<()>();
+//!     for job in ["a", "b"] {
+//!         jobs_tx.try_send(job).unwrap();
+//!     }
+//!     quit_tx.close();
+//!     let mut done = Vec::new();
+//!     loop {
+//!         select! {
+//!             job = jobs_rx.recv() => done.push(job.unwrap()),
+//!             _ = quit_rx.recv() => break,
+//!         }
+//!     }
+//!     // `quit` was ready all along, so some jobs may be left: select is fair, not ordered.
+//!     assert!(done.len() <= 2);
+//! });
+//! ```
+//!
+//! # Design
+//!
+//! One lock per channel guards a buffer and two queues of parked operations, as Go's `hchan`
+//! does (`core.rs`, with O(1) removal from the queues in `queue.rs`); wakers run only after
+//! the lock is released (`wake.rs`). A parked sender offers its value, so a receiver can take
+//! it at once, and a sender hands its value straight to a parked receiver. `select!`
+//! (`select.rs`, `macros.rs`) gives each invocation a commit flag (`group.rs`) so that a
+//! counterparty can complete a parked arm only if no other arm has taken effect; channel
+//! operations find their select through a thread-local (`context.rs`).
+//!
+//! Uncontended `try_send`/`try_recv` take the lock once and never allocate; a bounded
+//! channel allocates its buffer once, at creation; parking reuses slots of a per-channel slab.
+//!
+//! `Sender` and `Receiver` are `Send + Sync` when `T: Send`:
+//!
+//! ```compile_fail,E0277
+//! fn assert_send<T: Send>(_: T) {}
+//! let (tx, _rx) = gort_chan::bounded::<std::rc::Rc<u8>>(1);
+//! assert_send(tx);
+//! ```
+
+#![warn(missing_docs)]
+
+mod chan;
+mod context;
+mod core;
+mod error;
+mod group;
+mod macros;
+mod queue;
+mod receiver;
+mod select;
+mod sender;
+mod wake;
+
+use gort_sync::Arc;
+
+pub use crate::error::{SendError, TryRecvError, TrySendError};
+pub use crate::receiver::{Receiver, RecvFuture};
+pub use crate::sender::{SendFuture, Sender};
+
+/// Support for the `select!` expansion; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::select::{select, Arms, Either, Never, Select};
+}
+
+/// Creates a channel with a buffer of `cap` values (Go's `make(chan T, cap)`); `cap == 0` is
+/// unbuffered (every send waits for a receiver to take the value).
+///
+/// The buffer is allocated here, once.
+///
+/// # Panics
+///
+/// If the buffer cannot be allocated (`cap` times the size of `T` overflows or exceeds the
+/// memory available), as Go's `make` does.
+///
+/// # Examples
+///
+/// ```
+/// futures::executor::block_on(async {
+///     let (tx, rx) = gort_chan::bounded(1);
+///     tx.send(1).await.unwrap();
+///     assert!(tx.try_send(2).unwrap_err().is_full());
+///     assert_eq!((rx.len(), rx.capacity()), (1, Some(1)));
+///     assert_eq!(rx.recv().await, Some(1));
+/// });
+/// ```
+#[doc(alias = "make")]
+#[doc(alias = "sync_channel")]
+pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
+    channel(Some(cap))
+}
+
+/// Creates a channel whose buffer grows as needed: sends never wait.
+///
+/// # Examples
+///
+/// ```
+/// let (tx, rx) = gort_chan::unbounded();
+/// for i in 0..1000 {
+///     tx.try_send(i).unwrap();
+/// }
+/// assert_eq!((rx.len(), rx.capacity()), (1000, None));
+/// assert_eq!(rx.try_recv(), Ok(0));
+/// ```
+pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
+    channel(None)
+}
+
+fn channel<T>(cap: Option<usize>) -> (Sender<T>, Receiver<T>) {
+    let chan = Arc::new(chan::Chan::new(cap));
+    (Sender { chan: chan.clone() }, Receiver::new(chan))
+}
+
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    fn unpin<T: Unpin>() {}
+    send_sync::<Sender<Vec<u8>>>();
+    send_sync::<Receiver<Vec<u8>>>();
+    send::<SendFuture<'static, Vec<u8>>>();
+    send::<RecvFuture<'static, Vec<u8>>>();
+    unpin::<SendFuture<'static, std::marker::PhantomPinned>>();
+    unpin::<RecvFuture<'static, std::marker::PhantomPinned>>();
+}

@@ -38,7 +38,10 @@ impl Violations {
     pub fn report(&self, message: impl Into<String>) {
         let n = self.count.fetch_add(1, Relaxed);
         if (n as usize) < KEEP {
-            self.messages.lock().unwrap_or_else(|e| e.into_inner()).push(message.into());
+            self.messages
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(message.into());
         }
     }
 
@@ -56,7 +59,11 @@ impl Violations {
 
     /// The first messages (at most 25), plus a line for any that were only counted.
     pub fn messages(&self) -> Vec<String> {
-        let mut m = self.messages.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut m = self
+            .messages
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let n = self.count();
         if n as usize > m.len() {
             m.push(format!("... and {} more", n as usize - m.len()));
@@ -140,7 +147,14 @@ impl TimerBook {
             ended_true: false,
             fires: 0,
         };
-        TimerBook { id, armings: vec![first], ops: 0, last_value: None, ambiguous: false, values: 0 }
+        TimerBook {
+            id,
+            armings: vec![first],
+            ops: 0,
+            last_value: None,
+            ambiguous: false,
+            values: 0,
+        }
     }
 
     /// `ops` to pass to [`TimerBook::on_value`] for a receive that starts now.
@@ -148,19 +162,25 @@ impl TimerBook {
         self.ops
     }
 
-    /// Number of armings so far.
-    pub fn armings(&self) -> usize {
-        self.armings.len()
-    }
-
     fn current(&mut self) -> Option<&mut Arming> {
         self.armings.last_mut().filter(|a| a.ended.is_none())
     }
 
-    /// Whether a value of the current arming is still owed to the receiver: the arming was not
-    /// ended by a stop/reset and nothing of it was received (one-shot timers only).
+    /// Whether a value is still owed to the receiver (one-shot timers only): the current
+    /// arming was not ended by a stop/reset and nothing of it was received. When attribution
+    /// is ambiguous: fewer values arrived than there were uncancelled armings.
     pub fn expects_value(&self) -> bool {
-        self.armings.last().is_some_and(|a| a.ended.is_none() && a.period == 0 && a.fires == 0)
+        let Some(last) = self.armings.last() else {
+            return false;
+        };
+        if last.period != 0 {
+            return false;
+        }
+        if self.ambiguous {
+            let cancelled = self.armings.iter().filter(|a| a.ended_true).count() as u64;
+            return self.values < self.armings.len() as u64 - cancelled;
+        }
+        last.ended.is_none() && last.fires == 0
     }
 
     /// The latest instant the current arming may be due (to bound the final wait).
@@ -194,7 +214,15 @@ impl TimerBook {
     }
 
     /// Records a `reset(d)` (a ticker's reset passes the new period as `period`).
-    pub fn on_reset(&mut self, result: Option<bool>, before: u64, after: u64, d: u64, period: u64, v: &Violations) {
+    pub fn on_reset(
+        &mut self,
+        result: Option<bool>,
+        before: u64,
+        after: u64,
+        d: u64,
+        period: u64,
+        v: &Violations,
+    ) {
         self.end_current(result, after, v, "reset");
         let (lo, hi) = (before.saturating_add(d), after.saturating_add(d));
         if period == 0 && self.armings.iter().any(|a| a.overlaps(lo, hi)) {
@@ -205,7 +233,14 @@ impl TimerBook {
             // the "ended before the receive began" rule, which need no unique windows.
             self.ambiguous |= self.armings.iter().any(|a| a.overlaps(lo, hi));
         }
-        self.armings.push(Arming { lo, hi, period, ended: None, ended_true: false, fires: 0 });
+        self.armings.push(Arming {
+            lo,
+            hi,
+            period,
+            ended: None,
+            ended_true: false,
+            fires: 0,
+        });
     }
 
     /// Records a value `value` received by a receive that started when `ops()` was
@@ -216,15 +251,20 @@ impl TimerBook {
         self.values += 1;
         if let Some(last) = self.last_value {
             if value <= last {
-                v.report(format!("timer {id}: value {value} ns not after the previous value {last} ns"));
+                v.report(format!(
+                    "timer {id}: value {value} ns not after the previous value {last} ns"
+                ));
                 return Attribution::Violation;
             }
         }
         self.last_value = Some(value);
-        let candidates: Vec<usize> =
-            (0..self.armings.len()).filter(|&i| self.armings[i].admits(value)).collect();
+        let candidates: Vec<usize> = (0..self.armings.len())
+            .filter(|&i| self.armings[i].admits(value))
+            .collect();
         if candidates.is_empty() {
-            v.report(format!("timer {id}: value due at {value} ns belongs to no arming (stale or corrupt)"));
+            v.report(format!(
+                "timer {id}: value due at {value} ns belongs to no arming (stale or corrupt)"
+            ));
             return Attribution::Violation;
         }
         // Legal candidates: not ended by a call that returned before this receive started,
@@ -235,7 +275,8 @@ impl TimerBook {
             .filter(|&i| {
                 let a = &self.armings[i];
                 let ended_before = a.ended.is_some_and(|(op, _)| op <= ops_before);
-                !ended_before && !(a.period == 0 && a.ended_true)
+                let cancelled = a.period == 0 && a.ended_true;
+                !(ended_before || cancelled)
             })
             .collect();
         if legal.is_empty() {
@@ -243,7 +284,11 @@ impl TimerBook {
             let a = &self.armings[i];
             v.report(format!(
                 "timer {id}: received a value of arming {i} after its {} returned{}",
-                if a.ended_true { "successful stop/reset" } else { "stop/reset" },
+                if a.ended_true {
+                    "successful stop/reset"
+                } else {
+                    "stop/reset"
+                },
                 if a.ended_true { " true" } else { "" }
             ));
             return Attribution::Violation;
@@ -256,7 +301,10 @@ impl TimerBook {
         let a = &mut self.armings[i];
         a.fires += 1;
         if a.period == 0 && a.fires > 1 {
-            v.report(format!("timer {id}: arming {i} delivered {} values", a.fires));
+            v.report(format!(
+                "timer {id}: arming {i} delivered {} values",
+                a.fires
+            ));
             return Attribution::Violation;
         }
         Attribution::Arming(i)
@@ -272,7 +320,10 @@ impl TimerBook {
             let cancelled = self.armings.iter().filter(|a| a.ended_true).count() as u64;
             let expected = self.armings.len() as u64 - cancelled;
             v.check(self.values == expected, || {
-                format!("timer {id}: {} values for {expected} uncancelled armings", self.values)
+                format!(
+                    "timer {id}: {} values for {expected} uncancelled armings",
+                    self.values
+                )
             });
             return;
         }
@@ -280,7 +331,9 @@ impl TimerBook {
             if a.period == 0 {
                 let want = u32::from(!a.ended_true);
                 v.check(a.fires == want, || match (a.fires, a.ended) {
-                    (0, Some(_)) => format!("timer {id}: arming {i} never fired but its stop/reset returned false"),
+                    (0, Some(_)) => format!(
+                        "timer {id}: arming {i} never fired but its stop/reset returned false"
+                    ),
                     (0, None) => format!("timer {id}: arming {i} never fired (lost)"),
                     (n, _) => format!("timer {id}: arming {i} fired {n} times, expected {want}"),
                 });
@@ -288,7 +341,10 @@ impl TimerBook {
                 let end = a.ended.map_or(now, |(_, at)| at.min(now));
                 let max = end.saturating_sub(a.lo) / a.period + 1;
                 v.check(u64::from(a.fires) <= max, || {
-                    format!("ticker {id}: arming {i} delivered {} ticks, at most {max} were due", a.fires)
+                    format!(
+                        "ticker {id}: arming {i} delivered {} ticks, at most {max} were due",
+                        a.fires
+                    )
                 });
             }
         }
@@ -320,7 +376,9 @@ impl CountBook {
     /// Records `stop()`'s result (calls on one timer must not overlap).
     pub fn on_stop(&self, stopped: bool, id: u64, v: &Violations) {
         let was_armed = self.armed.swap(false, Relaxed);
-        v.check(was_armed || !stopped, || format!("after_func {id}: stop returned true on a stopped timer"));
+        v.check(was_armed || !stopped, || {
+            format!("after_func {id}: stop returned true on a stopped timer")
+        });
         if stopped {
             self.cancelled.fetch_add(1, Relaxed);
         }
@@ -329,7 +387,9 @@ impl CountBook {
     /// Records `reset()`'s result.
     pub fn on_reset(&self, active: bool, id: u64, v: &Violations) {
         let was_armed = self.armed.swap(true, Relaxed);
-        v.check(was_armed || !active, || format!("after_func {id}: reset returned true on a stopped timer"));
+        v.check(was_armed || !active, || {
+            format!("after_func {id}: reset returned true on a stopped timer")
+        });
         if active {
             self.cancelled.fetch_add(1, Relaxed);
         }

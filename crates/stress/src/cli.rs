@@ -87,13 +87,19 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let mut total = 0f64;
     let mut rest = s;
     while !rest.is_empty() {
-        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
         if num_len == 0 {
             return Err(format!("expected a number in `{text}`"));
         }
-        let value: f64 = rest[..num_len].parse().map_err(|_| format!("bad number in `{text}`"))?;
+        let value: f64 = rest[..num_len]
+            .parse()
+            .map_err(|_| format!("bad number in `{text}`"))?;
         rest = &rest[num_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
         let nanos_per = match &rest[..unit_len] {
             "h" => 3.6e12,
             "m" | "min" => 6e10,
@@ -101,7 +107,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "ms" => 1e6,
             "us" | "µs" => 1e3,
             "ns" => 1.0,
-            "" => return Err(format!("missing unit in `{text}` (use h, m, s, ms, us or ns)")),
+            "" => {
+                return Err(format!(
+                    "missing unit in `{text}` (use h, m, s, ms, us or ns)"
+                ))
+            }
             u => return Err(format!("unknown unit `{u}` in `{text}`")),
         };
         total += value * nanos_per;
@@ -142,8 +152,22 @@ mod tests {
     #[test]
     fn parses_a_full_command_line() {
         let a = Args::try_parse_from([
-            "gort-stress", "--scenario", "timer-storm", "-s", "faults", "--duration", "5s", "--procs", "4",
-            "--seed", "42", "--json", "--report", "out", "--inject-fault", "drop-fire",
+            "gort-stress",
+            "--scenario",
+            "timer-storm",
+            "-s",
+            "faults",
+            "--duration",
+            "5s",
+            "--procs",
+            "4",
+            "--seed",
+            "42",
+            "--json",
+            "--report",
+            "out",
+            "--inject-fault",
+            "drop-fire",
         ])
         .unwrap();
         assert_eq!(a.scenarios, ["timer-storm", "faults"]);

@@ -114,8 +114,14 @@ mod tests {
 
     #[test]
     fn same_seed_same_stream_and_streams_differ() {
-        let a: Vec<u64> = (0..8).map(|_| 0).scan(Rng::derive(9, "x", 3), |r, _| Some(r.next_u64())).collect();
-        let b: Vec<u64> = (0..8).map(|_| 0).scan(Rng::derive(9, "x", 3), |r, _| Some(r.next_u64())).collect();
+        let a: Vec<u64> = (0..8)
+            .map(|_| 0)
+            .scan(Rng::derive(9, "x", 3), |r, _| Some(r.next_u64()))
+            .collect();
+        let b: Vec<u64> = (0..8)
+            .map(|_| 0)
+            .scan(Rng::derive(9, "x", 3), |r, _| Some(r.next_u64()))
+            .collect();
         assert_eq!(a, b);
         let mut c = Rng::derive(9, "x", 4);
         let mut d = Rng::derive(9, "y", 3);

@@ -89,11 +89,6 @@ impl Histogram {
         self.max.fetch_max(us, Relaxed);
     }
 
-    /// Records a duration (saturating at `u64::MAX` microseconds).
-    pub fn record_duration(&self, d: Duration) {
-        self.record(u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
-    }
-
     /// Percentiles and buckets. Call it once recording has stopped for exact numbers; while
     /// tasks still record, the figures are a consistent-enough approximation.
     pub fn summary(&self) -> HistSummary {
@@ -185,7 +180,9 @@ impl Timeline {
 
     /// The bins up to the last non-empty one.
     pub fn snapshot(&self) -> Vec<TimelineBin> {
-        let last = (0..TIMELINE_BINS).rev().find(|&i| self.count[i].load(Relaxed) > 0);
+        let last = (0..TIMELINE_BINS)
+            .rev()
+            .find(|&i| self.count[i].load(Relaxed) > 0);
         let Some(last) = last else { return Vec::new() };
         (0..=last)
             .map(|i| {
@@ -194,7 +191,11 @@ impl Timeline {
                     t_ms: (i as u64 * self.bin_ns) as f64 / 1e6,
                     count: n,
                     max_us: self.max_us[i].load(Relaxed),
-                    mean_us: if n == 0 { 0.0 } else { self.sum_us[i].load(Relaxed) as f64 / n as f64 },
+                    mean_us: if n == 0 {
+                        0.0
+                    } else {
+                        self.sum_us[i].load(Relaxed) as f64 / n as f64
+                    },
                 }
             })
             .collect()
@@ -220,10 +221,19 @@ fn parse_status(text: &str) -> Rss {
     let field = |name: &str| -> u64 {
         text.lines()
             .find_map(|l| l.strip_prefix(name))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
             .map_or(0, |kb| kb * 1024)
     };
-    Rss { current: field("VmRSS:"), peak: field("VmHWM:") }
+    Rss {
+        current: field("VmRSS:"),
+        peak: field("VmHWM:"),
+    }
 }
 
 /// Resets `VmHWM` to the current RSS (writes `5` to `/proc/self/clear_refs`, Linux >= 4.0).
@@ -298,9 +308,13 @@ impl CpuTime {
             return CpuTime::default();
         }
         let tv = |t: libc::timeval| {
-            Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+            Duration::from_secs(t.tv_sec.max(0) as u64)
+                + Duration::from_micros(t.tv_usec.max(0) as u64)
         };
-        CpuTime { user: tv(ru.ru_utime), system: tv(ru.ru_stime) }
+        CpuTime {
+            user: tv(ru.ru_utime),
+            system: tv(ru.ru_stime),
+        }
     }
 
     /// CPU time spent since `earlier`.
@@ -310,10 +324,63 @@ impl CpuTime {
             system: self.system.saturating_sub(earlier.system),
         }
     }
+}
 
-    /// User plus system.
-    pub fn total(self) -> Duration {
-        self.user + self.system
+/// Busy CPU time of the whole machine (all processes), from `/proc/stat`.
+///
+/// With [`CpuTime`] it tells how much CPU *other* processes took during a scenario: on a
+/// shared machine that, not the runtime, may explain lateness.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MachineCpu {
+    busy: Duration,
+}
+
+impl MachineCpu {
+    /// Now; zero where `/proc/stat` is unreadable.
+    pub fn now() -> Self {
+        let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        MachineCpu {
+            busy: parse_stat_busy(&text, if hz > 0 { hz as u64 } else { 100 }),
+        }
+    }
+
+    /// Busy time since `earlier`.
+    pub fn since(self, earlier: MachineCpu) -> Duration {
+        self.busy.saturating_sub(earlier.busy)
+    }
+}
+
+/// Busy time in the aggregate `cpu` line: everything but idle and iowait (guest time is
+/// already inside user/nice, so it is skipped).
+fn parse_stat_busy(text: &str, hz: u64) -> Duration {
+    let Some(line) = text.lines().find(|l| l.starts_with("cpu ")) else {
+        return Duration::ZERO;
+    };
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let busy: u64 = f
+        .iter()
+        .take(8)
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4)
+        .map(|(_, v)| v)
+        .sum();
+    Duration::from_secs_f64(busy as f64 / hz as f64)
+}
+
+/// CPUs the machine has online.
+pub fn online_cpus() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 {
+        n as u64
+    } else {
+        1
     }
 }
 
@@ -341,7 +408,10 @@ mod tests {
     fn bucket_relative_error_is_small() {
         for v in [33u64, 1000, 12_345, 999_999, 1 << 40] {
             let (lo, hi) = bucket_bounds(bucket_of(v));
-            assert!((hi - lo) as f64 / lo as f64 <= 1.0 / 32.0 + 1e-9, "{v}: {lo}..{hi}");
+            assert!(
+                (hi - lo) as f64 / lo as f64 <= 1.0 / 32.0 + 1e-9,
+                "{v}: {lo}..{hi}"
+            );
         }
     }
 
@@ -357,7 +427,10 @@ mod tests {
         assert!((s.mean_us - 5000.5).abs() < 1e-6);
         // Bucket upper bounds: at most 1/32 above the exact rank value, never below it.
         for (got, exact) in [(s.p50_us, 5000u64), (s.p99_us, 9900), (s.p999_us, 9990)] {
-            assert!(got >= exact && got as f64 <= exact as f64 * (1.0 + 1.0 / 32.0), "{got} vs {exact}");
+            assert!(
+                got >= exact && got as f64 <= exact as f64 * (1.0 + 1.0 / 32.0),
+                "{got} vs {exact}"
+            );
         }
         assert_eq!(s.buckets.iter().map(|b| b.2).sum::<u64>(), 10_000);
     }
@@ -368,7 +441,10 @@ mod tests {
         assert_eq!(h.summary(), HistSummary::default());
         h.record(1_000_001);
         let s = h.summary();
-        assert_eq!((s.p50_us, s.p99_us, s.max_us), (1_000_001, 1_000_001, 1_000_001));
+        assert_eq!(
+            (s.p50_us, s.p99_us, s.max_us),
+            (1_000_001, 1_000_001, 1_000_001)
+        );
     }
 
     #[test]
@@ -403,7 +479,13 @@ mod tests {
     #[test]
     fn parses_proc_status() {
         let text = "Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\n";
-        assert_eq!(parse_status(text), Rss { current: 1024 * 1024, peak: 2048 * 1024 });
+        assert_eq!(
+            parse_status(text),
+            Rss {
+                current: 1024 * 1024,
+                peak: 2048 * 1024
+            }
+        );
         assert_eq!(parse_status(""), Rss::default());
     }
 
@@ -418,7 +500,19 @@ mod tests {
             x = x.wrapping_add(std::hint::black_box(1));
         }
         std::hint::black_box(x);
-        assert!(CpuTime::now().since(before).total() > Duration::ZERO);
+        let spent = CpuTime::now().since(before);
+        assert!(spent.user + spent.system > Duration::ZERO);
+    }
+
+    #[test]
+    fn parses_proc_stat() {
+        let text = "cpu  100 5 50 1000 20 3 2 7 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n";
+        // user+nice+system+irq+softirq+steal = 100+5+50+3+2+7 = 167 ticks at 100 Hz.
+        assert_eq!(parse_stat_busy(text, 100), Duration::from_millis(1670));
+        assert_eq!(parse_stat_busy("", 100), Duration::ZERO);
+        assert!(online_cpus() >= 1);
+        let a = MachineCpu::now();
+        assert!(MachineCpu::now().since(a) < Duration::from_secs(60));
     }
 
     #[test]

@@ -1,1 +1,79 @@
-//! placeholder
+//! Go's `time` package for gort (re-exported as `gort::time`), with Go 1.23's guarantees, on
+//! gort's per-P timer heaps (`gort-timer`).
+//!
+//! | Go                          | gort                                   |
+//! |-----------------------------|----------------------------------------|
+//! | `time.Sleep(d)`             | [`sleep(d)`](sleep)`.await`, [`sleep_until`] |
+//! | `time.NewTimer(d)`, `t.C`   | [`Timer::new`], [`Timer::c`]           |
+//! | `time.After(d)`             | [`after`]                              |
+//! | `time.AfterFunc(d, f)`      | [`after_func`]                         |
+//! | `time.NewTicker(d)`, `Tick` | [`Ticker::new`], [`tick`]              |
+//! | `context.WithTimeout`-ish   | [`timeout`], [`timeout_at`]            |
+//! | tokio's `interval`          | [`interval`], [`Interval`]             |
+//!
+//! Guarantees (Go 1.23, go#37196, go#69312, go#61542):
+//!
+//! - `stop()`/`reset()` of a [`Timer`] return true exactly when no value of the current arming
+//!   has been received or can still be received; after either returns, no earlier value is
+//!   ever received. The same holds for [`Ticker`] ticks.
+//! - The value on a timer channel is the instant the timer was due.
+//! - Dropping a [`Timer`], a [`Ticker`], or the last receiver of [`after`]/[`tick`] stops it
+//!   and frees it; an [`AfterFunc`] keeps running when its handle is dropped.
+//! - Deadlines saturate: [`Duration::MAX`](std::time::Duration::MAX) means "never", which
+//!   costs no heap entry and never panics.
+//! - A deadline that has passed completes a [`Sleep`] on its first poll, without rounding and
+//!   without touching a heap (tokio#6866).
+//!
+//! Everything that has to wait must run inside a gort runtime (`Runtime::block_on` or a
+//! task); it panics otherwise.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::time::Duration;
+//! let rt = gort_sched::Runtime::new().unwrap();
+//! rt.block_on(async {
+//!     let t = gort_time::Timer::new(Duration::from_secs(3600));
+//!     let r = gort_time::timeout(Duration::from_millis(5), t.c().recv()).await;
+//!     assert!(r.is_err()); // timed out
+//!     assert!(t.stop()); // nothing was received, so stop reports it stopped the timer
+//! });
+//! ```
+
+#![warn(missing_docs)]
+
+mod after_func;
+#[doc(hidden)]
+pub mod arming;
+mod core;
+mod instant;
+mod interval;
+mod rt;
+mod sleep;
+mod ticker;
+mod timeout;
+mod timer;
+
+pub use after_func::{after_func, AfterFunc};
+pub use instant::Instant;
+pub use interval::{interval, interval_at, Interval, MissedTickBehavior};
+pub use sleep::{sleep, sleep_until, Sleep};
+pub use ticker::{tick, Error, Ticker};
+pub use timeout::{timeout, timeout_at, Elapsed, Timeout};
+pub use timer::{after, Timer};
+
+/// Compile-time check: every handle users hold is `Send + Sync + Debug`.
+const _: () = {
+    const fn handle<T: Send + Sync + std::fmt::Debug>() {}
+    handle::<Instant>();
+    handle::<Sleep>();
+    handle::<Timer>();
+    handle::<Ticker>();
+    handle::<AfterFunc>();
+    handle::<Interval>();
+    handle::<Timeout<Sleep>>();
+    handle::<Elapsed>();
+    handle::<Error>();
+    handle::<MissedTickBehavior>();
+    handle::<gort_chan::Receiver<Instant>>();
+};

@@ -80,7 +80,13 @@ fn summary_table(suite: &SuiteResult) -> String {
 fn section(s: &ScenarioResult) -> String {
     let mut h = String::new();
     let _ = writeln!(h, "<h2 id=\"{0}\">{0}</h2>", esc(&s.name));
-    let bound = s.bound.map_or("none".into(), |b| format!("p99 &lt; {}, max &lt; {}", fmt_us(b.p99_us), fmt_us(b.max_us)));
+    let bound = s.bound.map_or("none".into(), |b| {
+        format!(
+            "p99 &lt; {}, max &lt; {}",
+            fmt_us(b.p99_us),
+            fmt_us(b.max_us)
+        )
+    });
     let _ = writeln!(
         h,
         "<p>wall {:.0} ms; lateness n={} mean {:.0}µs p50 {} p90 {} p99 {} p99.9 {} max {} (bound: {}); \
@@ -98,7 +104,11 @@ fn section(s: &ScenarioResult) -> String {
         fmt_bytes(s.memory.peak),
         fmt_bytes(s.memory.end),
     );
-    for (class, label, items) in [("bad", "violation", &s.violations), ("", "warning", &s.warnings), ("", "note", &s.notes)] {
+    for (class, label, items) in [
+        ("bad", "violation", &s.violations),
+        ("", "warning", &s.warnings),
+        ("", "note", &s.notes),
+    ] {
         if !items.is_empty() {
             h.push_str("<ul>");
             for i in items {
@@ -109,7 +119,11 @@ fn section(s: &ScenarioResult) -> String {
     }
     if !s.metrics.is_empty() {
         let m: Vec<String> = s.metrics.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = writeln!(h, "<p><small>metrics at end: {}</small></p>", esc(&m.join(", ")));
+        let _ = writeln!(
+            h,
+            "<p><small>metrics at end: {}</small></p>",
+            esc(&m.join(", "))
+        );
     }
     h.push_str("<div class=\"charts\">");
     for svg in [histogram_svg(s), timeline_svg(&s.name, &s.timeline)] {
@@ -133,10 +147,15 @@ pub fn histogram_svg(s: &ScenarioResult) -> Result<String, String> {
         let b = &s.lateness.buckets;
         let caption = format!("{}: lateness histogram (n={})", s.name, s.lateness.count);
         if b.is_empty() {
-            root.titled(&format!("{caption}: no samples"), ("sans-serif", 16)).map_err(|e| e.to_string())?;
+            root.titled(&format!("{caption}: no samples"), ("sans-serif", 16))
+                .map_err(|e| e.to_string())?;
             root.present().map_err(|e| e.to_string())?;
         } else {
-            let x_lo = (b[0].0.max(1) as f64) * 0.9;
+            let x_lo = if b[0].0 == 0 {
+                0.5
+            } else {
+                b[0].0 as f64 * 0.9
+            };
             let x_hi = (b[b.len() - 1].1 + 1) as f64 * 1.1;
             let y_hi = b.iter().map(|x| x.2).max().unwrap_or(1) as f64 * 1.1;
             let mut chart = ChartBuilder::on(&root)
@@ -156,7 +175,12 @@ pub fn histogram_svg(s: &ScenarioResult) -> Result<String, String> {
                 .map_err(|e| e.to_string())?;
             chart
                 .draw_series(b.iter().map(|&(lo, hi, n)| {
-                    Rectangle::new([(lo.max(1) as f64, 0.0), ((hi + 1) as f64, n as f64)], BLUE.mix(0.7).filled())
+                    // Bucket 0 (under 1 µs) is drawn from 0.5 on the log axis.
+                    let left = if lo == 0 { 0.5 } else { lo as f64 };
+                    Rectangle::new(
+                        [(left, 0.0), ((hi + 1) as f64, n as f64)],
+                        BLUE.mix(0.7).filled(),
+                    )
                 }))
                 .map_err(|e| e.to_string())?;
             if let Some(bound) = s.bound {
@@ -181,7 +205,8 @@ pub fn timeline_svg(name: &str, bins: &[TimelineBin]) -> Result<String, String> 
         let root = SVGBackend::with_string(&mut svg, (SIZE.0, SIZE.1 + 160)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         if bins.is_empty() {
-            root.titled(&format!("{name}: timeline: no samples"), ("sans-serif", 16)).map_err(|e| e.to_string())?;
+            root.titled(&format!("{name}: timeline: no samples"), ("sans-serif", 16))
+                .map_err(|e| e.to_string())?;
             root.present().map_err(|e| e.to_string())?;
         } else {
             draw_timeline(&root, name, bins)?;
@@ -190,66 +215,81 @@ pub fn timeline_svg(name: &str, bins: &[TimelineBin]) -> Result<String, String> 
     Ok(svg)
 }
 
-fn draw_timeline(root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>, name: &str, bins: &[TimelineBin]) -> Result<(), String> {
-    {
-        let (top, bottom) = root.split_vertically(SIZE.1);
-        let t_hi = bins[bins.len() - 1].t_ms.max(1.0) * 1.02;
-        let y_hi = bins.iter().map(|b| b.max_us).max().unwrap_or(1).max(10) as f64 * 1.5;
-        let mut chart = ChartBuilder::on(&top)
-            .caption(format!("{name}: lateness over time"), ("sans-serif", 16))
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..t_hi, (1f64..y_hi).log_scale())
-            .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .y_desc("lateness (µs)")
-            .y_label_formatter(&|v| fmt_us(*v as u64))
-            .draw()
-            .map_err(|e| e.to_string())?;
-        let nonempty = || bins.iter().filter(|b| b.count > 0);
-        chart
-            .draw_series(LineSeries::new(nonempty().map(|b| (b.t_ms, (b.max_us as f64).max(1.0))), RED))
-            .map_err(|e| e.to_string())?
-            .label("max")
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], RED));
-        chart
-            .draw_series(LineSeries::new(nonempty().map(|b| (b.t_ms, b.mean_us.max(1.0))), BLUE))
-            .map_err(|e| e.to_string())?
-            .label("mean")
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLUE));
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| e.to_string())?;
-        let c_hi = bins.iter().map(|b| b.count).max().unwrap_or(1) as f64 * 1.1;
-        let mut counts = ChartBuilder::on(&bottom)
-            .margin(10)
-            .x_label_area_size(30)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..t_hi, 0f64..c_hi)
-            .map_err(|e| e.to_string())?;
-        counts
-            .configure_mesh()
-            .x_desc("time since scenario start (ms)")
-            .y_desc("expiries")
-            .y_label_formatter(&|v| fmt_count(*v as u64))
-            .draw()
-            .map_err(|e| e.to_string())?;
-        counts
-            .draw_series(LineSeries::new(bins.iter().map(|b| (b.t_ms, b.count as f64)), GREEN.stroke_width(1)))
-            .map_err(|e| e.to_string())?;
-        root.present().map_err(|e| e.to_string())?;
-    }
-    Ok(())
+/// Draws the two timeline panels onto `root` (which has room for both).
+fn draw_timeline(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    name: &str,
+    bins: &[TimelineBin],
+) -> Result<(), String> {
+    let (top, bottom) = root.split_vertically(SIZE.1);
+    let t_hi = bins[bins.len() - 1].t_ms.max(1.0) * 1.02;
+    let y_hi = bins.iter().map(|b| b.max_us).max().unwrap_or(1).max(10) as f64 * 1.5;
+    let mut chart = ChartBuilder::on(&top)
+        .caption(format!("{name}: lateness over time"), ("sans-serif", 16))
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..t_hi, (1f64..y_hi).log_scale())
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .y_desc("lateness (µs)")
+        .y_label_formatter(&|v| fmt_us(*v as u64))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    let nonempty = || bins.iter().filter(|b| b.count > 0);
+    chart
+        .draw_series(LineSeries::new(
+            nonempty().map(|b| (b.t_ms, (b.max_us as f64).max(1.0))),
+            RED,
+        ))
+        .map_err(|e| e.to_string())?
+        .label("max")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], RED));
+    chart
+        .draw_series(LineSeries::new(
+            nonempty().map(|b| (b.t_ms, b.mean_us.max(1.0))),
+            BLUE,
+        ))
+        .map_err(|e| e.to_string())?
+        .label("mean")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLUE));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| e.to_string())?;
+    let c_hi = bins.iter().map(|b| b.count).max().unwrap_or(1) as f64 * 1.1;
+    let mut counts = ChartBuilder::on(&bottom)
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..t_hi, 0f64..c_hi)
+        .map_err(|e| e.to_string())?;
+    counts
+        .configure_mesh()
+        .x_desc("time since scenario start (ms)")
+        .y_desc("expiries")
+        .y_label_formatter(&|v| fmt_count(*v as u64))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    counts
+        .draw_series(LineSeries::new(
+            bins.iter().map(|b| (b.t_ms, b.count as f64)),
+            GREEN.stroke_width(1),
+        ))
+        .map_err(|e| e.to_string())?;
+    root.present().map_err(|e| e.to_string())
 }
 
 /// Escapes text for HTML.
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 #[cfg(test)]
@@ -278,7 +318,13 @@ mod tests {
 
     #[test]
     fn page_lists_scenarios_and_escapes_text() {
-        let suite = SuiteResult::new(3, 2, 1000, None, vec![sample("a", &["x<y"]), sample("b", &[])]);
+        let suite = SuiteResult::new(
+            3,
+            2,
+            1000,
+            None,
+            vec![sample("a", &["x<y"]), sample("b", &[])],
+        );
         let page = render(&suite);
         assert!(page.contains("<h2 id=\"a\">") && page.contains("<h2 id=\"b\">"));
         assert!(page.contains("x&lt;y") && !page.contains("x<y"));
@@ -292,7 +338,9 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("gort-stress-html-{}", std::process::id()));
         let suite = SuiteResult::new(3, 2, 1000, None, vec![sample("a", &[])]);
         let path = write(&suite, &dir.join("nested")).unwrap();
-        assert!(std::fs::read_to_string(&path).unwrap().contains("gort stress report"));
+        assert!(std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("gort stress report"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -14,7 +14,13 @@ mod tests {
 
     #[test]
     fn json_round_trips_the_key_fields() {
-        let suite = SuiteResult::new(9, 2, 5_000, Some("drop-fire".into()), vec![sample("timer-storm", &["v"])]);
+        let suite = SuiteResult::new(
+            9,
+            2,
+            5_000,
+            Some("drop-fire".into()),
+            vec![sample("timer-storm", &["v"])],
+        );
         let v: serde_json::Value = serde_json::from_str(&render(&suite)).unwrap();
         assert_eq!(v["seed"], 9);
         assert_eq!(v["passed"], false);
@@ -23,7 +29,10 @@ mod tests {
         assert_eq!(s["name"], "timer-storm");
         assert_eq!(s["timers"]["started"], 1_000_000);
         assert_eq!(s["lateness"]["max_us"], 45_000);
-        assert!(s["lateness"].get("buckets").is_none(), "buckets are for plots only");
+        assert!(
+            s["lateness"].get("buckets").is_none(),
+            "buckets are for plots only"
+        );
         assert_eq!(s["violations"][0], "v");
         assert!(s["timeline"].as_array().is_some_and(|a| !a.is_empty()));
     }

@@ -64,6 +64,9 @@ pub struct ScenarioResult {
     pub cpu_user_ms: f64,
     /// System CPU time, milliseconds.
     pub cpu_system_ms: f64,
+    /// Share of the machine's CPU (0..1) that other processes used meanwhile; above
+    /// `CONTENDED` lateness bounds only warn.
+    pub others_cpu: f64,
     /// The runtime's metrics at the end (before drain checks), by field name.
     pub metrics: BTreeMap<String, u64>,
     /// Number of invariant violations.
@@ -97,9 +100,23 @@ pub struct SuiteResult {
 
 impl SuiteResult {
     /// Wraps finished scenarios, totalling the violations.
-    pub fn new(seed: u64, procs: usize, duration_ms: u64, fault: Option<String>, scenarios: Vec<ScenarioResult>) -> Self {
+    pub fn new(
+        seed: u64,
+        procs: usize,
+        duration_ms: u64,
+        fault: Option<String>,
+        scenarios: Vec<ScenarioResult>,
+    ) -> Self {
         let violations = scenarios.iter().map(|s| s.violation_count).sum();
-        SuiteResult { seed, procs, duration_ms, fault, scenarios, violations, passed: violations == 0 }
+        SuiteResult {
+            seed,
+            procs,
+            duration_ms,
+            fault,
+            scenarios,
+            violations,
+            passed: violations == 0,
+        }
     }
 }
 
@@ -153,13 +170,26 @@ pub(crate) mod tests {
             name: name.into(),
             wall_ms: 1234.5,
             ops: 2_500_000,
-            timers: TimerCounts { started: 1_000_000, fired: 900_000, stopped: 120_000, reset: 50_000 },
+            timers: TimerCounts {
+                started: 1_000_000,
+                fired: 900_000,
+                stopped: 120_000,
+                reset: 50_000,
+            },
             lateness: h.summary(),
-            bound: Some(LatenessBound { p99_us: 50_000, max_us: 1_000_000 }),
+            bound: Some(LatenessBound {
+                p99_us: 50_000,
+                max_us: 1_000_000,
+            }),
             timeline: t.snapshot(),
-            memory: MemoryReport { baseline: 10 << 20, peak: 300 << 20, end: 12 << 20 },
+            memory: MemoryReport {
+                baseline: 10 << 20,
+                peak: 300 << 20,
+                end: 12 << 20,
+            },
             cpu_user_ms: 1500.0,
             cpu_system_ms: 100.0,
+            others_cpu: 0.05,
             metrics: [("timers_pending".to_string(), 0)].into_iter().collect(),
             violation_count: violations.len() as u64,
             violations: violations.iter().map(|s| s.to_string()).collect(),
@@ -181,7 +211,13 @@ pub(crate) mod tests {
 
     #[test]
     fn suite_totals_violations() {
-        let s = SuiteResult::new(1, 2, 60_000, None, vec![sample("a", &[]), sample("b", &["x", "y"])]);
+        let s = SuiteResult::new(
+            1,
+            2,
+            60_000,
+            None,
+            vec![sample("a", &[]), sample("b", &["x", "y"])],
+        );
         assert_eq!(s.violations, 2);
         assert!(!s.passed);
         assert!(SuiteResult::new(1, 2, 1, None, vec![sample("a", &[])]).passed);

@@ -4,8 +4,20 @@ use super::{fmt_bytes, fmt_count, fmt_us, SuiteResult};
 use std::fmt::Write as _;
 
 const HEADERS: [&str; 14] = [
-    "scenario", "ops", "started", "fired", "stopped", "reset", "p50", "p99", "max", "bound p99",
-    "peak RSS", "end-base", "CPU", "violations",
+    "scenario",
+    "ops",
+    "started",
+    "fired",
+    "stopped",
+    "reset",
+    "p50",
+    "p99",
+    "max",
+    "bound p99",
+    "peak RSS",
+    "end-base",
+    "CPU",
+    "violations",
 ];
 
 /// Renders the results table (plain text, aligned columns).
@@ -94,7 +106,13 @@ mod tests {
 
     #[test]
     fn table_has_a_row_per_scenario_and_a_verdict() {
-        let suite = SuiteResult::new(77, 2, 1000, None, vec![sample("timer-storm", &[]), sample("faults", &["lost fire"])]);
+        let suite = SuiteResult::new(
+            77,
+            2,
+            1000,
+            None,
+            vec![sample("timer-storm", &[]), sample("faults", &["lost fire"])],
+        );
         let t = render(&suite);
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[0].starts_with("scenario"));

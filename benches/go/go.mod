@@ -1,0 +1,3 @@
+module gortbench
+
+go 1.19

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Runs every benchmark shape of SHAPES.md for gort and Tokio (`cargo bench --bench shapes`)
+# and, when Go is available (`go` on PATH or /usr/lib/go-1.19/bin/go), for Go
+# (benches/go), then prints one table: gort, tokio, go, tokio/gort, go/gort
+# (a ratio above 1 means gort is faster or leaner).
+#
+# usage: benches/run.sh [FILTER...] [--quick] [--json]
+#   FILTER   shape id, name or group substring (T1, reset, sched, ...)
+#   --quick  counts scaled down ~10x (CI smoke run)
+#   --json   print the merged JSON lines instead of the table
+# Uses its own CARGO_TARGET_DIR if you export one; GOMAXPROCS defaults to nproc (= W).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+quick=
+json=
+filters=()
+for a in "$@"; do
+    case $a in
+    --quick) quick=1 ;;
+    --json) json=1 ;;
+    *) filters+=("$a") ;;
+    esac
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+rust_args=(--json)
+go_args=(-json)
+if [ -n "$quick" ]; then
+    rust_args+=(--quick)
+    go_args+=(-quick)
+fi
+(cd "$root" && cargo bench --bench shapes -- "${rust_args[@]}" ${filters[@]+"${filters[@]}"}) >"$tmp/rust.jsonl"
+
+go_bin=$(command -v go || true)
+if [ -z "$go_bin" ] && [ -x /usr/lib/go-1.19/bin/go ]; then
+    go_bin=/usr/lib/go-1.19/bin/go
+fi
+if [ -n "$go_bin" ]; then
+    (cd "$root/benches/go" && "$go_bin" build -o "$tmp/gobench" .)
+    GOMAXPROCS=${GOMAXPROCS:-$(nproc)} "$tmp/gobench" "${go_args[@]}" ${filters[@]+"${filters[@]}"} >"$tmp/go.jsonl"
+else
+    echo "run.sh: no Go toolchain found, the Go column stays empty" >&2
+    : >"$tmp/go.jsonl"
+fi
+
+if [ -n "$json" ]; then
+    cat "$tmp/rust.jsonl" "$tmp/go.jsonl"
+    exit 0
+fi
+
+# Both producers write one flat JSON object per line (see benches/shapes/report.rs).
+awk '
+function field(line, key,    pat, i, s) {
+    pat = "\"" key "\":"
+    i = index(line, pat)
+    if (i == 0) return ""
+    s = substr(line, i + length(pat))
+    if (substr(s, 1, 1) == "\"") {
+        s = substr(s, 2)
+        return substr(s, 1, index(s, "\"") - 1)
+    }
+    match(s, /^[^,}]*/)
+    return substr(s, 1, RLENGTH)
+}
+function unit(m,    n, p) {
+    n = split(m, p, "_")
+    if (p[n] == "ns") return "ns"
+    if (p[n] == "us") return "us"
+    if (p[n] == "ms") return "ms"
+    if (p[n] == "mib") return "MiB"
+    return "count"
+}
+function num(v) {
+    if (v == "") return "-"
+    if (v == "null") return "ERR"
+    v += 0
+    if (v >= 100) return sprintf("%.0f", v)
+    if (v >= 10) return sprintf("%.1f", v)
+    return sprintf("%.2f", v)
+}
+function ratio(m, g, p) {
+    if (m == "fired" || g == "" || p == "" || g == "null" || p == "null") return "-"
+    if (g + 0 <= 0 || p + 0 <= 0) return "-"
+    return sprintf("%.2f", (p + 0) / (g + 0))
+}
+/"meta":true/ {
+    if (field($0, "source") == "rust") {
+        head = sprintf("W = %s workers, CPU %s, %s, tokio %s, commit %s%s", field($0, "workers"),
+            field($0, "cpu"), field($0, "rustc"), field($0, "tokio"), field($0, "commit"),
+            field($0, "quick") == "true" ? ", quick run" : ", full run")
+    } else {
+        gover = sprintf(", %s (GOMAXPROCS %s)", field($0, "go"), field($0, "gomaxprocs"))
+    }
+    next
+}
+/"runtime":/ {
+    k = field($0, "shape") SUBSEP field($0, "metric")
+    if (!(k in seen)) {
+        seen[k] = 1
+        n++
+        shape[n] = field($0, "shape")
+        name[n] = field($0, "name")
+        metric[n] = field($0, "metric")
+        key[n] = k
+    }
+    val[k, field($0, "runtime")] = field($0, "value")
+}
+END {
+    print head gover
+    printf "%-26s %-16s %-5s %10s %10s %10s %10s %8s\n", "shape", "metric", "unit", "gort", "tokio", "go", "tokio/gort", "go/gort"
+    for (i = 1; i <= n; i++) {
+        title = (shape[i] == last) ? "" : shape[i] " " name[i]
+        last = shape[i]
+        m = metric[i]
+        lbl = m
+        if (unit(m) != "count") sub(/_[a-z]+$/, "", lbl)
+        gsub(/_/, " ", lbl)
+        g = val[key[i], "gort"]; t = val[key[i], "tokio"]; o = val[key[i], "go"]
+        printf "%-26s %-16s %-5s %10s %10s %10s %10s %8s\n", title, lbl, unit(m), num(g), num(t), num(o), ratio(m, g, t), ratio(m, g, o)
+    }
+}' "$tmp/rust.jsonl" "$tmp/go.jsonl"

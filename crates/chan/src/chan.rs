@@ -1,0 +1,67 @@
+//! The shared channel object: the [`Core`] behind its lock, and the lock discipline.
+
+use std::fmt;
+
+use gort_sync::Mutex;
+
+use crate::core::Core;
+use crate::wake::Deferred;
+
+/// What every [`Sender`](crate::Sender) and [`Receiver`](crate::Receiver) of one channel
+/// points to.
+pub(crate) struct Chan<T> {
+    core: Mutex<Core<T>>,
+    /// A copy of the core's capacity, readable without the lock.
+    cap: Option<usize>,
+}
+
+impl<T> Chan<T> {
+    pub(crate) fn new(cap: Option<usize>) -> Self {
+        Chan {
+            core: Mutex::new(Core::new(cap)),
+            cap,
+        }
+    }
+
+    pub(crate) fn capacity(&self) -> Option<usize> {
+        self.cap
+    }
+
+    /// Runs `f` under the lock, then does the deferred wakes and drops with the lock released.
+    /// This is the only way to reach the core, so no waker ever runs under the lock.
+    #[inline]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Core<T>, &mut Deferred) -> R) -> R {
+        let mut d = Deferred::new();
+        let r = {
+            let mut core = self.core.lock();
+            f(&mut core, &mut d)
+        };
+        d.run();
+        r
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.core.lock().len()
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.core.lock().is_closed()
+    }
+
+    pub(crate) fn close(&self) {
+        self.with(|core, d| core.close(d));
+    }
+
+    /// The fields a handle's `Debug` shows.
+    pub(crate) fn debug(&self, name: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (len, closed) = {
+            let core = self.core.lock();
+            (core.len(), core.is_closed())
+        };
+        f.debug_struct(name)
+            .field("len", &len)
+            .field("capacity", &self.cap)
+            .field("closed", &closed)
+            .finish()
+    }
+}

@@ -1,0 +1,203 @@
+//! Thread-local state: which `select!` arm is being polled (so channel operations deep inside
+//! an arm's future know their [`Group`]), and the select's random number generator.
+//!
+//! A select installs itself once per poll ([`enter`], undone by [`Entered::leave`] or on
+//! unwind), then names each arm before polling it ([`set_arm`]). A channel operation reads
+//! that state for the duration of its own call ([`with_op`]). The group is moved in and out
+//! of its cell rather than cloned, so there is no reference-count traffic, and a nested select
+//! saves the outer state in its guard and restores it when it leaves.
+
+use std::cell::Cell;
+
+use gort_sync::Arc;
+
+use crate::group::{Group, GroupRef};
+
+#[cfg(loom)]
+use loom::thread_local;
+
+/// What a channel operation needs to know about the select arm that polls it.
+#[derive(Debug)]
+pub(crate) struct SelectCtx {
+    /// The select's group, created by the first operation that has to park.
+    pub(crate) group: Option<Arc<Group>>,
+    /// The index of the arm being polled.
+    pub(crate) arm: usize,
+    /// First pass of a select's first poll: operations must not park.
+    pub(crate) nonblocking: bool,
+}
+
+impl SelectCtx {
+    /// The identity of the group to skip as "own" when looking for a counterparty.
+    pub(crate) fn me(&self) -> Option<*const Group> {
+        self.group.as_ref().map(Arc::as_ptr)
+    }
+
+    /// The membership to record in a waiter that parks now (creates the group on first use).
+    pub(crate) fn group_ref(&mut self) -> GroupRef {
+        let group = self.group.get_or_insert_with(Group::new_polling).clone();
+        GroupRef {
+            group,
+            arm: self.arm,
+        }
+    }
+}
+
+/// The per-thread select state.
+struct Current {
+    /// A select is polling one of its arms on this thread.
+    active: Cell<bool>,
+    arm: Cell<usize>,
+    nonblocking: Cell<bool>,
+    group: Cell<Option<Arc<Group>>>,
+}
+
+#[cfg(not(loom))]
+thread_local! {
+    static CURRENT: Current = const {
+        Current {
+            active: Cell::new(false),
+            arm: Cell::new(0),
+            nonblocking: Cell::new(false),
+            group: Cell::new(None),
+        }
+    };
+    static RNG: Cell<u64> = Cell::new(seed());
+}
+
+// loom's `thread_local!` has no `const` form.
+#[cfg(loom)]
+thread_local! {
+    static CURRENT: Current = Current {
+        active: Cell::new(false),
+        arm: Cell::new(0),
+        nonblocking: Cell::new(false),
+        group: Cell::new(None),
+    };
+    static RNG: Cell<u64> = Cell::new(seed());
+}
+
+/// Runs a channel operation with the current select context, if any.
+#[inline]
+pub(crate) fn with_op<R>(f: impl FnOnce(Option<&mut SelectCtx>) -> R) -> R {
+    CURRENT.with(|cur| {
+        if !cur.active.get() {
+            return f(None);
+        }
+        // Give the group back even if `f` unwinds, so the select keeps it.
+        struct Restore<'a> {
+            cur: &'a Current,
+            ctx: SelectCtx,
+        }
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                self.cur.group.set(self.ctx.group.take());
+            }
+        }
+        let mut restore = Restore {
+            cur,
+            ctx: SelectCtx {
+                group: cur.group.take(),
+                arm: cur.arm.get(),
+                nonblocking: cur.nonblocking.get(),
+            },
+        };
+        f(Some(&mut restore.ctx))
+    })
+}
+
+/// Installs a select (with its group, if it has one yet) for one poll of its arms; the
+/// previous state comes back on [`Entered::leave`], or on drop if an arm's poll unwinds.
+pub(crate) fn enter(group: Option<Arc<Group>>) -> Entered {
+    let prev = CURRENT.with(|cur| Saved {
+        active: cur.active.replace(true),
+        arm: cur.arm.get(),
+        nonblocking: cur.nonblocking.get(),
+        group: cur.group.replace(group),
+    });
+    Entered { prev: Some(prev) }
+}
+
+/// Names the arm about to be polled.
+#[inline]
+pub(crate) fn set_arm(arm: usize, nonblocking: bool) {
+    CURRENT.with(|cur| {
+        cur.arm.set(arm);
+        cur.nonblocking.set(nonblocking);
+    });
+}
+
+/// The state an [`Entered`] restores.
+#[derive(Debug)]
+struct Saved {
+    active: bool,
+    arm: usize,
+    nonblocking: bool,
+    group: Option<Arc<Group>>,
+}
+
+/// The guard returned by [`enter`].
+#[derive(Debug)]
+pub(crate) struct Entered {
+    prev: Option<Saved>,
+}
+
+impl Entered {
+    /// Restores the previous state and returns the select's group (which an operation may
+    /// have created meanwhile).
+    pub(crate) fn leave(mut self) -> Option<Arc<Group>> {
+        let prev = self.prev.take().expect("left a select context twice");
+        restore(prev)
+    }
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        if let Some(prev) = self.prev.take() {
+            drop(restore(prev));
+        }
+    }
+}
+
+/// Puts `prev` back; returns the group that was installed.
+fn restore(prev: Saved) -> Option<Arc<Group>> {
+    CURRENT.with(|cur| {
+        cur.active.set(prev.active);
+        cur.arm.set(prev.arm);
+        cur.nonblocking.set(prev.nonblocking);
+        cur.group.replace(prev.group)
+    })
+}
+
+/// A uniformly distributed index in `0..n` (`n > 0`), from a per-thread xorshift64*
+/// generator (Vigna, "An experimental exploration of Marsaglia's xorshift generators,
+/// scrambled", 2016) reduced with Lemire's multiply-shift, as Go's `cheaprandn` does.
+pub(crate) fn rand_below(n: usize) -> usize {
+    debug_assert!(
+        n > 0 && n <= u32::MAX as usize,
+        "rand_below({n}) out of range"
+    );
+    let r = RNG.with(|s| {
+        let mut x = s.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        s.set(x);
+        // The multiplier is the xorshift64* constant M_32 from Vigna's paper.
+        (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
+    });
+    ((u64::from(r) * n as u64) >> 32) as usize
+}
+
+/// A non-zero seed that differs per thread and per process.
+#[cfg(not(loom))]
+fn seed() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(std::thread::current().id()) | 1
+}
+
+/// A fixed seed: loom replays executions and needs every one to be deterministic.
+#[cfg(loom)]
+fn seed() -> u64 {
+    0x9E37_79B9_7F4A_7C15
+}

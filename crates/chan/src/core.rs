@@ -1,0 +1,597 @@
+//! The channel's state, always accessed under the channel's one lock ([`crate::chan::Chan`]).
+//!
+//! The design is Go's `hchan` (`src/runtime/chan.go`): a ring buffer, a queue of parked
+//! senders that offer their value, and a queue of parked receivers that a sender hands its
+//! value to directly. Parked operations live in a slab of [`Slot`]s indexed from the queues,
+//! so parking allocates only when the slab grows and nothing here needs `unsafe`.
+//!
+//! # Fields and who touches them
+//!
+//! Everything is guarded by the channel lock. A slot is *owned* by exactly one future (a
+//! [`SendFuture`](crate::SendFuture), a [`RecvFuture`](crate::RecvFuture) or a receiver's
+//! stream state) from `alloc` to `release`; only the owner releases it. While the slot is
+//! `queued` its index is in exactly one queue (`sendq` for a send slot, `recvq` for a receive
+//! slot), and any operation may unlink it there to complete it.
+//!
+//! # Invariants
+//!
+//! 1. `closed` ⇒ `sendq` is empty, and `recvq` is empty unless `handed > 0`: `close` unlinks
+//!    every waiter, and after it a receiver parks only to wait for a handed value that may be
+//!    put back (see 6).
+//! 2. A queued send slot holds its value (`Some`); an unlinked one holds `None` iff the value
+//!    was taken (sent) and `Some` iff it was unlinked without being taken (closed, or its
+//!    select chose another arm), in which case its owner retries or fails.
+//! 3. A queued receive slot holds `None`; an unlinked one holds `Some` iff a value was handed
+//!    to it. Dropping such a slot's owner puts the value back ([`Core::bounce`]).
+//! 4. `buf.len() <= cap` except after a bounce, which may put a value back at the front of a
+//!    full (or unbuffered) channel: it was sent, so it must stay receivable.
+//! 5. A receiver parks only when nothing it may take is buffered or offered; a sender parks
+//!    only when no receiver it may complete is parked and the buffer is full. Waiters of a
+//!    select that is polling ([`Claim::Busy`]) are the exception: they are skipped and woken,
+//!    and look again when polled.
+//! 6. `handed` counts the receive slots of invariant 3 that hold a value. A receive reports
+//!    the end (`None`) only when `closed`, the buffer is empty *and* `handed == 0`: a value
+//!    handed to a future that is then dropped comes back, and a receiver that had already
+//!    reported the end would otherwise see it after. When `handed` drops to 0 on a closed
+//!    channel, the receivers still parked are woken to see the end ([`Core::settle`]).
+//!
+//! # Completing a parked operation
+//!
+//! 1. Find the first waiter in the queue that may complete now ([`Core::pop_claimable`]):
+//!    a plain waiter always may; a select's waiter only if its group is won for its arm.
+//! 2. Unlink it, move the value (into its slot, or out of it), take its waker.
+//! 3. Wake it after the lock is released ([`Deferred`]).
+
+use std::collections::VecDeque;
+use std::task::{Poll, Waker};
+
+use crate::context::SelectCtx;
+use crate::error::{SendError, TryRecvError, TrySendError};
+use crate::group::{Claim, Group, GroupRef};
+use crate::queue::{Linked, Links, Queue};
+use crate::wake::{Bag, Deferred};
+
+/// Runs once when the last receiver is dropped.
+pub(crate) type DropHook = Box<dyn FnOnce() + Send>;
+
+/// A parked (or recently completed) operation.
+struct Slot<T> {
+    /// Linked in `sendq`/`recvq`.
+    queued: bool,
+    /// The offered value (send) or the handed-over value (receive); see invariants 2 and 3.
+    value: Option<T>,
+    /// The task to wake when the slot is completed or unlinked.
+    waker: Option<Waker>,
+    /// The select arm this operation belongs to, if any.
+    group: Option<GroupRef>,
+    /// Neighbours in `sendq`/`recvq`.
+    links: Links,
+}
+
+impl<T> Slot<T> {
+    const EMPTY: Slot<T> = Slot {
+        queued: false,
+        value: None,
+        waker: None,
+        group: None,
+        links: Links::UNLINKED,
+    };
+}
+
+impl<T> Linked for Slot<T> {
+    fn links(&self) -> &Links {
+        &self.links
+    }
+    fn links_mut(&mut self) -> &mut Links {
+        &mut self.links
+    }
+}
+
+/// Which queue a slot parks in.
+#[derive(Clone, Copy)]
+enum Side {
+    Send,
+    Recv,
+}
+
+/// The caller of a poll: its waker and, inside a `select!` arm, the select context.
+pub(crate) struct OpCtx<'a> {
+    pub(crate) waker: &'a Waker,
+    pub(crate) select: Option<&'a mut SelectCtx>,
+}
+
+impl OpCtx<'_> {
+    fn me(&self) -> Option<*const Group> {
+        self.select.as_ref().and_then(|s| s.me())
+    }
+
+    fn nonblocking(&self) -> bool {
+        self.select.as_ref().is_some_and(|s| s.nonblocking)
+    }
+}
+
+/// The state behind the channel lock.
+pub(crate) struct Core<T> {
+    buf: VecDeque<T>,
+    /// `None`: unbounded.
+    cap: Option<usize>,
+    closed: bool,
+    /// Values handed to receive slots and not yet taken by their owners (invariant 6).
+    handed: usize,
+    senders: usize,
+    receivers: usize,
+    sendq: Queue,
+    recvq: Queue,
+    slots: Vec<Slot<T>>,
+    free: Vec<usize>,
+    drop_hook: Option<DropHook>,
+}
+
+impl<T> Core<T> {
+    /// A core with one sender and one receiver; a bounded buffer is allocated here, once.
+    pub(crate) fn new(cap: Option<usize>) -> Self {
+        Core {
+            buf: VecDeque::with_capacity(cap.unwrap_or(0)),
+            cap,
+            closed: false,
+            handed: 0,
+            senders: 1,
+            receivers: 1,
+            sendq: Queue::new(),
+            recvq: Queue::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            drop_hook: None,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    fn has_room(&self) -> bool {
+        match self.cap {
+            None => true,
+            Some(cap) => self.buf.len() < cap,
+        }
+    }
+
+    // ---- non-blocking operations ------------------------------------------------------------
+
+    /// Sends without parking: to a parked receiver, else into the buffer.
+    pub(crate) fn try_send(
+        &mut self,
+        v: T,
+        me: Option<*const Group>,
+        d: &mut Deferred,
+    ) -> Result<(), TrySendError<T>> {
+        if self.closed {
+            return Err(TrySendError::Closed(v));
+        }
+        if let Some(r) = Self::pop_claimable(&mut self.recvq, &mut self.slots, me, d) {
+            self.give(r, v, d);
+            return Ok(());
+        }
+        if self.has_room() {
+            self.buf.push_back(v);
+            return Ok(());
+        }
+        Err(TrySendError::Full(v))
+    }
+
+    /// Receives without parking: from the buffer (refilling it from a parked sender, as Go
+    /// does), else from a parked sender.
+    pub(crate) fn try_recv(
+        &mut self,
+        me: Option<*const Group>,
+        d: &mut Deferred,
+    ) -> Result<T, TryRecvError> {
+        if let Some(v) = self.buf.pop_front() {
+            self.refill(me, d);
+            return Ok(v);
+        }
+        if let Some(s) = Self::pop_claimable(&mut self.sendq, &mut self.slots, me, d) {
+            return Ok(self.take(s, d));
+        }
+        Err(if self.closed && self.handed == 0 {
+            TryRecvError::Closed
+        } else {
+            TryRecvError::Empty
+        })
+    }
+
+    // ---- futures ----------------------------------------------------------------------------
+
+    /// Polls a send whose parked state is `slot` and whose unparked value is `value`.
+    pub(crate) fn poll_send(
+        &mut self,
+        slot: &mut Option<usize>,
+        value: &mut Option<T>,
+        ctx: &mut OpCtx<'_>,
+        d: &mut Deferred,
+    ) -> Poll<Result<(), SendError<T>>> {
+        let me = ctx.me();
+        if let Some(i) = *slot {
+            if self.slots[i].queued {
+                // Normally a counterparty completes a parked sender, but one may have skipped
+                // it while its select was polling (invariant 5): look again.
+                if let Some(r) = Self::pop_claimable(&mut self.recvq, &mut self.slots, me, d) {
+                    let v = self.unpark_sender(i);
+                    self.give(r, v, d);
+                    self.release(slot, d);
+                    return Poll::Ready(Ok(()));
+                }
+                if self.has_room() {
+                    let v = self.unpark_sender(i);
+                    self.buf.push_back(v);
+                    self.release(slot, d);
+                    return Poll::Ready(Ok(()));
+                }
+                self.refresh(i, ctx, d);
+                return Poll::Pending;
+            }
+            match self.slots[i].value.take() {
+                None => {
+                    self.release(slot, d);
+                    return Poll::Ready(Ok(()));
+                }
+                // Unlinked untaken: closed, or dropped by a finished select; retry below.
+                Some(v) => *value = Some(v),
+            }
+        }
+        let v = value.take().expect("SendFuture polled after completion");
+        match self.try_send(v, me, d) {
+            Ok(()) => {
+                self.release(slot, d);
+                Poll::Ready(Ok(()))
+            }
+            Err(TrySendError::Closed(v)) => {
+                self.release(slot, d);
+                Poll::Ready(Err(SendError(v)))
+            }
+            Err(TrySendError::Full(v)) if ctx.nonblocking() => {
+                *value = Some(v);
+                self.release(slot, d);
+                Poll::Pending
+            }
+            Err(TrySendError::Full(v)) => {
+                let i = self.slot(slot);
+                self.slots[i].value = Some(v);
+                self.park(i, Side::Send, ctx, d);
+                Poll::Pending
+            }
+        }
+    }
+
+    /// Polls a receive whose parked state is `slot`.
+    pub(crate) fn poll_recv(
+        &mut self,
+        slot: &mut Option<usize>,
+        ctx: &mut OpCtx<'_>,
+        d: &mut Deferred,
+    ) -> Poll<Option<T>> {
+        let me = ctx.me();
+        if let Some(i) = *slot {
+            if self.slots[i].queued {
+                // As in `poll_send`: a skipped receiver looks again.
+                if let Some(v) = self.buf.pop_front() {
+                    self.unpark(i, Side::Recv);
+                    self.release(slot, d);
+                    self.refill(me, d);
+                    return Poll::Ready(Some(v));
+                }
+                if let Some(s) = Self::pop_claimable(&mut self.sendq, &mut self.slots, me, d) {
+                    self.unpark(i, Side::Recv);
+                    self.release(slot, d);
+                    return Poll::Ready(Some(self.take(s, d)));
+                }
+                self.refresh(i, ctx, d);
+                return Poll::Pending;
+            }
+            if let Some(v) = self.slots[i].value.take() {
+                self.release(slot, d);
+                self.handed -= 1;
+                self.settle(d);
+                return Poll::Ready(Some(v));
+            }
+            // Unlinked with nothing: closed, or dropped by a finished select; retry below.
+        }
+        match self.try_recv(me, d) {
+            Ok(v) => {
+                self.release(slot, d);
+                Poll::Ready(Some(v))
+            }
+            Err(TryRecvError::Closed) => {
+                self.release(slot, d);
+                Poll::Ready(None)
+            }
+            Err(TryRecvError::Empty) if ctx.nonblocking() => {
+                self.release(slot, d);
+                Poll::Pending
+            }
+            Err(TryRecvError::Empty) => {
+                let i = self.slot(slot);
+                self.park(i, Side::Recv, ctx, d);
+                Poll::Pending
+            }
+        }
+    }
+
+    /// A send future is dropped: unlink it; its value, if not sent, is returned for dropping
+    /// after unlocking. It is never delivered later.
+    pub(crate) fn cancel_send(&mut self, slot: &mut Option<usize>, d: &mut Deferred) -> Option<T> {
+        let i = (*slot)?;
+        if self.slots[i].queued {
+            self.unpark(i, Side::Send);
+        }
+        let v = self.slots[i].value.take();
+        self.release(slot, d);
+        v
+    }
+
+    /// A receive future is dropped: unlink it, and put back a value handed to it.
+    pub(crate) fn cancel_recv(&mut self, slot: &mut Option<usize>, d: &mut Deferred) {
+        let Some(i) = *slot else { return };
+        if self.slots[i].queued {
+            self.unpark(i, Side::Recv);
+        }
+        let v = self.slots[i].value.take();
+        self.release(slot, d);
+        if let Some(v) = v {
+            self.handed -= 1;
+            self.bounce(v, d);
+            self.settle(d);
+        }
+    }
+
+    // ---- closing and handles ----------------------------------------------------------------
+
+    /// Closes the channel: every parked operation is unlinked and woken to fail (senders) or
+    /// to drain the buffer and then see the end (receivers).
+    ///
+    /// Like Go's `closechan`, closing completes a parked select arm, so it also claims the
+    /// arm's group: no other arm of that select can take effect afterwards.
+    pub(crate) fn close(&mut self, d: &mut Deferred) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        Self::unlink_all(&mut self.sendq, &mut self.slots, d);
+        Self::unlink_all(&mut self.recvq, &mut self.slots, d);
+    }
+
+    /// Invariant 6: once nothing can come back to a closed channel, the receivers parked to
+    /// wait for it are woken to see the end.
+    fn settle(&mut self, d: &mut Deferred) {
+        if self.closed && self.handed == 0 {
+            Self::unlink_all(&mut self.recvq, &mut self.slots, d);
+        }
+    }
+
+    /// Unlinks every waiter of `q` and wakes it to retry (and find the channel closed).
+    fn unlink_all(q: &mut Queue, slots: &mut [Slot<T>], d: &mut Deferred) {
+        while let Some(i) = q.pop_front(slots) {
+            let s = &mut slots[i];
+            s.queued = false;
+            let claim = s.group.as_ref().map_or(Claim::Won, |g| g.claim(None));
+            if let Some(w) = s.waker.take() {
+                match claim {
+                    // Busy: its owner polls again and sees the close itself.
+                    Claim::Won | Claim::Busy | Claim::Own => d.wake(w),
+                    Claim::Gone => d.discard(w),
+                }
+            }
+        }
+    }
+
+    pub(crate) fn add_sender(&mut self) {
+        self.senders += 1;
+    }
+
+    pub(crate) fn add_receiver(&mut self) {
+        self.receivers += 1;
+    }
+
+    /// One sender fewer; the last one closes the channel.
+    pub(crate) fn drop_sender(&mut self, d: &mut Deferred) {
+        self.senders -= 1;
+        if self.senders == 0 {
+            self.close(d);
+        }
+    }
+
+    /// One receiver fewer; the last one closes the channel and hands back the buffered values
+    /// (nobody can receive them) and the drop hook, both for after unlocking.
+    pub(crate) fn drop_receiver(&mut self, d: &mut Deferred) -> (VecDeque<T>, Option<DropHook>) {
+        self.receivers -= 1;
+        if self.receivers > 0 {
+            return (VecDeque::new(), None);
+        }
+        self.close(d);
+        (std::mem::take(&mut self.buf), self.drop_hook.take())
+    }
+
+    /// Installs the hook run when the last receiver drops; returns the one it replaces.
+    pub(crate) fn set_drop_hook(&mut self, hook: DropHook) -> Option<DropHook> {
+        self.drop_hook.replace(hook)
+    }
+
+    /// Removes every buffered value (for dropping after unlocking), then lets parked senders
+    /// fill the room, as receives would.
+    pub(crate) fn take_buffered(&mut self, d: &mut Deferred) -> Bag<T> {
+        let mut taken = Bag::default();
+        while let Some(v) = self.buf.pop_front() {
+            taken.push(v);
+        }
+        self.refill(None, d);
+        taken
+    }
+
+    // ---- helpers ----------------------------------------------------------------------------
+
+    /// Step 1 of completing a parked operation: unlinks and returns the first waiter of `q`
+    /// that may complete now, on behalf of an operation whose own select is `me`.
+    fn pop_claimable(
+        q: &mut Queue,
+        slots: &mut [Slot<T>],
+        me: Option<*const Group>,
+        d: &mut Deferred,
+    ) -> Option<usize> {
+        let mut at = q.front();
+        while let Some(i) = at {
+            at = q.next(slots, i);
+            match slots[i].group.as_ref().map_or(Claim::Won, |g| g.claim(me)) {
+                Claim::Won => {
+                    q.remove(slots, i);
+                    slots[i].queued = false;
+                    return Some(i);
+                }
+                Claim::Busy => {
+                    if let Some(w) = &slots[i].waker {
+                        d.wake(w.clone());
+                    }
+                }
+                Claim::Own => {}
+                Claim::Gone => {
+                    q.remove(slots, i);
+                    let s = &mut slots[i];
+                    s.queued = false;
+                    if let Some(w) = s.waker.take() {
+                        d.discard(w);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Step 2 for a receiver: hands it `v`.
+    fn give(&mut self, r: usize, v: T, d: &mut Deferred) {
+        let s = &mut self.slots[r];
+        debug_assert!(
+            s.value.is_none(),
+            "handed a value to a receiver that has one"
+        );
+        s.value = Some(v);
+        self.handed += 1;
+        if let Some(w) = s.waker.take() {
+            d.wake(w);
+        }
+    }
+
+    /// Step 2 for a sender: takes its offered value.
+    fn take(&mut self, s: usize, d: &mut Deferred) -> T {
+        let s = &mut self.slots[s];
+        let v = s
+            .value
+            .take()
+            .expect("a parked sender always offers its value");
+        if let Some(w) = s.waker.take() {
+            d.wake(w);
+        }
+        v
+    }
+
+    /// Puts back a value a dropped receiver was handed: to the next receiver, else to the
+    /// front of the buffer, where it was next in line (invariant 4).
+    fn bounce(&mut self, v: T, d: &mut Deferred) {
+        match Self::pop_claimable(&mut self.recvq, &mut self.slots, None, d) {
+            Some(r) => self.give(r, v, d),
+            None => self.buf.push_front(v),
+        }
+    }
+
+    /// Moves offered values of parked senders into free buffer room.
+    fn refill(&mut self, me: Option<*const Group>, d: &mut Deferred) {
+        while self.cap.is_some() && self.has_room() {
+            let Some(s) = Self::pop_claimable(&mut self.sendq, &mut self.slots, me, d) else {
+                break;
+            };
+            let v = self.take(s, d);
+            self.buf.push_back(v);
+        }
+    }
+
+    /// The slot of `slot`, allocating one if needed.
+    fn slot(&mut self, slot: &mut Option<usize>) -> usize {
+        if let Some(i) = *slot {
+            return i;
+        }
+        let i = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(Slot::EMPTY);
+            self.slots.len() - 1
+        });
+        *slot = Some(i);
+        i
+    }
+
+    /// Returns an idle slot to the free list.
+    fn release(&mut self, slot: &mut Option<usize>, d: &mut Deferred) {
+        let Some(i) = slot.take() else { return };
+        let s = &mut self.slots[i];
+        debug_assert!(
+            !s.queued && s.value.is_none(),
+            "released a slot still in use"
+        );
+        if let Some(w) = s.waker.take() {
+            d.discard(w);
+        }
+        s.group = None;
+        self.free.push(i);
+    }
+
+    /// Records the caller's waker and select membership, then queues the slot.
+    fn park(&mut self, i: usize, side: Side, ctx: &mut OpCtx<'_>, d: &mut Deferred) {
+        self.refresh(i, ctx, d);
+        self.slots[i].queued = true;
+        match side {
+            Side::Send => self.sendq.push_back(&mut self.slots, i),
+            Side::Recv => self.recvq.push_back(&mut self.slots, i),
+        }
+    }
+
+    /// Unlinks a queued slot whose owner completes the operation itself.
+    fn unpark(&mut self, i: usize, side: Side) {
+        let q = match side {
+            Side::Send => &mut self.sendq,
+            Side::Recv => &mut self.recvq,
+        };
+        q.remove(&mut self.slots, i);
+        self.slots[i].queued = false;
+    }
+
+    /// [`Core::unpark`] for a sender, taking back its offered value.
+    fn unpark_sender(&mut self, i: usize) -> T {
+        self.unpark(i, Side::Send);
+        self.slots[i]
+            .value
+            .take()
+            .expect("a parked sender always offers its value")
+    }
+
+    /// Updates a slot's waker (if it would wake another task) and select membership.
+    fn refresh(&mut self, i: usize, ctx: &mut OpCtx<'_>, d: &mut Deferred) {
+        let s = &mut self.slots[i];
+        if !s.waker.as_ref().is_some_and(|w| w.will_wake(ctx.waker)) {
+            if let Some(old) = s.waker.replace(ctx.waker.clone()) {
+                d.discard(old);
+            }
+        }
+        match ctx.select.as_deref_mut() {
+            None => s.group = None,
+            Some(sel) => {
+                let current = sel
+                    .group
+                    .as_ref()
+                    .is_some_and(|g| s.group.as_ref().is_some_and(|mine| mine.is(g, sel.arm)));
+                if !current {
+                    s.group = Some(sel.group_ref());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! A FIFO of slab indices, linked through the slots themselves, so that a waiter leaves the
+//! middle of its queue in O(1) (Go's `waitq` of `sudog`s, `src/runtime/chan.go`). A cancelled
+//! receive among thousands parked on one channel (say, every task's `select!` over a shared
+//! `done` channel) must not scan the queue under the channel lock.
+
+/// The end of a list.
+const NIL: usize = usize::MAX;
+
+/// A slot's position in its queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Links {
+    prev: usize,
+    next: usize,
+}
+
+impl Links {
+    /// Not in any queue.
+    pub(crate) const UNLINKED: Links = Links {
+        prev: NIL,
+        next: NIL,
+    };
+}
+
+/// A slab element that can be queued.
+pub(crate) trait Linked {
+    fn links(&self) -> &Links;
+    fn links_mut(&mut self) -> &mut Links;
+}
+
+/// A FIFO threaded through `slots`. Each index may be in at most one queue at a time; the
+/// caller keeps track of which (the core's `queued` flag and slot kind).
+#[derive(Debug)]
+pub(crate) struct Queue {
+    head: usize,
+    tail: usize,
+}
+
+impl Queue {
+    pub(crate) const fn new() -> Self {
+        Queue {
+            head: NIL,
+            tail: NIL,
+        }
+    }
+
+    pub(crate) fn front(&self) -> Option<usize> {
+        (self.head != NIL).then_some(self.head)
+    }
+
+    /// The element after `i` (which must be queued here).
+    pub(crate) fn next<S: Linked>(&self, slots: &[S], i: usize) -> Option<usize> {
+        let next = slots[i].links().next;
+        (next != NIL).then_some(next)
+    }
+
+    pub(crate) fn push_back<S: Linked>(&mut self, slots: &mut [S], i: usize) {
+        debug_assert_eq!(*slots[i].links(), Links::UNLINKED, "slot {i} queued twice");
+        *slots[i].links_mut() = Links {
+            prev: self.tail,
+            next: NIL,
+        };
+        match self.tail {
+            NIL => self.head = i,
+            tail => slots[tail].links_mut().next = i,
+        }
+        self.tail = i;
+    }
+
+    /// Unlinks `i`, which must be queued here.
+    pub(crate) fn remove<S: Linked>(&mut self, slots: &mut [S], i: usize) {
+        let Links { prev, next } = *slots[i].links();
+        match prev {
+            NIL => {
+                debug_assert_eq!(self.head, i, "slot {i} is not in this queue");
+                self.head = next;
+            }
+            prev => slots[prev].links_mut().next = next,
+        }
+        match next {
+            NIL => {
+                debug_assert_eq!(self.tail, i, "slot {i} is not in this queue");
+                self.tail = prev;
+            }
+            next => slots[next].links_mut().prev = prev,
+        }
+        *slots[i].links_mut() = Links::UNLINKED;
+    }
+
+    pub(crate) fn pop_front<S: Linked>(&mut self, slots: &mut [S]) -> Option<usize> {
+        let i = self.front()?;
+        self.remove(slots, i);
+        Some(i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Linked, Links, Queue};
+
+    struct S(Links);
+
+    impl Linked for S {
+        fn links(&self) -> &Links {
+            &self.0
+        }
+        fn links_mut(&mut self) -> &mut Links {
+            &mut self.0
+        }
+    }
+
+    fn drain(q: &mut Queue, slots: &mut [S]) -> Vec<usize> {
+        std::iter::from_fn(|| q.pop_front(slots)).collect()
+    }
+
+    #[test]
+    fn fifo_with_removal_anywhere() {
+        let mut slots: Vec<S> = (0..6).map(|_| S(Links::UNLINKED)).collect();
+        let mut q = Queue::new();
+        for i in [3, 0, 5, 1, 4] {
+            q.push_back(&mut slots, i);
+        }
+        q.remove(&mut slots, 3); // head
+        q.remove(&mut slots, 1); // middle
+        q.remove(&mut slots, 4); // tail
+        q.push_back(&mut slots, 2);
+        let mut walked = Vec::new();
+        let mut at = q.front();
+        while let Some(i) = at {
+            walked.push(i);
+            at = q.next(&slots, i);
+        }
+        assert_eq!(walked, [0, 5, 2]);
+        assert_eq!(drain(&mut q, &mut slots), [0, 5, 2]);
+        assert_eq!(q.front(), None);
+        assert!(slots.iter().all(|s| s.0 == Links::UNLINKED));
+        // Reusable after emptying.
+        q.push_back(&mut slots, 1);
+        assert_eq!(drain(&mut q, &mut slots), [1]);
+    }
+}

@@ -1,0 +1,223 @@
+//! The receiving half, its future, and its `Stream` implementation.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures_core::Stream;
+use gort_sync::Arc;
+
+use crate::chan::Chan;
+use crate::context;
+use crate::core::OpCtx;
+use crate::error::TryRecvError;
+
+/// The receiving half of a channel. Clone it to receive from several tasks (each value goes
+/// to exactly one receiver); when the last clone is dropped, sends fail.
+///
+/// It is also a [`Stream`] of the values, which ends when the channel is closed and drained.
+///
+/// # Examples
+///
+/// ```
+/// use futures::StreamExt;
+///
+/// futures::executor::block_on(async {
+///     let (tx, rx) = gort_chan::unbounded();
+///     for i in 0..3 {
+///         tx.try_send(i).unwrap();
+///     }
+///     drop(tx);
+///     assert_eq!(rx.collect::<Vec<_>>().await, [0, 1, 2]);
+/// });
+/// ```
+pub struct Receiver<T> {
+    pub(crate) chan: Arc<Chan<T>>,
+    /// The parked slot of the `Stream` implementation.
+    stream: Option<usize>,
+}
+
+impl<T> Receiver<T> {
+    pub(crate) fn new(chan: Arc<Chan<T>>) -> Self {
+        Receiver { chan, stream: None }
+    }
+
+    /// Receives the next value, waiting for one; `None` once the channel is closed and every
+    /// buffered value has been received (Go's `v, ok := <-ch` with `ok == false`).
+    ///
+    /// # Cancellation
+    ///
+    /// Cancel-safe: dropping the future never loses a value. A value that a sender handed to
+    /// this future before it was dropped goes to the next waiting receiver, or back to the
+    /// front of the buffer (so [`len`](Receiver::len) may briefly exceed the capacity).
+    /// Until such a future is polled or dropped, other receivers of a closed channel wait for
+    /// that value rather than report the end; a leaked (`mem::forget`) one keeps them waiting.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// futures::executor::block_on(async {
+    ///     let (tx, rx) = gort_chan::bounded(1);
+    ///     tx.send(5).await.unwrap();
+    ///     drop(tx);
+    ///     assert_eq!(rx.recv().await, Some(5));
+    ///     assert_eq!(rx.recv().await, None);
+    /// });
+    /// ```
+    pub fn recv(&self) -> RecvFuture<'_, T> {
+        RecvFuture {
+            rx: self,
+            slot: None,
+            done: false,
+        }
+    }
+
+    /// Receives a value if one is available right now: buffered, or offered by a waiting
+    /// sender (so it succeeds on an unbuffered channel too, as Go's non-blocking receive does).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort_chan::TryRecvError;
+    ///
+    /// let (tx, rx) = gort_chan::bounded(1);
+    /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+    /// tx.try_send('x').unwrap();
+    /// assert_eq!(rx.try_recv(), Ok('x'));
+    /// ```
+    pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        self.chan.with(|core, d| core.try_recv(None, d))
+    }
+
+    /// Closes the channel; see [`Sender::close`](crate::Sender::close).
+    pub fn close(&self) {
+        self.chan.close();
+    }
+
+    /// Whether the channel is closed (values may still be buffered).
+    pub fn is_closed(&self) -> bool {
+        self.chan.is_closed()
+    }
+
+    /// The number of buffered values (Go's `len(ch)`).
+    pub fn len(&self) -> usize {
+        self.chan.len()
+    }
+
+    /// Whether no value is buffered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The buffer's capacity (Go's `cap(ch)`): `Some(0)` for an unbuffered channel, `None`
+    /// for an unbounded one.
+    pub fn capacity(&self) -> Option<usize> {
+        self.chan.capacity()
+    }
+
+    /// Whether `self` and `other` receive from the same channel.
+    pub fn same_channel(&self, other: &Receiver<T>) -> bool {
+        Arc::ptr_eq(&self.chan, &other.chan)
+    }
+
+    /// Installs `hook`, run once (outside the channel's lock) when the last receiver is
+    /// dropped; a second call replaces (and drops) the first hook.
+    ///
+    /// For gort's timers: an `after`/`tick` timer whose channel nobody can receive from any
+    /// more stops itself.
+    #[doc(hidden)]
+    pub fn set_drop_hook(&self, hook: Box<dyn FnOnce() + Send>) {
+        let old = self.chan.with(|core, _| core.set_drop_hook(hook));
+        drop(old);
+    }
+}
+
+impl<T> Clone for Receiver<T> {
+    fn clone(&self) -> Self {
+        self.chan.with(|core, _| core.add_receiver());
+        Receiver::new(self.chan.clone())
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        let stream = &mut self.stream;
+        let (unreceivable, hook) = self.chan.with(|core, d| {
+            core.cancel_recv(stream, d);
+            core.drop_receiver(d)
+        });
+        drop(unreceivable);
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
+}
+
+impl<T> fmt::Debug for Receiver<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.chan.debug("Receiver", f)
+    }
+}
+
+impl<T> Stream for Receiver<T> {
+    type Item = T;
+
+    /// Cancel-safe like [`Receiver::recv`]: a value handed to the stream while it waits is
+    /// kept for its next poll, or put back when the receiver is dropped.
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        let this = self.get_mut();
+        poll_recv(&this.chan, &mut this.stream, cx)
+    }
+}
+
+/// Polls a receive parked in `slot`, inside the current select context if any.
+fn poll_recv<T>(chan: &Chan<T>, slot: &mut Option<usize>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+    context::with_op(|select| {
+        let mut ctx = OpCtx {
+            waker: cx.waker(),
+            select,
+        };
+        chan.with(|core, d| core.poll_recv(slot, &mut ctx, d))
+    })
+}
+
+/// The future of [`Receiver::recv`].
+///
+/// It is `Unpin`, and `Send` when `T` is. See [`Receiver::recv`] for its cancel-safety.
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct RecvFuture<'a, T> {
+    rx: &'a Receiver<T>,
+    slot: Option<usize>,
+    done: bool,
+}
+
+impl<T> Future for RecvFuture<'_, T> {
+    type Output = Option<T>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        let this = self.get_mut();
+        assert!(!this.done, "RecvFuture polled after completion");
+        let out = poll_recv(&this.rx.chan, &mut this.slot, cx);
+        this.done = out.is_ready();
+        out
+    }
+}
+
+impl<T> Drop for RecvFuture<'_, T> {
+    fn drop(&mut self) {
+        if self.slot.is_some() {
+            let slot = &mut self.slot;
+            self.rx.chan.with(|core, d| core.cancel_recv(slot, d));
+        }
+    }
+}
+
+impl<T> fmt::Debug for RecvFuture<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecvFuture")
+            .field("parked", &self.slot.is_some())
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}

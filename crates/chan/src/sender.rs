@@ -1,0 +1,222 @@
+//! The sending half and its future.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use gort_sync::Arc;
+
+use crate::chan::Chan;
+use crate::context;
+use crate::core::OpCtx;
+use crate::error::{SendError, TrySendError};
+
+/// The sending half of a channel. Clone it to send from several tasks; the channel closes when
+/// the last clone is dropped.
+///
+/// # Examples
+///
+/// ```
+/// futures::executor::block_on(async {
+///     let (tx, rx) = gort_chan::bounded(2);
+///     let tx2 = tx.clone();
+///     tx.send(1).await.unwrap();
+///     tx2.send(2).await.unwrap();
+///     drop((tx, tx2));
+///     assert_eq!(rx.recv().await, Some(1));
+///     assert_eq!(rx.recv().await, Some(2));
+///     assert_eq!(rx.recv().await, None);
+/// });
+/// ```
+pub struct Sender<T> {
+    pub(crate) chan: Arc<Chan<T>>,
+}
+
+impl<T> Sender<T> {
+    /// Sends `value`, waiting for buffer room or, on an unbuffered channel, for a receiver to
+    /// take it (the future resolves only after the hand-off, Go's rendezvous).
+    ///
+    /// Fails with the value back if the channel is or becomes closed while waiting (Go would
+    /// panic; gort returns [`SendError`]).
+    ///
+    /// # Cancellation
+    ///
+    /// Dropping the future before it resolves withdraws the value, which is dropped with the
+    /// future and never delivered later. The one exception is a value that a receiver already
+    /// took before the drop (the future was woken but not polled again): it counts as sent.
+    /// Inside [`select!`](crate::select!) even that cannot happen: once another arm is chosen,
+    /// no receiver can take this arm's value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// futures::executor::block_on(async {
+    ///     let (tx, rx) = gort_chan::bounded(1);
+    ///     tx.send("hi").await.unwrap();
+    ///     assert_eq!(rx.recv().await, Some("hi"));
+    ///     rx.close();
+    ///     assert_eq!(tx.send("late").await.unwrap_err().into_inner(), "late");
+    /// });
+    /// ```
+    pub fn send(&self, value: T) -> SendFuture<'_, T> {
+        SendFuture {
+            tx: self,
+            value: Some(value),
+            slot: None,
+        }
+    }
+
+    /// Sends `value` if that is possible right now: to a waiting receiver, else into free
+    /// buffer room. Never waits (it takes the channel's lock for a few instructions), so it
+    /// may be called from any context, a scheduler's included.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort_chan::TrySendError;
+    ///
+    /// let (tx, rx) = gort_chan::bounded(0);
+    /// // Unbuffered, and nobody is receiving.
+    /// assert_eq!(tx.try_send(1), Err(TrySendError::Full(1)));
+    /// drop(rx);
+    /// assert_eq!(tx.try_send(1), Err(TrySendError::Closed(1)));
+    /// ```
+    pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
+        self.chan.with(|core, d| core.try_send(value, None, d))
+    }
+
+    /// Closes the channel (as Go's `close(ch)`): sends fail from now on, including the ones
+    /// waiting; receivers get the buffered values, then `None`. Closing twice is a no-op.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (tx, rx) = gort_chan::unbounded();
+    /// tx.try_send(7).unwrap();
+    /// tx.close();
+    /// assert!(tx.is_closed() && rx.is_closed());
+    /// assert_eq!(rx.try_recv(), Ok(7));
+    /// assert!(rx.try_recv().unwrap_err().is_closed());
+    /// ```
+    pub fn close(&self) {
+        self.chan.close();
+    }
+
+    /// Whether the channel is closed (explicitly, or because every sender or every receiver
+    /// is gone).
+    pub fn is_closed(&self) -> bool {
+        self.chan.is_closed()
+    }
+
+    /// The number of buffered values (Go's `len(ch)`).
+    ///
+    /// It can exceed [`capacity`](Sender::capacity) by the values that dropped receive
+    /// futures put back (see [`RecvFuture`](crate::RecvFuture)).
+    pub fn len(&self) -> usize {
+        self.chan.len()
+    }
+
+    /// Whether no value is buffered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The buffer's capacity (Go's `cap(ch)`): `Some(0)` for an unbuffered channel, `None`
+    /// for an unbounded one.
+    pub fn capacity(&self) -> Option<usize> {
+        self.chan.capacity()
+    }
+
+    /// Whether `self` and `other` send on the same channel.
+    pub fn same_channel(&self, other: &Sender<T>) -> bool {
+        Arc::ptr_eq(&self.chan, &other.chan)
+    }
+
+    /// Removes and drops every buffered value; returns how many. Parked senders then move
+    /// their values into the freed room, as a receive would let them.
+    ///
+    /// For gort's timers: Go 1.23's `Timer.Stop`/`Reset` discard a value the timer already
+    /// sent, under the timer's lock, so no stale value is ever received.
+    #[doc(hidden)]
+    pub fn take_buffered(&self) -> usize {
+        let taken = self.chan.with(|core, d| core.take_buffered(d));
+        taken.len()
+    }
+}
+
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        self.chan.with(|core, _| core.add_sender());
+        Sender {
+            chan: self.chan.clone(),
+        }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        self.chan.with(|core, d| core.drop_sender(d));
+    }
+}
+
+impl<T> fmt::Debug for Sender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.chan.debug("Sender", f)
+    }
+}
+
+/// The future of [`Sender::send`].
+///
+/// It is `Unpin`, and `Send` when `T` is.
+#[must_use = "futures do nothing unless you `.await` or poll them"]
+pub struct SendFuture<'a, T> {
+    tx: &'a Sender<T>,
+    /// The value while it is not offered in a parked slot.
+    value: Option<T>,
+    /// The slot while parked (and until this future observes the outcome).
+    slot: Option<usize>,
+}
+
+// No field is ever pinned: the value is moved in and out freely.
+impl<T> Unpin for SendFuture<'_, T> {}
+
+impl<T> Future for SendFuture<'_, T> {
+    type Output = Result<(), SendError<T>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        assert!(
+            this.value.is_some() || this.slot.is_some(),
+            "SendFuture polled after completion"
+        );
+        context::with_op(|select| {
+            let mut ctx = OpCtx {
+                waker: cx.waker(),
+                select,
+            };
+            let (slot, value) = (&mut this.slot, &mut this.value);
+            this.tx
+                .chan
+                .with(|core, d| core.poll_send(slot, value, &mut ctx, d))
+        })
+    }
+}
+
+impl<T> Drop for SendFuture<'_, T> {
+    fn drop(&mut self) {
+        if self.slot.is_some() {
+            let slot = &mut self.slot;
+            let unsent = self.tx.chan.with(|core, d| core.cancel_send(slot, d));
+            drop(unsent);
+        }
+    }
+}
+
+impl<T> fmt::Debug for SendFuture<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SendFuture")
+            .field("parked", &self.slot.is_some())
+            .finish_non_exhaustive()
+    }
+}

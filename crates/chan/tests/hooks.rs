@@ -1,0 +1,122 @@
+//! The two hidden hooks gort's timers use: `Receiver::set_drop_hook` and
+//! `Sender::take_buffered`.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::Poll;
+
+use common::poll_once;
+use gort_chan::{bounded, unbounded, TrySendError};
+
+fn counter() -> (Arc<AtomicUsize>, Box<dyn FnOnce() + Send>) {
+    let n = Arc::new(AtomicUsize::new(0));
+    let hook = {
+        let n = n.clone();
+        Box::new(move || {
+            n.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    (n, hook)
+}
+
+#[test]
+fn drop_hook_runs_once_when_the_last_receiver_drops() {
+    let (tx, rx) = bounded::<u8>(1);
+    let (runs, hook) = counter();
+    rx.set_drop_hook(hook);
+    let rx2 = rx.clone();
+    let rx3 = rx2.clone();
+    drop(rx);
+    drop(rx2);
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "a receiver is still alive");
+    drop(tx);
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "senders do not matter");
+    drop(rx3);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn drop_hook_replaced_runs_only_the_new_one() {
+    let (_tx, rx) = bounded::<u8>(1);
+    let (old_runs, old) = counter();
+    let (new_runs, new) = counter();
+    rx.set_drop_hook(old);
+    rx.set_drop_hook(new);
+    drop(rx);
+    assert_eq!(old_runs.load(Ordering::SeqCst), 0);
+    assert_eq!(new_runs.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn drop_hook_runs_outside_the_lock() {
+    let (tx, rx) = bounded::<u8>(1);
+    let tx2 = tx.clone();
+    let (runs, count) = counter();
+    rx.set_drop_hook(Box::new(move || {
+        // Would deadlock if the hook ran under the channel lock.
+        assert_eq!(tx2.try_send(1), Err(TrySendError::Closed(1)));
+        assert!(tx2.is_closed());
+        count();
+    }));
+    drop(rx);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    drop(tx);
+}
+
+#[test]
+fn take_buffered_drops_and_counts_buffered_values() {
+    let marker = Arc::new(());
+    let (tx, rx) = bounded(3);
+    for _ in 0..3 {
+        tx.try_send(marker.clone()).unwrap();
+    }
+    assert_eq!(Arc::strong_count(&marker), 4);
+    assert_eq!(tx.take_buffered(), 3);
+    assert_eq!(Arc::strong_count(&marker), 1, "the values were dropped");
+    assert_eq!((tx.len(), rx.len()), (0, 0));
+    assert_eq!(tx.take_buffered(), 0);
+    assert!(rx.try_recv().is_err());
+}
+
+#[test]
+fn take_buffered_single_value_like_a_timer() {
+    let (tx, rx) = bounded::<u64>(1);
+    tx.try_send(42).unwrap();
+    assert_eq!(tx.take_buffered(), 1);
+    // The stale value is gone; the next one is received.
+    tx.try_send(43).unwrap();
+    assert_eq!(rx.try_recv(), Ok(43));
+}
+
+#[test]
+fn take_buffered_lets_a_parked_sender_in() {
+    let (tx, rx) = bounded(1);
+    tx.try_send(1).unwrap();
+    let mut parked = tx.send(2);
+    assert!(poll_once(&mut parked).is_pending());
+    assert_eq!(tx.take_buffered(), 1);
+    assert_eq!(poll_once(&mut parked), Poll::Ready(Ok(())));
+    assert_eq!(rx.try_recv(), Ok(2));
+}
+
+#[test]
+fn take_buffered_leaves_parked_receivers_alone() {
+    let (tx, rx) = bounded::<u8>(0);
+    let mut recv = rx.recv();
+    assert!(poll_once(&mut recv).is_pending());
+    assert_eq!(tx.take_buffered(), 0);
+    assert_eq!(tx.try_send(5), Ok(()));
+    assert_eq!(poll_once(&mut recv), Poll::Ready(Some(5)));
+}
+
+#[test]
+fn take_buffered_on_unbounded() {
+    let (tx, _rx) = unbounded();
+    for i in 0..100 {
+        tx.try_send(i).unwrap();
+    }
+    assert_eq!(tx.take_buffered(), 100);
+    assert!(tx.is_empty());
+}

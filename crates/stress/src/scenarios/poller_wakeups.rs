@@ -1,0 +1,164 @@
+//! poller-wakeups: while the runtime idles with its poller asleep until a far timer, timers
+//! due much earlier are armed (1) inside, by a task woken from another std thread, (2) from a
+//! foreign std thread through `Runtime::block_on` (a thread without a P: the timer goes to a
+//! P chosen round-robin), and (3) from a blocking-pool thread. Each must wake the poller.
+
+use super::Ctx;
+use gort::time::{after_func, AfterFunc, Timer};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+/// One line for `--list`.
+pub const ABOUT: &str = "timers earlier than the poller's current wait, armed by a task woken from a std thread, \
+    by a foreign thread in block_on (no P) and by a blocking-pool thread: wakeNetPoller/netpollBreak, pollUntil";
+
+/// How long a round may take before its timer counts as never fired.
+const ROUND_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What the std thread asks the runtime to do.
+enum Req {
+    /// A task sleeps `d`.
+    Sleep(Duration),
+    /// A blocking-pool thread resets the AfterFunc to `d`.
+    BlockingReset(Duration),
+}
+
+/// The AfterFunc that is only ever armed from threads without a P.
+struct Outside {
+    af: AfterFunc,
+    /// Due instant of the latest arming (shared with the callback).
+    due: Arc<AtomicU64>,
+    /// The first reset finds the never-due creation arming still active; later ones find the
+    /// previous arming fired.
+    first: AtomicBool,
+}
+
+impl Outside {
+    fn reset(&self, ctx: &Ctx, d: Duration) {
+        self.due.store(ctx.now_ns() + d.as_nanos() as u64, Relaxed);
+        let active = self.af.reset(d);
+        let first = self.first.swap(false, Relaxed);
+        ctx.violations.check(!active || first, || {
+            "reset of an AfterFunc whose callback ran returned true".into()
+        });
+        ctx.counts.reset.fetch_add(1, Relaxed);
+    }
+}
+
+/// Runs poller-wakeups.
+pub fn run(ctx: &Arc<Ctx>) {
+    let rt = ctx.runtime();
+    let active = ctx.part(0.8);
+    let (req_tx, req_rx) = gort::chan::unbounded::<Req>();
+    let (ack_tx, ack_rx) = mpsc::channel::<()>();
+    let due = Arc::new(AtomicU64::new(u64::MAX));
+    let outside = {
+        let (c, ack, due2) = (ctx.clone(), ack_tx.clone(), due.clone());
+        let af = rt
+            .block_on(rt.spawn(async move {
+                after_func(Duration::MAX, move || {
+                    c.record_lateness(
+                        due2.load(Relaxed),
+                        c.now_ns(),
+                        "after_func armed without a P",
+                    );
+                    c.counts.fired.fetch_add(1, Relaxed);
+                    let _ = ack.send(());
+                })
+            }))
+            .expect("gort-stress: creating the AfterFunc failed");
+        Arc::new(Outside {
+            af,
+            due,
+            first: AtomicBool::new(true),
+        })
+    };
+    let server = {
+        let (ctx, ack, out) = (ctx.clone(), ack_tx.clone(), outside.clone());
+        rt.spawn(async move {
+            // The poller then always has a (far) timed wait rather than an infinite one.
+            let far = Timer::new(Duration::from_secs(3_600));
+            while let Some(req) = req_rx.recv().await {
+                match req {
+                    Req::Sleep(d) => {
+                        let s = gort::time::sleep(d);
+                        let due = ctx.ns(s.deadline());
+                        s.await;
+                        ctx.record_lateness(due, ctx.now_ns(), "sleep armed inside");
+                        ctx.counts.fired.fetch_add(1, Relaxed);
+                        let _ = ack.send(());
+                    }
+                    Req::BlockingReset(d) => {
+                        let (c, o) = (ctx.clone(), out.clone());
+                        let done = gort::spawn_blocking(move || {
+                            // Long enough for every P to go idle first.
+                            std::thread::sleep(Duration::from_millis(2));
+                            o.reset(&c, d);
+                        });
+                        if let Err(e) = done.await {
+                            ctx.violation(format!("blocking reset did not join: {e}"));
+                        }
+                    }
+                }
+            }
+            far.stop()
+        })
+    };
+    drop(ack_tx);
+    let mut rounds = [0u64; 3];
+    std::thread::scope(|s| {
+        let (rt, req, rounds, outside) = (&rt, &req_tx, &mut rounds, &outside);
+        s.spawn(move || {
+            let mut rng = ctx.rng(0);
+            let end = ctx.epoch + active;
+            while std::time::Instant::now() < end {
+                // Let the runtime go idle: its poller falls asleep until the far timer.
+                std::thread::sleep(rng.duration(Duration::from_millis(2), Duration::from_millis(15)));
+                let d = rng.duration(Duration::from_micros(200), Duration::from_millis(3));
+                let arm = rng.index(3);
+                match arm {
+                    0 => {
+                        if req.try_send(Req::Sleep(d)).is_err() {
+                            ctx.violation("request channel closed");
+                            return;
+                        }
+                    }
+                    1 => rt.block_on(async { outside.reset(ctx, d) }),
+                    _ => {
+                        if req.try_send(Req::BlockingReset(d)).is_err() {
+                            ctx.violation("request channel closed");
+                            return;
+                        }
+                    }
+                }
+                ctx.counts.started.fetch_add(1, Relaxed);
+                ctx.counts.ops.fetch_add(1, Relaxed);
+                rounds[arm] += 1;
+                if ack_rx.recv_timeout(ROUND_TIMEOUT).is_err() {
+                    let how = ["by a task", "in block_on on a foreign thread", "on a blocking-pool thread"][arm];
+                    ctx.violation(format!(
+                        "a {d:?} timer armed {how} while the runtime idled did not fire within {ROUND_TIMEOUT:?}"
+                    ));
+                }
+            }
+        });
+    });
+    ctx.note(format!(
+        "rounds task={} block_on={} blocking_pool={}",
+        rounds[0], rounds[1], rounds[2]
+    ));
+    req_tx.close();
+    match rt.block_on(server) {
+        Ok(stopped) => ctx.violations.check(stopped, || {
+            "the far timer was not pending at the end".into()
+        }),
+        Err(e) => ctx.violation(format!("server task did not join: {e}")),
+    }
+    let stopped = rt.block_on(async { outside.af.stop() });
+    ctx.violations.check(!stopped, || {
+        "AfterFunc stop returned true after its last reset fired".into()
+    });
+    drop(outside);
+    ctx.finish_runtime(rt);
+}

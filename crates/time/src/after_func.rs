@@ -1,0 +1,122 @@
+//! [`after_func`]: run a function in its own task after a delay (Go's `time.AfterFunc`).
+
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gort_sync::{Arc as SyncArc, Mutex};
+use gort_timer::{deadline_after, del, nanotime, Fire, Nanos, Timer, NEVER};
+
+use crate::rt::arm;
+
+const WHAT: &str = "gort::time::after_func";
+
+type Func = Arc<dyn Fn() + Send + Sync + 'static>;
+
+/// The runtime timer's payload: spawns a task running the function.
+struct Spawner(Func);
+
+impl Fire for Spawner {
+    fn fire(&self, _when: Nanos) {
+        let f = self.0.clone();
+        if gort_sched::timer_api::in_runtime() {
+            // The task machinery catches a panic in `f` and counts it (Metrics::task_panics).
+            drop(gort_sched::spawn(async move { f() }));
+        } else {
+            // Timers only run on runtime threads; should one ever run elsewhere, still call
+            // `f`, and keep its panic away from the thread that ran the timer.
+            let _ = catch_unwind(AssertUnwindSafe(|| f()));
+        }
+    }
+}
+
+/// Calls `f` in a new task once `d` has passed (Go's `time.AfterFunc`).
+///
+/// - A panic in `f` is caught by the task machinery and counted in the runtime's
+///   `Metrics::task_panics`; it never takes the runtime down.
+/// - Dropping the returned [`AfterFunc`] does not cancel it (as in Go); keep the handle to
+///   [`stop`](AfterFunc::stop) or [`reset`](AfterFunc::reset) it.
+/// - [`Duration::MAX`] never fires and costs no heap entry.
+///
+/// # Panics
+///
+/// Outside a gort runtime (unless `d` is so long that nothing needs registering).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// let rt = gort_sched::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let done = Arc::new(AtomicBool::new(false));
+///     let d = done.clone();
+///     let _f = gort_time::after_func(Duration::from_millis(1), move || {
+///         d.store(true, Ordering::SeqCst);
+///     });
+///     while !done.load(Ordering::SeqCst) {
+///         gort_time::sleep(Duration::from_millis(1)).await;
+///     }
+/// });
+/// ```
+#[doc(alias = "AfterFunc")]
+#[track_caller]
+pub fn after_func(d: Duration, f: impl Fn() + Send + Sync + 'static) -> AfterFunc {
+    let h = AfterFunc {
+        timer: Timer::new(),
+        payload: Arc::new(Spawner(Arc::new(f))),
+        lock: Mutex::new(()),
+    };
+    h.reset(d);
+    h
+}
+
+/// The handle of an [`after_func`] timer.
+pub struct AfterFunc {
+    timer: SyncArc<Timer>,
+    payload: Arc<Spawner>,
+    /// Serialises stop/reset, so that a stop cannot fall between a reset's payload install
+    /// and its arming.
+    lock: Mutex<()>,
+}
+
+impl AfterFunc {
+    /// Stops the timer. Returns true if it stopped it before it fired (`f` will not run for
+    /// this arming); false if it had already fired (`f` has been started: `stop` does not
+    /// wait for it) or was already stopped.
+    #[doc(alias = "Stop")]
+    pub fn stop(&self) -> bool {
+        let _g = self.lock.lock();
+        del(&self.timer)
+    }
+
+    /// Re-arms the timer to fire `d` from now. Returns true if it was pending (it now fires
+    /// only at the new time). After it fired, a reset runs `f` again, possibly while the
+    /// previous run is still going.
+    ///
+    /// # Panics
+    ///
+    /// Outside a gort runtime (unless `d` is so long that nothing needs registering).
+    #[doc(alias = "Reset")]
+    #[track_caller]
+    pub fn reset(&self, d: Duration) -> bool {
+        let _g = self.lock.lock();
+        let when = deadline_after(nanotime(), d);
+        if when == NEVER {
+            return del(&self.timer);
+        }
+        // `del` drops the payload, so it is installed again on every arming.
+        self.timer.set_fire(self.payload.clone());
+        arm(&self.timer, when, 0, WHAT)
+    }
+}
+
+impl fmt::Debug for AfterFunc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AfterFunc")
+            .field("timer", &self.timer)
+            .finish_non_exhaustive()
+    }
+}

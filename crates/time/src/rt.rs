@@ -1,0 +1,35 @@
+//! The one place this crate reaches into the scheduler: arming a runtime timer on the
+//! caller's P.
+
+use gort_sched::timer_api::with_home;
+use gort_sync::Arc;
+use gort_timer::{modify, Nanos, Timer};
+
+/// Arms (or re-arms) `t` at `when` with `period` on the current P's heap: Go's
+/// `modtimer`. Returns whether it was pending.
+///
+/// # Panics
+///
+/// Outside a gort runtime, naming `what` (e.g. "gort::time::Sleep").
+#[track_caller]
+pub(crate) fn arm(t: &Arc<Timer>, when: Nanos, period: Nanos, what: &str) -> bool {
+    match with_home(|home, host| modify(t, when, period, home, host)) {
+        Some(pending) => pending,
+        None => outside(what),
+    }
+}
+
+/// The panic for timer use outside a runtime.
+#[cold]
+#[track_caller]
+pub(crate) fn outside(what: &str) -> ! {
+    panic!(
+        "{what} must be used inside a gort runtime \
+         (in Runtime::block_on, a task, or a blocking closure)"
+    )
+}
+
+/// Nanoseconds of a period, saturating at `i64::MAX` (which never comes).
+pub(crate) fn nanos(d: std::time::Duration) -> Nanos {
+    i64::try_from(d.as_nanos()).unwrap_or(Nanos::MAX)
+}

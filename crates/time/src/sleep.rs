@@ -1,0 +1,195 @@
+//! [`Sleep`]: a future that completes at a deadline (Go's `time.Sleep`, tokio's `sleep`).
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use gort_sync::Arc;
+use gort_timer::{del, nanotime, Nanos, Timer, NEVER};
+
+use crate::rt::arm;
+use crate::Instant;
+
+const WHAT: &str = "gort::time::Sleep";
+
+/// Waits until `duration` has elapsed: Go's `time.Sleep`, as a future.
+///
+/// A zero duration completes on the first poll without touching any timer heap, and
+/// [`Duration::MAX`] (or anything past ~292 years) never completes and registers nothing.
+///
+/// # Panics
+///
+/// The returned future panics if it has to wait and is polled outside a gort runtime.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// let rt = gort_sched::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let start = gort_time::Instant::now();
+///     gort_time::sleep(Duration::from_millis(10)).await;
+///     assert!(start.elapsed() >= Duration::from_millis(10));
+/// });
+/// ```
+#[doc(alias = "Sleep")]
+pub fn sleep(duration: Duration) -> Sleep {
+    sleep_until(Instant::now() + duration)
+}
+
+/// Waits until `deadline`. A deadline that has passed completes on the first poll, with no
+/// rounding to any tick (tokio#6866).
+///
+/// # Panics
+///
+/// The returned future panics if it has to wait and is polled outside a gort runtime.
+///
+/// # Examples
+///
+/// ```
+/// use gort_time::Instant;
+/// use std::time::Duration;
+/// let rt = gort_sched::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let deadline = Instant::now() + Duration::from_millis(5);
+///     gort_time::sleep_until(deadline).await;
+///     assert!(Instant::now() >= deadline);
+/// });
+/// ```
+pub fn sleep_until(deadline: Instant) -> Sleep {
+    Sleep {
+        deadline: deadline.as_nanos(),
+        timer: None,
+        armed: false,
+    }
+}
+
+/// The future returned by [`sleep`] and [`sleep_until`].
+///
+/// It costs one allocation (the runtime timer, which carries the task's waker), and only
+/// once it actually has to wait: a deadline that has passed completes at once. It is
+/// registered on the current P's timer heap on the first poll that has to wait, and stopped
+/// (its waker dropped at once) when the `Sleep` is dropped.
+///
+/// A sleep that is already due when polled completes without yielding to the scheduler, and
+/// gort cannot preempt a task: a loop such as `while !done { sleep(tiny).await }` whose sleeps
+/// are always due by their first poll spins on its thread. Await
+/// `gort_sched::yield_now()` in such a loop (Go's `Sleep` always parks instead).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// let rt = gort_sched::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let mut s = std::pin::pin!(gort_time::sleep(Duration::from_secs(3600)));
+///     assert!(!s.is_elapsed());
+///     s.as_mut().reset(gort_time::Instant::now());
+///     s.await; // completes at once
+/// });
+/// ```
+pub struct Sleep {
+    deadline: Nanos,
+    /// Created by the first poll that has to wait, then reused across resets.
+    timer: Option<Arc<Timer>>,
+    /// Whether `timer` was armed (by `modify`) and not stopped since.
+    armed: bool,
+}
+
+impl Sleep {
+    /// The instant this sleep completes at.
+    pub fn deadline(&self) -> Instant {
+        Instant::from_nanos(self.deadline)
+    }
+
+    /// Whether the deadline has passed.
+    pub fn is_elapsed(&self) -> bool {
+        nanotime() >= self.deadline
+    }
+
+    /// Moves the deadline to `deadline`, whether or not this sleep has completed; it can then
+    /// be awaited again. A waiting timer is moved in place (Go's `modtimer`), keeping the
+    /// waker it has.
+    pub fn reset(self: Pin<&mut Self>, deadline: Instant) {
+        self.get_mut().reset_inner(deadline.as_nanos());
+    }
+
+    fn reset_inner(&mut self, deadline: Nanos) {
+        self.deadline = deadline;
+        let Some(t) = self.timer.as_ref().filter(|_| self.armed) else {
+            return;
+        };
+        // A pending timer still holds its waker: move it. Otherwise (fired, or a deadline
+        // that needs no timer) stop it; the next poll registers again if it has to wait.
+        let moved = deadline != NEVER
+            && deadline > nanotime()
+            && t.is_pending()
+            && gort_sched::timer_api::in_runtime()
+            && {
+                arm(t, deadline, 0, WHAT);
+                true
+            };
+        if !moved {
+            del(t);
+            self.armed = false;
+        }
+    }
+
+    fn disarm(&mut self) {
+        if self.armed {
+            if let Some(t) = &self.timer {
+                del(t);
+            }
+            self.armed = false;
+        }
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        // Exact: due at `now >= deadline`, never rounded up (tokio#6866).
+        if nanotime() >= this.deadline {
+            this.disarm();
+            return Poll::Ready(());
+        }
+        if this.deadline == NEVER {
+            return Poll::Pending; // never comes: no timer at all
+        }
+        let t = this.timer.get_or_insert_with(Timer::new);
+        // Waker first, then look at the timer (see `Timer::set_waker`): either a run in
+        // progress takes this waker, or we see below that the timer has run.
+        t.set_waker(cx.waker());
+        if !this.armed {
+            arm(t, this.deadline, 0, WHAT);
+            this.armed = true;
+        } else if !t.is_pending() {
+            // It ran (its wake-up may have gone to an older waker) or the runtime dropped it.
+            if nanotime() >= this.deadline {
+                this.armed = false;
+                return Poll::Ready(());
+            }
+            arm(t, this.deadline, 0, WHAT);
+        }
+        Poll::Pending
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        self.disarm();
+    }
+}
+
+impl fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sleep")
+            .field("deadline", &self.deadline())
+            .field("armed", &self.armed)
+            .finish()
+    }
+}

@@ -1,0 +1,166 @@
+//! [`Ticker`] and [`tick`]: periodic values on a channel (Go's `time.Ticker`, `time.Tick`).
+
+use std::fmt;
+use std::time::Duration;
+
+use gort_chan::Receiver;
+
+use crate::core::Core;
+use crate::rt::nanos;
+use crate::Instant;
+
+const WHAT: &str = "gort::time::Ticker";
+
+/// Why a [`Ticker`] could not be made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The period was zero.
+    ZeroPeriod,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::ZeroPeriod => f.write_str("non-positive period for a ticker"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Sends the current due instant on [`c`](Ticker::c) every period (Go's `time.Ticker`, with
+/// Go 1.23 semantics).
+///
+/// - The first tick comes one period after creation (Go; unlike [`interval`](crate::interval),
+///   whose first tick is immediate).
+/// - Ticks stay on the original phase (`start + k * period`) however late they are delivered.
+///   A receiver that falls behind loses ticks: the channel holds at most one, so there is no
+///   backlog.
+/// - After [`stop`](Ticker::stop) or [`reset`](Ticker::reset) returns, no tick of the earlier
+///   configuration is received (a buffered one is discarded).
+/// - Dropping the `Ticker` stops it (unless a clone of its receiver is still alive).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// let rt = gort_sched::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let t = gort_time::Ticker::new(Duration::from_millis(2));
+///     let a = t.c().recv().await.unwrap();
+///     let b = t.c().recv().await.unwrap();
+///     assert!(b > a);
+///     t.stop();
+/// });
+/// ```
+#[doc(alias = "NewTicker")]
+pub struct Ticker {
+    core: std::sync::Arc<Core>,
+    rx: Receiver<Instant>,
+}
+
+impl Ticker {
+    /// A ticker with period `period`; the first tick is due one period from now.
+    ///
+    /// # Panics
+    ///
+    /// If `period` is zero ("gort::time::Ticker::new: non-positive period"; use
+    /// [`try_new`](Ticker::try_new) for a `Result`), or outside a gort runtime.
+    #[doc(alias = "NewTicker")]
+    #[track_caller]
+    pub fn new(period: Duration) -> Ticker {
+        match Ticker::try_new(period) {
+            Ok(t) => t,
+            Err(_) => panic!("gort::time::Ticker::new: non-positive period"),
+        }
+    }
+
+    /// Like [`new`](Ticker::new), but a zero period is an [`Error::ZeroPeriod`].
+    ///
+    /// # Panics
+    ///
+    /// Outside a gort runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// assert_eq!(
+    ///     gort_time::Ticker::try_new(Duration::ZERO).unwrap_err(),
+    ///     gort_time::Error::ZeroPeriod
+    /// );
+    /// ```
+    #[track_caller]
+    pub fn try_new(period: Duration) -> Result<Ticker, Error> {
+        if period.is_zero() {
+            return Err(Error::ZeroPeriod);
+        }
+        let (core, rx) = Core::start(period, nanos(period), WHAT);
+        Ok(Ticker { core, rx })
+    }
+
+    /// The channel the ticks arrive on (Go's `t.C`).
+    pub fn c(&self) -> &Receiver<Instant> {
+        &self.rx
+    }
+
+    /// Stops the ticker: no tick is received after this returns (a buffered one is
+    /// discarded). The channel is not closed. [`reset`](Ticker::reset) starts it again.
+    #[doc(alias = "Stop")]
+    pub fn stop(&self) {
+        self.core.stop();
+    }
+
+    /// Stops the ticker and restarts it with period `period`; the next tick is due one new
+    /// period from now. Works after [`stop`](Ticker::stop). No tick of the earlier
+    /// configuration is received after it returns.
+    ///
+    /// # Panics
+    ///
+    /// If `period` is zero ("gort::time::Ticker::reset: non-positive period"), or outside a gort
+    /// runtime.
+    #[doc(alias = "Reset")]
+    #[track_caller]
+    pub fn reset(&self, period: Duration) {
+        assert!(
+            !period.is_zero(),
+            "gort::time::Ticker::reset: non-positive period"
+        );
+        self.core.reset(period, nanos(period));
+    }
+}
+
+impl fmt::Debug for Ticker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ticker").field("core", &self.core).finish()
+    }
+}
+
+/// A ticker's channel alone (Go's `time.Tick`): a tick every `period`, the first one period
+/// from now. Dropping the receiver (every clone) stops the ticker, so unlike Go before 1.23
+/// it does not leak.
+///
+/// # Panics
+///
+/// If `period` is zero (Go returns nil instead; a channel that never delivers would hang the
+/// caller silently), or outside a gort runtime.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// let rt = gort_sched::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let c = gort_time::tick(Duration::from_millis(1));
+///     for _ in 0..3 {
+///         c.recv().await.unwrap();
+///     }
+/// });
+/// ```
+#[doc(alias = "Tick")]
+#[track_caller]
+pub fn tick(period: Duration) -> Receiver<Instant> {
+    assert!(!period.is_zero(), "gort::time::tick: non-positive period");
+    Core::start(period, nanos(period), "gort::time::tick").1
+}

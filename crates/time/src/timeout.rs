@@ -1,0 +1,141 @@
+//! [`timeout`] and [`timeout_at`]: bound how long a future may take.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use gort_timer::{nanotime, Nanos};
+
+use crate::{sleep_until, Instant, Sleep};
+
+/// The error of a [`Timeout`] whose deadline passed first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Elapsed(());
+
+impl fmt::Display for Elapsed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("deadline has elapsed")
+    }
+}
+
+impl std::error::Error for Elapsed {}
+
+/// Runs `future`, giving up with [`Elapsed`] once `duration` has passed.
+///
+/// See [`Timeout`] for exactly when the deadline is checked.
+///
+/// # Panics
+///
+/// The returned future panics if it has to wait for its deadline outside a gort runtime.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// let rt = gort_sched::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let slow = gort_time::sleep(Duration::from_secs(3600));
+///     let r = gort_time::timeout(Duration::from_millis(5), slow).await;
+///     assert_eq!(r.unwrap_err().to_string(), "deadline has elapsed");
+///
+///     let fast = async { 7 };
+///     assert_eq!(gort_time::timeout(Duration::from_millis(5), fast).await, Ok(7));
+/// });
+/// ```
+pub fn timeout<F: Future>(duration: Duration, future: F) -> Timeout<F> {
+    timeout_at(Instant::now() + duration, future)
+}
+
+/// Runs `future`, giving up with [`Elapsed`] at `deadline`.
+///
+/// # Panics
+///
+/// The returned future panics if it has to wait for its deadline outside a gort runtime.
+pub fn timeout_at<F: Future>(deadline: Instant, future: F) -> Timeout<F> {
+    Timeout {
+        future,
+        deadline: deadline.as_nanos(),
+        sleep: None,
+    }
+}
+
+/// The future returned by [`timeout`] and [`timeout_at`].
+///
+/// Every poll first polls the inner future, and returns its output if it is ready, even if
+/// the deadline has passed. Otherwise it checks the deadline itself (so a future that keeps
+/// waking itself up and returning `Pending` is still timed out on time: tokio#4291), and only
+/// then registers a timer: a future that completes on its first poll never touches a timer
+/// heap.
+///
+/// A future that never returns from `poll` (it blocks the thread, or loops forever inside one
+/// poll) cannot be timed out: the deadline is only looked at between polls.
+pub struct Timeout<F> {
+    future: F,
+    deadline: Nanos,
+    /// Created by the first poll that has to wait.
+    sleep: Option<Sleep>,
+}
+
+impl<F> Timeout<F> {
+    /// The inner future.
+    pub fn get_ref(&self) -> &F {
+        &self.future
+    }
+
+    /// The inner future, mutably (only if it is `Unpin`, so it cannot be moved while pinned).
+    pub fn get_mut(&mut self) -> &mut F
+    where
+        F: Unpin,
+    {
+        &mut self.future
+    }
+
+    /// The inner future, giving up on the timeout.
+    pub fn into_inner(self) -> F {
+        self.future
+    }
+
+    /// The deadline.
+    pub fn deadline(&self) -> Instant {
+        Instant::from_nanos(self.deadline)
+    }
+}
+
+impl<F: Future> Future for Timeout<F> {
+    type Output = Result<F::Output, Elapsed>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: `future` is structurally pinned: it is only ever used through the
+        // `Pin::new_unchecked` below, never moved out while pinned (`into_inner` takes `self`
+        // by value, which requires an unpinned `Timeout`), and `Timeout` has no `Drop` impl.
+        // `sleep` and `deadline` are not pinned (Sleep is Unpin).
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: see above; `this.future` stays where it is for as long as `self` is pinned.
+        let future = unsafe { Pin::new_unchecked(&mut this.future) };
+        if let Poll::Ready(v) = future.poll(cx) {
+            return Poll::Ready(Ok(v));
+        }
+        if nanotime() >= this.deadline {
+            return Poll::Ready(Err(Elapsed(())));
+        }
+        let deadline = this.deadline;
+        let sleep = this
+            .sleep
+            .get_or_insert_with(|| sleep_until(Instant::from_nanos(deadline)));
+        match Pin::new(sleep).poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(Elapsed(()))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<F: fmt::Debug> fmt::Debug for Timeout<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timeout")
+            .field("future", &self.future)
+            .field("deadline", &self.deadline())
+            .finish()
+    }
+}
