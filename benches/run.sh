@@ -4,6 +4,8 @@
 # (benches/go), then prints one table: gort, tokio, go, tokio/gort, go/gort
 # (a ratio above 1 means gort is faster or leaner).
 #
+# Exits 1 if any runtime crashed, hung or failed a correctness check on any shape.
+#
 # usage: benches/run.sh [FILTER...] [--quick] [--json]
 #   FILTER   shape id, name or group substring (T1, reset, sched, ...)
 #   --quick  counts scaled down ~10x (CI smoke run)
@@ -30,7 +32,10 @@ if [ -n "$quick" ]; then
     rust_args+=(--quick)
     go_args+=(-quick)
 fi
-(cd "$root" && cargo bench --bench shapes -- "${rust_args[@]}" ${filters[@]+"${filters[@]}"}) >"$tmp/rust.jsonl"
+# A failed child (crash, hang, failed check) makes a runner exit 1: keep going, report it
+# in the table (ERR / the value), and exit 1 at the end.
+status=0
+(cd "$root" && cargo bench --bench shapes -- "${rust_args[@]}" ${filters[@]+"${filters[@]}"}) >"$tmp/rust.jsonl" || status=1
 
 go_bin=$(command -v go || true)
 if [ -z "$go_bin" ] && [ -x /usr/lib/go-1.19/bin/go ]; then
@@ -38,7 +43,7 @@ if [ -z "$go_bin" ] && [ -x /usr/lib/go-1.19/bin/go ]; then
 fi
 if [ -n "$go_bin" ]; then
     (cd "$root/benches/go" && "$go_bin" build -o "$tmp/gobench" .)
-    GOMAXPROCS=${GOMAXPROCS:-$(nproc)} "$tmp/gobench" "${go_args[@]}" ${filters[@]+"${filters[@]}"} >"$tmp/go.jsonl"
+    GOMAXPROCS=${GOMAXPROCS:-$(nproc)} "$tmp/gobench" "${go_args[@]}" ${filters[@]+"${filters[@]}"} >"$tmp/go.jsonl" || status=1
 else
     echo "run.sh: no Go toolchain found, the Go column stays empty" >&2
     : >"$tmp/go.jsonl"
@@ -46,7 +51,7 @@ fi
 
 if [ -n "$json" ]; then
     cat "$tmp/rust.jsonl" "$tmp/go.jsonl"
-    exit 0
+    exit "$status"
 fi
 
 # Both producers write one flat JSON object per line (see benches/shapes/report.rs).
@@ -105,6 +110,7 @@ function ratio(m, g, p) {
         key[n] = k
     }
     val[k, field($0, "runtime")] = field($0, "value")
+    if (index($0, "\"error\":")) err[field($0, "shape") " " field($0, "runtime")] = field($0, "error")
 }
 END {
     print head gover
@@ -119,4 +125,6 @@ END {
         g = val[key[i], "gort"]; t = val[key[i], "tokio"]; o = val[key[i], "go"]
         printf "%-26s %-16s %-5s %10s %10s %10s %10s %8s\n", title, lbl, unit(m), num(g), num(t), num(o), ratio(m, g, t), ratio(m, g, o)
     }
+    for (e in err) print "error: " e ": " err[e]
 }' "$tmp/rust.jsonl" "$tmp/go.jsonl"
+exit "$status"

@@ -9,6 +9,7 @@
 //! * `--quick`: counts (and T5/T7 time windows) scaled down about 10x, for a CI smoke run.
 //! * `--json`: print JSON lines (one object per shape, metric and runtime, after one `meta`
 //!   object) instead of the table; `benches/run.sh` merges them with the Go program's.
+//! * Exit status 1 if any child crashed, hung or failed a correctness check (T7's count).
 //!
 //! Every (shape, runtime) pair runs in a child process (this binary re-executed with
 //! `--child ID RUNTIME`), so peak RSS is per runtime and a crash or hang of one runtime
@@ -353,5 +354,9 @@ fn main() {
         report::print_json(&meta, &results);
     } else {
         report::print_table(&meta, &results);
+    }
+    // A crash, hang or failed check of either runtime fails the run (CI smoke test).
+    if results.iter().any(|(_, os)| os.iter().any(Outcome::failed)) {
+        std::process::exit(1);
     }
 }

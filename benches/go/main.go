@@ -188,6 +188,16 @@ func spinFor(d time.Duration) {
 
 var sink uint64
 
+// check records a failed correctness check: the message goes to stderr and a
+// check_failed figure makes the parent report the run as failed.
+func check(figs []figure, ok bool, what string) []figure {
+	if !ok {
+		fmt.Fprintf(os.Stderr, "check failed: %s\n", what)
+		figs = append(figs, figure{"check_failed", 1})
+	}
+	return figs
+}
+
 // child runs one shape and prints "figure KEY VALUE" lines.
 func child(p params, id string) {
 	for _, s := range shapes {
@@ -246,6 +256,9 @@ func spawnChild(s shape, quick bool, limit time.Duration) outcome {
 			}
 		}
 	}
+	if _, bad := figs["check_failed"]; bad {
+		return outcome{figs: figs, err: "check failed"}
+	}
 	return outcome{figs: figs}
 }
 
@@ -287,14 +300,15 @@ func selected(s shape, filters []string) bool {
 
 // jsonValue renders a figure or null with the error.
 func jsonValue(o outcome, key string) string {
-	if o.err != "" {
-		return "null,\"error\":" + strconv.Quote(o.err)
-	}
 	v, ok := o.figs[key]
-	if !ok {
+	switch {
+	case ok && o.err != "":
+		return strconv.FormatFloat(v, 'g', -1, 64) + ",\"error\":" + strconv.Quote(o.err)
+	case o.err != "":
+		return "null,\"error\":" + strconv.Quote(o.err)
+	case !ok:
 		return "null,\"error\":\"no figure " + key + "\""
-	}
-	if math.IsNaN(v) || math.IsInf(v, 0) {
+	case math.IsNaN(v) || math.IsInf(v, 0):
 		return "null"
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64)
@@ -332,6 +346,7 @@ func main() {
 		fmt.Printf("%s, GOMAXPROCS = %d, %s run\n", runtime.Version(), p.workers, mode)
 		fmt.Printf("%-24s %-18s %12s\n", "shape", "metric", "go")
 	}
+	failed := false
 	for _, s := range shapes {
 		if !selected(s, filters) {
 			continue
@@ -354,13 +369,18 @@ func main() {
 				title = s.id + " " + s.name
 			}
 			v := "ERR"
-			if f, ok := o.figs[k]; ok && o.err == "" {
+			if f, ok := o.figs[k]; ok {
 				v = strconv.FormatFloat(f, 'f', 2, 64)
 			}
 			fmt.Printf("%-24s %-18s %12s\n", title, k, v)
 		}
 		if o.err != "" {
 			fmt.Fprintf(os.Stderr, "error: %s: %s\n", s.id, o.err)
+			failed = true
 		}
+	}
+	// A crash, hang or failed check fails the run, as on the Rust side.
+	if failed {
+		os.Exit(1)
 	}
 }

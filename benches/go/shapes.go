@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -211,7 +212,9 @@ func t7MassCancel(p params) []figure {
 	<-done
 	// Anything stopped too late would fire by the last deadline.
 	time.Sleep(time.Until(started.Add(hi + 20*time.Millisecond)))
-	return []figure{{"cpu_ms", ms(m.cpuSince())}, {"fired", float64(atomic.LoadInt64(&fired))}}
+	f := atomic.LoadInt64(&fired)
+	figs := []figure{{"cpu_ms", ms(m.cpuSince())}, {"fired", float64(f)}}
+	return check(figs, f == kept, fmt.Sprintf("fired %d, expected %d", f, kept))
 }
 
 // T8: W x 1000 AfterFunc timers due at the same instant 50 ms ahead, started from W

@@ -18,6 +18,15 @@ pub const HOUR: Duration = Duration::from_secs(3600);
 /// The figures one shape produced for one runtime: metric key and value.
 pub type Figures = Vec<(&'static str, f64)>;
 
+/// Records a failed correctness check of a shape: the message goes to stderr and a
+/// `check_failed` figure makes the parent report the run as failed.
+pub fn check(figures: &mut Figures, ok: bool, what: impl FnOnce() -> String) {
+    if !ok {
+        eprintln!("check failed: {}", what());
+        figures.push(("check_failed", 1.0));
+    }
+}
+
 /// What every shape needs to know about the run.
 #[derive(Clone, Copy, Debug)]
 pub struct Params {

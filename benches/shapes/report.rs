@@ -53,6 +53,14 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Whether the child failed or one of its correctness checks did.
+    pub fn failed(&self) -> bool {
+        match &self.figures {
+            Ok(f) => f.iter().any(|(k, _)| k == "check_failed"),
+            Err(_) => true,
+        }
+    }
+
     fn get(&self, key: &str) -> Result<f64, String> {
         match &self.figures {
             Ok(f) => f
@@ -66,22 +74,16 @@ impl Outcome {
 }
 
 /// Combines repeated runs: each figure is the median over the runs, the time their sum;
-/// any failed run makes the whole outcome that failure.
+/// the first failed run (crash, hang or failed check) stands for all.
 pub fn median_of(runs: Vec<Outcome>) -> Outcome {
     let secs = runs.iter().map(|o| o.secs).sum();
     let runtime = runs[0].runtime;
     let mut ok = Vec::with_capacity(runs.len());
     for o in runs {
-        match o.figures {
-            Ok(f) => ok.push(f),
-            Err(e) => {
-                return Outcome {
-                    runtime,
-                    figures: Err(e),
-                    secs,
-                }
-            }
+        if o.failed() {
+            return Outcome { secs, ..o };
         }
+        ok.extend(o.figures);
     }
     let figures = ok[0]
         .iter()
@@ -221,8 +223,12 @@ pub fn print_table(meta: &Meta, results: &[(&Shape, Vec<Outcome>)]) {
         let by = |rt| outcomes.iter().find(|o| o.runtime == rt);
         let (g, t) = (by(Runtime::Gort), by(Runtime::Tokio));
         for o in outcomes {
-            if let Err(e) = &o.figures {
-                errors.push(format!("{} {}: {e}", shape.id, o.runtime.name()));
+            match &o.figures {
+                Err(e) => errors.push(format!("{} {}: {e}", shape.id, o.runtime.name())),
+                Ok(_) if o.failed() => {
+                    errors.push(format!("{} {}: check failed", shape.id, o.runtime.name()))
+                }
+                Ok(_) => {}
             }
         }
         for (i, key) in shape.metrics.iter().enumerate() {
@@ -270,6 +276,7 @@ pub fn print_json(meta: &Meta, results: &[(&Shape, Vec<Outcome>)]) {
         for key in shape.metrics {
             for o in outcomes {
                 let value = match o.get(key) {
+                    Ok(v) if o.failed() => format!("{v},\"error\":\"check failed\""),
                     Ok(v) if v.is_finite() => format!("{v}"),
                     Ok(_) => "null".into(),
                     Err(e) => format!("null,\"error\":{}", js(&e)),

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use gort::time::{after_func, sleep_until, AfterFunc, Ticker};
 
 use crate::common::{
-    durations, median, ms, spin_for, tick_figures, us, Figures, Latch, Meter, Params, Rng, Samples,
-    Signal, HOUR, SEED,
+    check, durations, median, ms, spin_for, tick_figures, us, Figures, Latch, Meter, Params, Rng,
+    Samples, Signal, HOUR, SEED,
 };
 
 /// The runtime every gort shape runs on: procs = W.
@@ -313,10 +313,12 @@ pub fn t7_mass_cancel(p: &Params) -> Figures {
         c.done.wait().await;
         // Anything stopped too late would fire by the last deadline.
         sleep_until((started + hi + Duration::from_millis(20)).into()).await;
-        vec![
-            ("cpu_ms", ms(m.cpu())),
-            ("fired", c.fired.load(Ordering::Relaxed) as f64),
-        ]
+        let fired = c.fired.load(Ordering::Relaxed) as usize;
+        let mut figures = vec![("cpu_ms", ms(m.cpu())), ("fired", fired as f64)];
+        check(&mut figures, fired == kept, || {
+            format!("fired {fired}, expected {kept}")
+        });
+        figures
     })
 }
 

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use tokio::time::{sleep, sleep_until, Instant as TInstant, MissedTickBehavior};
 
 use crate::common::{
-    durations, ms, poll_once, spin_for, tick_figures, us, Figures, Latch, Meter, Params, Rng,
-    Samples, HOUR, SEED,
+    check, durations, ms, poll_once, spin_for, tick_figures, us, Figures, Latch, Meter, Params,
+    Rng, Samples, HOUR, SEED,
 };
 
 /// The runtime every Tokio shape runs on: multi-thread, W workers, all drivers.
@@ -307,10 +307,12 @@ pub fn t7_mass_cancel(p: &Params) -> Figures {
         c.done.wait().await;
         // Anything stopped too late would fire by the last deadline.
         sleep_until((started + hi + Duration::from_millis(20)).into()).await;
-        vec![
-            ("cpu_ms", ms(m.cpu())),
-            ("fired", c.fired.load(Ordering::Relaxed) as f64),
-        ]
+        let fired = c.fired.load(Ordering::Relaxed) as usize;
+        let mut figures = vec![("cpu_ms", ms(m.cpu())), ("fired", fired as f64)];
+        check(&mut figures, fired == kept, || {
+            format!("fired {fired}, expected {kept}")
+        });
+        figures
     })
 }
 

@@ -1,0 +1,152 @@
+//! Go 1.23's timer-channel guarantees (go#37196, go#69312, go#61542): no stale value after
+//! Stop/Reset, Stop of a fired-but-unreceived timer returns true and drains, `len(c) == 0`
+//! after stop, unreferenced timers are stopped and freed.
+
+use std::time::Duration;
+
+use gort_sched::Runtime;
+use gort_time::{after, sleep, tick, Instant, Ticker, Timer};
+
+const MS: Duration = Duration::from_millis(1);
+
+fn run<F: std::future::Future>(f: F) -> F::Output {
+    Runtime::new().unwrap().block_on(f)
+}
+
+/// Waits (generously) until `t` has fired: its value is buffered.
+async fn until_buffered<T>(c: &gort_chan::Receiver<T>) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while c.is_empty() {
+        assert!(Instant::now() < deadline, "timer never fired");
+        sleep(MS).await;
+    }
+}
+
+#[test]
+fn stop_of_fired_unreceived_timer_is_true_and_drains() {
+    run(async {
+        let t = Timer::new(Duration::ZERO);
+        until_buffered(t.c()).await;
+        assert!(t.stop(), "fired but unreceived counts as stopped");
+        assert_eq!(t.c().len(), 0);
+        sleep(5 * MS).await;
+        assert!(t.c().try_recv().is_err(), "a value arrived after stop");
+        assert!(!t.stop(), "second stop");
+    });
+}
+
+#[test]
+fn stop_after_receive_is_false() {
+    run(async {
+        let t = Timer::new(MS);
+        t.c().recv().await.unwrap();
+        assert!(!t.stop());
+    });
+}
+
+#[test]
+fn reset_of_fired_unreceived_timer_is_true_and_no_stale_value() {
+    run(async {
+        let t = Timer::new(Duration::ZERO);
+        until_buffered(t.c()).await;
+        let before = Instant::now();
+        assert!(t.reset(20 * MS), "fired but unreceived: reset reports it active");
+        assert_eq!(t.c().len(), 0, "the stale value was drained");
+        let v = t.c().recv().await.unwrap();
+        assert!(v >= before + 20 * MS, "received {v:?}, a value of the old arming");
+    });
+}
+
+#[test]
+fn reset_after_stop_and_after_receive_is_false() {
+    run(async {
+        let t = Timer::new(Duration::from_secs(3600));
+        assert!(t.stop());
+        assert!(!t.reset(MS));
+        t.c().recv().await.unwrap();
+        assert!(!t.reset(MS));
+        assert!(t.reset(Duration::from_secs(3600)), "pending: true");
+    });
+}
+
+#[test]
+fn value_is_the_due_instant() {
+    run(async {
+        let before = Instant::now();
+        let t = Timer::new(10 * MS);
+        let after_new = Instant::now();
+        sleep(30 * MS).await; // deliver late on purpose
+        let v = t.c().recv().await.unwrap();
+        assert!(v >= before + 10 * MS && v <= after_new + 10 * MS, "{v:?} is not the deadline");
+    });
+}
+
+#[test]
+fn ticker_stop_and_reset_drop_buffered_tick() {
+    run(async {
+        let tk = Ticker::new(MS);
+        until_buffered(tk.c()).await;
+        tk.stop();
+        assert_eq!(tk.c().len(), 0);
+        sleep(5 * MS).await;
+        assert!(tk.c().try_recv().is_err(), "a tick after stop");
+
+        tk.reset(MS);
+        until_buffered(tk.c()).await;
+        let before = Instant::now();
+        tk.reset(Duration::from_secs(3600));
+        assert_eq!(tk.c().len(), 0);
+        sleep(5 * MS).await;
+        assert!(tk.c().try_recv().is_err(), "a stale tick after reset");
+        tk.reset(2 * MS);
+        let v = tk.c().recv().await.unwrap();
+        assert!(v >= before + 2 * MS);
+    });
+}
+
+#[test]
+fn dropping_handles_stops_timers() {
+    let rt = Runtime::new().unwrap();
+    rt.block_on(async {
+        let base = rt.metrics().timers_pending;
+        let t = Timer::new(Duration::from_secs(3600));
+        let tk = Ticker::new(Duration::from_secs(3600));
+        let a = after(Duration::from_secs(3600));
+        let c = tick(Duration::from_secs(3600));
+        assert_eq!(rt.metrics().timers_pending, base + 4);
+        drop((t, tk, a, c));
+        assert_eq!(rt.metrics().timers_pending, base, "dropped timers still pending");
+    });
+}
+
+#[test]
+fn receiver_clone_keeps_timer_alive() {
+    run(async {
+        let t = Timer::new(5 * MS);
+        let c = t.c().clone();
+        drop(t);
+        assert!(gort_time::timeout(Duration::from_secs(10), c.recv())
+            .await
+            .unwrap()
+            .is_some());
+    });
+}
+
+/// go#61542: `after` in a select loop does not pile up pending timers.
+#[test]
+fn after_in_a_select_loop_does_not_pile_up() {
+    let rt = Runtime::new().unwrap();
+    rt.block_on(async {
+        let base = rt.metrics().timers_pending;
+        let (tx, rx) = gort_chan::unbounded();
+        for i in 0..1000 {
+            tx.try_send(i).unwrap();
+            let hour = after(Duration::from_secs(3600));
+            gort_chan::select! {
+                v = rx.recv() => assert_eq!(v, Some(i)),
+                _ = hour.recv() => panic!("an hour passed"),
+            }
+        }
+        assert!(rt.metrics().timers_pending <= base + 1, "{:?}", rt.metrics());
+    });
+}
