@@ -58,6 +58,8 @@ pub(crate) type DropHook = Box<dyn FnOnce() + Send>;
 struct Slot<T> {
     /// Linked in `sendq`/`recvq`.
     queued: bool,
+    /// Parked (last) as a receive: a `value` it holds was handed to it.
+    recv: bool,
     /// The offered value (send) or the handed-over value (receive); see invariants 2 and 3.
     value: Option<T>,
     /// The task to wake when the slot is completed or unlinked.
@@ -71,6 +73,7 @@ struct Slot<T> {
 impl<T> Slot<T> {
     const EMPTY: Slot<T> = Slot {
         queued: false,
+        recv: false,
         value: None,
         waker: None,
         group: None,
@@ -422,10 +425,31 @@ impl<T> Core<T> {
 
     /// Removes every buffered value (for dropping after unlocking), then lets parked senders
     /// fill the room, as receives would.
+    ///
+    /// A value already handed to a plain receive future whose owner has not polled it yet is
+    /// taken back too, and that receiver parks again: otherwise, if the future were then
+    /// dropped, `cancel_recv` would put the value back after the timer's `stop` had returned
+    /// (a stale value, go#37196). Select arms keep theirs: their select committed to them.
     pub(crate) fn take_buffered(&mut self, d: &mut Deferred) -> Bag<T> {
         let mut taken = Bag::default();
         while let Some(v) = self.buf.pop_front() {
             taken.push(v);
+        }
+        if self.handed > 0 {
+            for i in 0..self.slots.len() {
+                let s = &mut self.slots[i];
+                if s.queued || !s.recv || s.group.is_some() {
+                    continue;
+                }
+                if let Some(v) = s.value.take() {
+                    taken.push(v);
+                    self.handed -= 1;
+                    // Its owner was woken and will find itself parked again (spurious wake).
+                    self.slots[i].queued = true;
+                    self.recvq.push_back(&mut self.slots, i);
+                }
+            }
+            self.settle(d);
         }
         self.refill(None, d);
         taken
@@ -548,6 +572,7 @@ impl<T> Core<T> {
     fn park(&mut self, i: usize, side: Side, ctx: &mut OpCtx<'_>, d: &mut Deferred) {
         self.refresh(i, ctx, d);
         self.slots[i].queued = true;
+        self.slots[i].recv = matches!(side, Side::Recv);
         match side {
             Side::Send => self.sendq.push_back(&mut self.slots, i),
             Side::Recv => self.recvq.push_back(&mut self.slots, i),

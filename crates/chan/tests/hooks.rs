@@ -120,3 +120,34 @@ fn take_buffered_on_unbounded() {
     assert_eq!(tx.take_buffered(), 100);
     assert!(tx.is_empty());
 }
+
+#[test]
+fn take_buffered_reclaims_a_value_handed_to_an_unpolled_receiver() {
+    // A receiver parks; a value is handed to it; before its owner polls again, the timer layer
+    // drains the channel (Timer::stop). The value must be taken back, and dropping the receive
+    // future afterwards must not resurrect it (a stale timer value, go#37196).
+    let (tx, rx) = bounded::<u8>(1);
+    let mut fut = rx.recv();
+    assert!(poll_once(&mut fut).is_pending());
+    tx.try_send(7).unwrap();
+    assert_eq!(tx.take_buffered(), 1, "the handed value was not reclaimed");
+    drop(fut);
+    assert!(rx.try_recv().is_err(), "a drained value came back");
+    // The channel still works, and a re-polled receiver gets the next value.
+    let mut fut = rx.recv();
+    assert!(poll_once(&mut fut).is_pending());
+    tx.try_send(8).unwrap();
+    assert_eq!(poll_once(&mut fut), Poll::Ready(Some(8)));
+}
+
+#[test]
+fn a_reclaimed_receiver_parks_again_and_gets_the_next_value() {
+    let (tx, rx) = bounded::<u8>(1);
+    let mut fut = rx.recv();
+    assert!(poll_once(&mut fut).is_pending());
+    tx.try_send(1).unwrap();
+    assert_eq!(tx.take_buffered(), 1);
+    assert!(poll_once(&mut fut).is_pending(), "woken spuriously, parks again");
+    tx.try_send(2).unwrap();
+    assert_eq!(poll_once(&mut fut), Poll::Ready(Some(2)));
+}

@@ -76,7 +76,11 @@ impl Core {
     /// Go 1.23's `Reset`: see [`Arming::reset`]. The first value is due `d` from now, then
     /// every `period` if > 0.
     #[track_caller]
-    pub(crate) fn reset(self: &std::sync::Arc<Self>, d: std::time::Duration, period: Nanos) -> bool {
+    pub(crate) fn reset(
+        self: &std::sync::Arc<Self>,
+        d: std::time::Duration,
+        period: Nanos,
+    ) -> bool {
         self.arming.reset(
             || self.disarm(),
             || {

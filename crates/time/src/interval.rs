@@ -13,17 +13,18 @@ use crate::{sleep_until, Instant, Sleep};
 const MISSED_TOLERANCE: Duration = Duration::from_millis(5);
 
 /// What an [`Interval`] does when ticks were missed (the consumer was slower than the
-/// period). In the timelines, the period is 100 ms, `|` is a tick returned, and the consumer
-/// was busy from 150 to 450 ms (so the tick due at 200 is observed at 450).
+/// period). A tick counts as missed when it is taken more than 5 ms after it was due
+/// (tokio's tolerance, so that ordinary wake-up latency does not shift a `Delay` schedule).
+///
+/// Timeline: period 100 ms, ticks due at 0, 100, 200, ...; the consumer takes the tick due at
+/// 100 on time, then is busy until 450. What `tick()` returns from then on (due instant, and
+/// when it is returned):
 ///
 /// ```text
-/// due:    0    100  200  300  400  500  600
-/// Burst:  |    |    .....|||| |    |    |      ticks at 450 (due 200), 450 (300),
-///                                              450 (400), then 500, 600: catch up at once
-/// Delay:  |    |    .....|    .    |    |      ticks at 450 (due 200), then 550, 650 ...:
-///                                              the schedule restarts from the late tick
-/// Skip:   |    |    .....|    |    |    |      ticks at 450 (due 200), then 500, 600:
-///                                              missed ticks dropped, original phase kept
+///          due instants returned        returned at
+/// Burst:   200 300 400 500 600 ...      450 450 450 500 600 ...  (catch up, same schedule)
+/// Delay:   200 550 650 750 ...          450 550 650 750 ...      (schedule restarts at 450)
+/// Skip:    200 500 600 700 ...          450 500 600 700 ...      (missed ones dropped)
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum MissedTickBehavior {

@@ -121,17 +121,16 @@ impl Sleep {
         let Some(t) = self.timer.as_ref().filter(|_| self.armed) else {
             return;
         };
-        // A pending timer still holds its waker: move it. Otherwise (fired, or a deadline
-        // that needs no timer) stop it; the next poll registers again if it has to wait.
-        let moved = deadline != NEVER
+        // A pending timer still holds its waker: move it (in a runtime). Otherwise (fired,
+        // or a deadline that needs no timer) stop it; the next poll registers again if it has
+        // to wait.
+        let keep = deadline != NEVER
             && deadline > nanotime()
             && t.is_pending()
-            && gort_sched::timer_api::in_runtime()
-            && {
-                arm(t, deadline, 0, WHAT);
-                true
-            };
-        if !moved {
+            && gort_sched::timer_api::in_runtime();
+        if keep {
+            arm(t, deadline, 0, WHAT);
+        } else {
             del(t);
             self.armed = false;
         }

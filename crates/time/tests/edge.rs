@@ -16,9 +16,15 @@ use gort_time::{
 
 const MS: Duration = Duration::from_millis(1);
 
-/// Polls `f` once with a no-op waker.
+struct Noop;
+
+impl std::task::Wake for Noop {
+    fn wake(self: Arc<Self>) {}
+}
+
+/// Polls `f` once with a no-op waker (`Waker::noop` needs Rust 1.85; the MSRV is 1.80).
 fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {
-    f.poll(&mut Context::from_waker(Waker::noop()))
+    f.poll(&mut Context::from_waker(&Waker::from(Arc::new(Noop))))
 }
 
 #[test]
@@ -133,7 +139,7 @@ fn sleep_polled_from_another_task_wakes_the_new_one() {
     Runtime::new().unwrap().block_on(async {
         let mut s = Box::pin(sleep(20 * MS));
         assert!(poll_once(s.as_mut()).is_pending()); // registered with a no-op waker
-        let h = gort_sched::spawn(async move { s.await });
+        let h = gort_sched::spawn(s);
         timeout(Duration::from_secs(10), h).await.unwrap().unwrap();
     });
 }
@@ -150,7 +156,11 @@ fn timeout_fast_future_touches_no_heap() {
         let t = timeout_at(Instant::now(), std::future::ready(1));
         assert!(t.deadline() <= Instant::now());
         let _: &std::future::Ready<i32> = t.get_ref();
-        assert_eq!(t.await, Ok(1), "the inner future wins even at a passed deadline");
+        assert_eq!(
+            t.await,
+            Ok(1),
+            "the inner future wins even at a passed deadline"
+        );
     });
 }
 
@@ -234,6 +244,9 @@ fn handles_are_debug() {
             sleep(MS),
             timeout(MS, std::future::ready(1)),
         );
-        assert!(s.contains("Timer") && s.contains("Armed") && s.contains("Sleep"), "{s}");
+        assert!(
+            s.contains("Timer") && s.contains("Armed") && s.contains("Sleep"),
+            "{s}"
+        );
     });
 }

@@ -50,10 +50,16 @@ fn reset_of_fired_unreceived_timer_is_true_and_no_stale_value() {
         let t = Timer::new(Duration::ZERO);
         until_buffered(t.c()).await;
         let before = Instant::now();
-        assert!(t.reset(20 * MS), "fired but unreceived: reset reports it active");
+        assert!(
+            t.reset(20 * MS),
+            "fired but unreceived: reset reports it active"
+        );
         assert_eq!(t.c().len(), 0, "the stale value was drained");
         let v = t.c().recv().await.unwrap();
-        assert!(v >= before + 20 * MS, "received {v:?}, a value of the old arming");
+        assert!(
+            v >= before + 20 * MS,
+            "received {v:?}, a value of the old arming"
+        );
     });
 }
 
@@ -77,7 +83,10 @@ fn value_is_the_due_instant() {
         let after_new = Instant::now();
         sleep(30 * MS).await; // deliver late on purpose
         let v = t.c().recv().await.unwrap();
-        assert!(v >= before + 10 * MS && v <= after_new + 10 * MS, "{v:?} is not the deadline");
+        assert!(
+            v >= before + 10 * MS && v <= after_new + 10 * MS,
+            "{v:?} is not the deadline"
+        );
     });
 }
 
@@ -115,7 +124,11 @@ fn dropping_handles_stops_timers() {
         let c = tick(Duration::from_secs(3600));
         assert_eq!(rt.metrics().timers_pending, base + 4);
         drop((t, tk, a, c));
-        assert_eq!(rt.metrics().timers_pending, base, "dropped timers still pending");
+        assert_eq!(
+            rt.metrics().timers_pending,
+            base,
+            "dropped timers still pending"
+        );
     });
 }
 
@@ -147,6 +160,44 @@ fn after_in_a_select_loop_does_not_pile_up() {
                 _ = hour.recv() => panic!("an hour passed"),
             }
         }
-        assert!(rt.metrics().timers_pending <= base + 1, "{:?}", rt.metrics());
+        assert!(
+            rt.metrics().timers_pending <= base + 1,
+            "{:?}",
+            rt.metrics()
+        );
+    });
+}
+
+/// A value handed to a parked plain `recv()` future whose owner has not polled it yet is not
+/// "received": `stop` drains it and returns true, and dropping the future afterwards does not
+/// put it back (the channel core used to bounce it into the buffer after `stop` returned).
+#[test]
+fn stop_reclaims_a_value_handed_to_an_unpolled_receive() {
+    use std::future::Future;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Arc;
+    struct Flag(AtomicBool);
+    impl std::task::Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, SeqCst);
+        }
+    }
+    run(async {
+        let t = Timer::new(5 * MS);
+        let flag = Arc::new(Flag(AtomicBool::new(false)));
+        let waker = std::task::Waker::from(flag.clone());
+        let mut cx = std::task::Context::from_waker(&waker);
+        let mut fut = Box::pin(t.c().recv());
+        assert!(fut.as_mut().poll(&mut cx).is_pending(), "parks before the fire");
+        // The fire hands the value to the parked receive and wakes it; we do not poll it.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !flag.0.load(SeqCst) {
+            assert!(Instant::now() < deadline, "timer never fired");
+            sleep(MS).await;
+        }
+        assert!(t.stop(), "a value nobody has seen yet counts as stopped");
+        drop(fut);
+        assert!(t.c().try_recv().is_err(), "the drained value came back");
+        assert!(!t.stop());
     });
 }

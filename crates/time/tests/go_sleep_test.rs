@@ -33,7 +33,10 @@ fn sleep_sleeps_at_least_the_duration() {
         sleep(delay).await;
         let took = start.elapsed();
         assert!(took >= delay, "sleep({delay:?}) slept only {took:?}");
-        assert!(took < delay + Duration::from_secs(10), "sleep took {took:?}");
+        assert!(
+            took < delay + Duration::from_secs(10),
+            "sleep took {took:?}"
+        );
     });
 }
 
@@ -82,7 +85,9 @@ fn after_stress_one_nanosecond_ticker() {
         let ticker = Ticker::new(Duration::from_nanos(1));
         let mut last = Instant::from_nanos(i64::MIN);
         for _ in 0..100 {
-            let t = recv_within(ticker.c(), Duration::from_secs(10)).await.unwrap();
+            let t = recv_within(ticker.c(), Duration::from_secs(10))
+                .await
+                .unwrap();
             assert!(t > last, "ticks must be increasing: {t:?} after {last:?}");
             last = t;
         }
@@ -100,7 +105,10 @@ fn after_delivers_due_instant() {
         let start = Instant::now();
         let end = after(delay).recv().await.unwrap();
         assert!(start.elapsed() >= delay);
-        assert!(end >= start + delay, "After({delay:?}) sent {end:?}, before start + delay");
+        assert!(
+            end >= start + delay,
+            "After({delay:?}) sent {end:?}, before start + delay"
+        );
         assert!(end <= Instant::now());
     });
 }
@@ -116,7 +124,10 @@ fn after_tick_sequential() {
         }
         let d = t0.elapsed();
         assert!(d >= 10 * delta, "10 ticks of {delta:?} took only {d:?}");
-        assert!(d < Duration::from_secs(20), "10 ticks of {delta:?} took {d:?}");
+        assert!(
+            d < Duration::from_secs(20),
+            "10 ticks of {delta:?} took {d:?}"
+        );
     });
 }
 
@@ -187,9 +198,15 @@ async fn after_queuing(delta: Duration, slots: &[u32]) -> Result<(), String> {
     for (&(slot, t), i) in got.iter().zip(0..) {
         let target = slot * delta;
         // Exact lower bound (the value is the due instant); generous upper bound.
-        assert!(t >= t0 + target, "After({target:?}) sent {t:?}, before its deadline");
+        assert!(
+            t >= t0 + target,
+            "After({target:?}) sent {t:?}, before its deadline"
+        );
         if t > t0 + target + 10 * delta {
-            return Err(format!("After({target:?}) arrived {:?} late", t - (t0 + target)));
+            return Err(format!(
+                "After({target:?}) arrived {:?} late",
+                t - (t0 + target)
+            ));
         }
         if i > 0 && slot < got[i - 1].0 {
             return Err(format!("After calls returned out of order: {got:?}"));
@@ -352,7 +369,9 @@ fn timer_modified_earlier() {
                 timer.reset(Duration::ZERO);
             }
             let now = Instant::now();
-            assert!(recv_within(timer.c(), Duration::from_secs(10)).await.is_some());
+            assert!(recv_within(timer.c(), Duration::from_secs(10))
+                .await
+                .is_some());
             assert!(now.elapsed() < Duration::from_secs(8));
         }
     });

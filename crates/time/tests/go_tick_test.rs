@@ -33,7 +33,10 @@ fn ticker_with_reset() {
         ticker.stop();
         let dt = t0.elapsed();
         let target = 3 * delta * (count / 2);
-        assert!(dt >= target, "ticks took {dt:?}, expected at least {target:?}");
+        assert!(
+            dt >= target,
+            "ticks took {dt:?}, expected at least {target:?}"
+        );
         assert!(dt < target + Duration::from_secs(20), "ticks took {dt:?}");
         // Now test that the ticker stopped.
         sleep(2 * delta).await;
@@ -71,7 +74,10 @@ fn tick_delivers() {
         let c = tick(2 * MS);
         let a = c.recv().await.unwrap();
         let b = c.recv().await.unwrap();
-        assert!(a >= start + 2 * MS, "first tick comes one period after creation");
+        assert!(
+            a >= start + 2 * MS,
+            "first tick comes one period after creation"
+        );
         assert!(b > a);
     });
 }
@@ -131,10 +137,16 @@ fn ticker_phase_and_dropped_ticks() {
         let c = tk.c().recv().await.unwrap();
         for (x, y) in [(a, b), (b, c)] {
             let gap = (y - x).as_nanos();
-            assert!(gap > 0 && gap % period.as_nanos() == 0, "off phase: {x:?} -> {y:?}");
+            assert!(
+                gap > 0 && gap % period.as_nanos() == 0,
+                "off phase: {x:?} -> {y:?}"
+            );
         }
         // After the stall the next tick is a fresh one, not the next in a backlog.
         assert!(c >= b + period);
-        assert!(c - a > 20 * MS, "ticks due during the stall were dropped, not queued");
+        assert!(
+            c - a > 20 * MS,
+            "ticks due during the stall were dropped, not queued"
+        );
     });
 }

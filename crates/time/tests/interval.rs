@@ -59,7 +59,11 @@ fn burst_catches_up_on_the_original_schedule() {
 fn delay_restarts_one_period_after_the_late_tick() {
     run(async {
         let (start, ticks) = after_stall(MissedTickBehavior::Delay).await;
-        assert_eq!(ticks[0].0, start + PERIOD, "the first missed tick is returned late");
+        assert_eq!(
+            ticks[0].0,
+            start + PERIOD,
+            "the first missed tick is returned late"
+        );
         for w in ticks.windows(2) {
             let ((_, seen), (due, _)) = (w[0], w[1]);
             // Each next tick is due one period after the (late) moment the previous one was
@@ -77,8 +81,15 @@ fn skip_drops_missed_ticks_and_keeps_the_phase() {
         assert_eq!(ticks[0].0, start + PERIOD);
         let next = ticks[1].0;
         // The stall lasted 5.5 periods: Burst would return start + 2P next.
-        assert!(next >= start + 5 * PERIOD, "missed ticks were returned: {ticks:?}");
-        assert_eq!((next - start).as_nanos() % PERIOD.as_nanos(), 0, "phase lost: {ticks:?}");
+        assert!(
+            next >= start + 5 * PERIOD,
+            "missed ticks were returned: {ticks:?}"
+        );
+        assert_eq!(
+            (next - start).as_nanos() % PERIOD.as_nanos(),
+            0,
+            "phase lost: {ticks:?}"
+        );
         for w in ticks[1..].windows(2) {
             assert_eq!(w[1].0, w[0].0 + PERIOD, "{ticks:?}");
         }
@@ -101,7 +112,10 @@ fn reset_variants() {
         iv.reset();
         let mut s = std::pin::pin!(iv.tick());
         let r = gort_time::timeout(10 * MS, s.as_mut()).await;
-        assert!(r.is_err(), "reset() makes the next tick one (hour-long) period away");
+        assert!(
+            r.is_err(),
+            "reset() makes the next tick one (hour-long) period away"
+        );
         assert!(before.elapsed() >= 10 * MS);
     });
 }

@@ -100,7 +100,11 @@ impl World {
                 return;
             }
             rt.clock = rt.clock.max(when);
-            rt.timer = if self.period > 0 { when + self.period } else { 0 };
+            rt.timer = if self.period > 0 {
+                when + self.period
+            } else {
+                0
+            };
             when
         };
         self.arming.fire(when, self.period > 0);
@@ -172,7 +176,10 @@ fn model(period: i64, op: fn(&World) -> (bool, Option<i64>)) {
                     w.arming.state(),
                 );
             } else {
-                assert!(fresh >= 1, "the new ticker arming delivered nothing: {got:?}");
+                assert!(
+                    fresh >= 1,
+                    "the new ticker arming delivered nothing: {got:?}"
+                );
             }
         }
     });
