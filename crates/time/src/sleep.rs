@@ -19,6 +19,10 @@ const WHAT: &str = "gort::time::Sleep";
 /// A zero duration completes on the first poll without touching any timer heap, and
 /// [`Duration::MAX`] (or anything past ~292 years) never completes and registers nothing.
 ///
+/// A non-zero sleep always yields to the scheduler at least once, even when it is already
+/// due by its first poll, as Go's `time.Sleep` always parks the goroutine: a loop such as
+/// `while !done { sleep(tiny).await }` cannot starve the task that sets `done`.
+///
 /// # Panics
 ///
 /// The returned future panics if it has to wait and is polled outside a gort runtime.
@@ -36,7 +40,9 @@ const WHAT: &str = "gort::time::Sleep";
 /// ```
 #[doc(alias = "Sleep")]
 pub fn sleep(duration: Duration) -> Sleep {
-    sleep_until(Instant::now() + duration)
+    let mut s = sleep_until(Instant::now() + duration);
+    s.yield_first = !duration.is_zero();
+    s
 }
 
 /// Waits until `deadline`. A deadline that has passed completes on the first poll, with no
@@ -63,6 +69,7 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
         deadline: deadline.as_nanos(),
         timer: None,
         armed: false,
+        yield_first: false,
     }
 }
 
@@ -73,10 +80,8 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 /// registered on the current P's timer heap on the first poll that has to wait, and stopped
 /// (its waker dropped at once) when the `Sleep` is dropped.
 ///
-/// A sleep that is already due when polled completes without yielding to the scheduler, and
-/// gort cannot preempt a task: a loop such as `while !done { sleep(tiny).await }` whose sleeps
-/// are always due by their first poll spins on its thread. Await
-/// `gort_sched::yield_now()` in such a loop (Go's `Sleep` always parks instead).
+/// A [`sleep`] of a non-zero duration yields at least once (Go's `Sleep` always parks); a
+/// [`sleep_until`] a deadline that has passed, or a zero sleep, completes on its first poll.
 ///
 /// # Examples
 ///
@@ -96,6 +101,8 @@ pub struct Sleep {
     timer: Option<Arc<Timer>>,
     /// Whether `timer` was armed (by `modify`) and not stopped since.
     armed: bool,
+    /// A non-zero `sleep` that is due by its first poll still yields once.
+    yield_first: bool,
 }
 
 impl Sleep {
@@ -118,6 +125,7 @@ impl Sleep {
 
     fn reset_inner(&mut self, deadline: Nanos) {
         self.deadline = deadline;
+        self.yield_first = false;
         let Some(t) = self.timer.as_ref().filter(|_| self.armed) else {
             return;
         };
@@ -153,9 +161,14 @@ impl Future for Sleep {
         let this = self.get_mut();
         // Exact: due at `now >= deadline`, never rounded up (tokio#6866).
         if nanotime() >= this.deadline {
+            if std::mem::take(&mut this.yield_first) {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
             this.disarm();
             return Poll::Ready(());
         }
+        this.yield_first = false;
         if this.deadline == NEVER {
             return Poll::Pending; // never comes: no timer at all
         }

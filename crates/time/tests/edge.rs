@@ -250,3 +250,27 @@ fn handles_are_debug() {
         );
     });
 }
+
+/// Go's `time.Sleep(d > 0)` always parks: a loop of tiny sleeps on a one-P runtime must let
+/// the task that ends the loop run.
+#[test]
+fn a_loop_of_tiny_sleeps_does_not_starve_its_p() {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Arc;
+    let rt = gort_sched::Builder::new().procs(1).build().unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let d = done.clone();
+    let waiter = rt.spawn(async move {
+        let d2 = d.clone();
+        let _setter = gort_sched::spawn(async move { d2.store(true, SeqCst) });
+        let mut spins = 0u64;
+        // Bounded, so that a regression fails instead of hanging.
+        while !d.load(SeqCst) && spins < 1_000_000 {
+            gort_time::sleep(std::time::Duration::from_nanos(1)).await;
+            spins += 1;
+        }
+        spins
+    });
+    let spins = rt.block_on(waiter).unwrap();
+    assert!(done.load(SeqCst), "the setter never ran: {spins} sleeps never yielded");
+}
