@@ -94,7 +94,10 @@ fn after_func_is_fn_and_a_reset_after_firing_runs_it_again() {
         while runs.load(SeqCst) == 0 {
             sleep(Duration::from_millis(1)).await;
         }
-        assert!(!f.reset(Duration::from_millis(1)), "it had fired: not active");
+        assert!(
+            !f.reset(Duration::from_millis(1)),
+            "it had fired: not active"
+        );
         while runs.load(SeqCst) < 2 {
             sleep(Duration::from_millis(1)).await;
         }

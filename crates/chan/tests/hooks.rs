@@ -147,7 +147,10 @@ fn a_reclaimed_receiver_parks_again_and_gets_the_next_value() {
     assert!(poll_once(&mut fut).is_pending());
     tx.try_send(1).unwrap();
     assert_eq!(tx.take_buffered(), 1);
-    assert!(poll_once(&mut fut).is_pending(), "woken spuriously, parks again");
+    assert!(
+        poll_once(&mut fut).is_pending(),
+        "woken spuriously, parks again"
+    );
     tx.try_send(2).unwrap();
     assert_eq!(poll_once(&mut fut), Poll::Ready(Some(2)));
 }

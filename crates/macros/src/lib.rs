@@ -47,11 +47,19 @@ fn try_expand(args: TokenStream, item: TokenStream, is_test: bool) -> syn::Resul
     let mut procs = None;
     for arg in args {
         if !arg.path.is_ident("procs") {
-            return Err(syn::Error::new_spanned(&arg.path, "gort: unknown argument; expected `procs = N`"));
+            return Err(syn::Error::new_spanned(
+                &arg.path,
+                "gort: unknown argument; expected `procs = N`",
+            ));
         }
         match &arg.value {
             Expr::Lit(l) if matches!(l.lit, Lit::Int(_)) => procs = Some(l.lit.clone()),
-            other => return Err(syn::Error::new_spanned(other, "gort: `procs` takes an integer literal")),
+            other => {
+                return Err(syn::Error::new_spanned(
+                    other,
+                    "gort: `procs` takes an integer literal",
+                ))
+            }
         }
     }
     if func.sig.asyncness.take().is_none() {
@@ -70,6 +78,10 @@ fn try_expand(args: TokenStream, item: TokenStream, is_test: bool) -> syn::Resul
         let __gort_rt = #builder.expect("gort: failed to build the runtime");
         __gort_rt.block_on(async move #ret #body)
     }};
-    let test_attr = if is_test { quote! { #[::core::prelude::v1::test] } } else { quote! {} };
+    let test_attr = if is_test {
+        quote! { #[::core::prelude::v1::test] }
+    } else {
+        quote! {}
+    };
     Ok(quote! { #test_attr #func }.into())
 }

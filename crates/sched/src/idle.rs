@@ -158,7 +158,11 @@ impl Idle {
 
     /// The idle-P step of `findrunnable`: give `p` up unless the global queue has work
     /// (checked under the lock, like Go's `sched.runqsize` check). Returns `p` back on refusal.
-    pub(crate) fn release_p(&self, p: Arc<P>, global_has_work: impl Fn() -> bool) -> Result<(), Arc<P>> {
+    pub(crate) fn release_p(
+        &self,
+        p: Arc<P>,
+        global_has_work: impl Fn() -> bool,
+    ) -> Result<(), Arc<P>> {
         let mut l = self.lock.lock();
         if global_has_work() {
             return Err(p);

@@ -150,9 +150,7 @@ pub mod timer_api {
     /// round-robin on a thread without one) and the scheduler's wake-up hook. `None` outside a
     /// gort runtime.
     pub fn with_home<R>(f: impl FnOnce(&Timers, &dyn Host) -> R) -> Option<R> {
-        crate::context::with_current(|s| {
-            s.map(|s| f(s.timer_home(), &crate::shared::TimerHost(s)))
-        })
+        crate::context::with_current(|s| s.map(|s| f(s.timer_home(), &crate::shared::TimerHost(s))))
     }
 
     /// Whether this thread is inside a gort runtime.

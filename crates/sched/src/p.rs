@@ -96,7 +96,10 @@ impl P {
     /// # Safety
     ///
     /// As [`P::with_local`].
-    pub(crate) unsafe fn next_local(&self, injector: &crossbeam_deque::Injector<Task>) -> Option<Task> {
+    pub(crate) unsafe fn next_local(
+        &self,
+        injector: &crossbeam_deque::Injector<Task>,
+    ) -> Option<Task> {
         // SAFETY: forwarded contract.
         unsafe {
             self.with_local(|l| {

@@ -125,7 +125,10 @@ mod timerfd {
         pub(super) fn new() -> io::Result<TimerFd> {
             // SAFETY: plain syscall; the result is checked before use.
             let fd = unsafe {
-                libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
+                libc::timerfd_create(
+                    libc::CLOCK_MONOTONIC,
+                    libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+                )
             };
             if fd < 0 {
                 return Err(io::Error::last_os_error());
@@ -141,7 +144,10 @@ mod timerfd {
         /// Arms the timer `delay_ns` (> 0) from now, replacing any earlier setting.
         pub(super) fn set(&self, delay_ns: i64) {
             let spec = libc::itimerspec {
-                it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+                it_interval: libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                },
                 it_value: libc::timespec {
                     tv_sec: (delay_ns / 1_000_000_000) as libc::time_t,
                     tv_nsec: (delay_ns % 1_000_000_000) as _,

@@ -28,7 +28,10 @@ fn cgroup_limit() -> Option<usize> {
         let (_, ctrls, path) = (parts.next()?, parts.next()?, parts.next()?);
         ctrls.split(',').any(|c| c == "cpu").then_some(path)
     })?;
-    for base in [format!("/sys/fs/cgroup/cpu{path}"), "/sys/fs/cgroup/cpu".to_string()] {
+    for base in [
+        format!("/sys/fs/cgroup/cpu{path}"),
+        "/sys/fs/cgroup/cpu".to_string(),
+    ] {
         let quota = fs::read_to_string(format!("{base}/cpu.cfs_quota_us"));
         let period = fs::read_to_string(format!("{base}/cpu.cfs_period_us"));
         if let (Ok(q), Ok(p)) = (quota, period) {

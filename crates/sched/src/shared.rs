@@ -183,8 +183,8 @@ impl Shared {
     /// `runnext` when `next`), else on the injector; then `wakep`.
     pub(crate) fn push_task(self: &Arc<Self>, task: Task, next: bool) {
         let p = context::current_p();
-        let ours = !p.is_null()
-            && context::with_current(|c| c.is_some_and(|c| Arc::ptr_eq(c, self)));
+        let ours =
+            !p.is_null() && context::with_current(|c| c.is_some_and(|c| Arc::ptr_eq(c, self)));
         if ours {
             // SAFETY: this thread holds `p` (context invariant) and no `with_local` borrow is
             // live across a task poll, which is where we are called from.

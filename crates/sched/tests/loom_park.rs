@@ -123,10 +123,7 @@ impl Sched {
         fence(SeqCst);
         if s.npidle.load(SeqCst) == 0
             || s.nmspinning.load(SeqCst) != 0
-            || s
-                .nmspinning
-                .compare_exchange(0, 1, SeqCst, SeqCst)
-                .is_err()
+            || s.nmspinning.compare_exchange(0, 1, SeqCst, SeqCst).is_err()
         {
             return None;
         }
@@ -151,7 +148,9 @@ impl Sched {
             None => {
                 // spawn_m: a new M starts with the P, spinning.
                 let s2 = this.clone();
-                Some(thread::spawn(move || Sched::m_loop(s2, Arc::new(Slot::default()), true)))
+                Some(thread::spawn(move || {
+                    Sched::m_loop(s2, Arc::new(Slot::default()), true)
+                }))
             }
         }
     }

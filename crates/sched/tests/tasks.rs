@@ -111,7 +111,10 @@ fn abort_cancels_a_pending_task_and_drops_its_future() {
         h.await.unwrap_err()
     });
     assert!(err.is_cancelled());
-    assert!(dropped.load(SeqCst), "the aborted task's future must be dropped");
+    assert!(
+        dropped.load(SeqCst),
+        "the aborted task's future must be dropped"
+    );
     gate.fire(); // waking a cancelled task is harmless
 }
 
@@ -139,7 +142,7 @@ fn spawn_from_outside_and_inside() {
 #[test]
 #[should_panic(expected = "must be called from the context of a gort runtime")]
 fn spawn_outside_a_runtime_panics() {
-    let _ = spawn(async {});
+    drop(spawn(async {}));
 }
 
 #[test]
@@ -194,7 +197,10 @@ fn yield_now_lets_others_run() {
         }
         false
     }));
-    assert!(saw.unwrap(), "a yielding task must let the other task on its P run");
+    assert!(
+        saw.unwrap(),
+        "a yielding task must let the other task on its P run"
+    );
 }
 
 #[test]
@@ -214,7 +220,10 @@ fn block_in_place_keeps_the_ps_other_tasks_running() {
         });
         r.load(SeqCst)
     }));
-    assert!(ok.unwrap(), "the other task did not run while the P's M was blocked");
+    assert!(
+        ok.unwrap(),
+        "the other task did not run while the P's M was blocked"
+    );
     assert!(ran.load(SeqCst));
 }
 
@@ -303,7 +312,11 @@ fn dropping_the_runtime_drops_every_future() {
     }
     std::thread::sleep(Duration::from_millis(20));
     drop(rt);
-    assert_eq!(LIVE.load(SeqCst), 0, "futures leaked after the runtime was dropped");
+    assert_eq!(
+        LIVE.load(SeqCst),
+        0,
+        "futures leaked after the runtime was dropped"
+    );
     drop(gates);
 }
 

@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 fn arm(d: Duration, log: &Arc<Mutex<Vec<(Nanos, Nanos)>>>) -> Arc<Timer> {
     let t = Timer::new();
     let log = log.clone();
-    t.set_fire(Arc::new(move |when: Nanos| log.lock().unwrap().push((when, nanotime()))));
+    t.set_fire(Arc::new(move |when: Nanos| {
+        log.lock().unwrap().push((when, nanotime()))
+    }));
     let when = deadline_after(nanotime(), d);
     with_home(|home, host| modify(&t, when, 0, home, host)).expect("in a runtime");
     t
@@ -127,7 +129,9 @@ fn shrinking_procs_moves_timers_go45716() {
         ts
     });
     rt.set_procs(1);
-    wait_for("all timers after shrinking", || log.lock().unwrap().len() == n);
+    wait_for("all timers after shrinking", || {
+        log.lock().unwrap().len() == n
+    });
     rt.set_procs(3);
     assert_eq!(rt.metrics().timers_pending, 0);
     drop(timers);
@@ -156,5 +160,9 @@ fn dropping_the_runtime_drops_pending_timer_payloads() {
     });
     assert_eq!(rt.metrics().timers_pending, 10);
     drop(rt);
-    assert_eq!(dropped.load(SeqCst), 10, "timer payloads leaked past shutdown");
+    assert_eq!(
+        dropped.load(SeqCst),
+        10,
+        "timer payloads leaked past shutdown"
+    );
 }

@@ -272,5 +272,8 @@ fn a_loop_of_tiny_sleeps_does_not_starve_its_p() {
         spins
     });
     let spins = rt.block_on(waiter).unwrap();
-    assert!(done.load(SeqCst), "the setter never ran: {spins} sleeps never yielded");
+    assert!(
+        done.load(SeqCst),
+        "the setter never ran: {spins} sleeps never yielded"
+    );
 }

@@ -188,7 +188,10 @@ fn stop_reclaims_a_value_handed_to_an_unpolled_receive() {
         let waker = std::task::Waker::from(flag.clone());
         let mut cx = std::task::Context::from_waker(&waker);
         let mut fut = Box::pin(t.c().recv());
-        assert!(fut.as_mut().poll(&mut cx).is_pending(), "parks before the fire");
+        assert!(
+            fut.as_mut().poll(&mut cx).is_pending(),
+            "parks before the fire"
+        );
         // The fire hands the value to the parked receive and wakes it; we do not poll it.
         let deadline = Instant::now() + Duration::from_secs(10);
         while !flag.0.load(SeqCst) {

@@ -26,7 +26,6 @@ pub(crate) trait JoinTarget<T>: Send + Sync {
 /// let n = rt.block_on(async { gort_sched::spawn(async { 6 * 7 }).await.unwrap() });
 /// assert_eq!(n, 42);
 /// ```
-#[must_use = "dropping a JoinHandle detaches the task; await it to get its output"]
 pub struct JoinHandle<T> {
     raw: Arc<dyn JoinTarget<T>>,
 }
