@@ -127,16 +127,23 @@ impl P {
     /// # Safety
     ///
     /// As [`P::with_local`].
-    pub(crate) unsafe fn push_local(&self, task: Task, next: bool) {
+    /// Returns whether the push made work stealable (the queue grew): only then is another M
+    /// worth waking; a task alone in `runnext` is run next by this P's own M.
+    pub(crate) unsafe fn push_local(&self, task: Task, next: bool) -> bool {
         // SAFETY: forwarded contract.
         unsafe {
             self.with_local(|l| {
                 if next {
-                    if let Some(old) = l.runnext.replace(task) {
-                        l.queue.push(old);
+                    match l.runnext.replace(task) {
+                        Some(old) => {
+                            l.queue.push(old);
+                            true
+                        }
+                        None => false,
                     }
                 } else {
                     l.queue.push(task);
+                    true
                 }
             })
         }

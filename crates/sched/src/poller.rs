@@ -7,6 +7,15 @@
 //! sleeps on a `timerfd` registered in the same `mio::Poll` and armed to the nanosecond
 //! (muduo's way, and smol-rs/polling's): epoll wakes when it expires. Elsewhere it falls back
 //! to the millisecond timeout, rounded up.
+//!
+//! Coalescing: every poller wake-up costs a timer re-arm and two context switches, which is
+//! most of the CPU a dense stream of deadlines costs (100k sleeps spread over a second are
+//! 10 µs apart). So the poller never sleeps to a deadline sooner than `MIN_GAP` after its
+//! previous wake-up: under a dense stream one wake-up runs a batch of timers and wake-ups
+//! are bounded to 10k a second, at the price of at most `MIN_GAP` of extra lateness; sparse
+//! timers (the previous wake-up long past) are woken for on the nanosecond. Go has proposed
+//! the same trade with fixed buckets (golang/go PR #79872, for epoll_pwait2); Tokio rounds
+//! every deadline to its 1 ms wheel tick.
 
 use gort_sync::atomic::{AtomicBool, Ordering::*};
 use gort_timer::{nanotime, Nanos};
@@ -16,15 +25,23 @@ use std::io;
 use std::time::Duration;
 
 const WAKER: Token = Token(0);
+/// The shortest interval between two timer wake-ups of the poller (ns).
+const MIN_GAP: i64 = 100_000;
 #[cfg(target_os = "linux")]
 const TIMER: Token = Token(1);
 
 pub(crate) struct Poller {
     /// Locked only by the M that won the poller role (`Idle::lastpoll`), so never contended.
-    inner: Mutex<(Poll, Events)>,
+    /// The `Nanos` is when the previous poll returned (for coalescing).
+    inner: Mutex<(Poll, Events, Nanos)>,
     waker: Waker,
     /// Go's `netpollWakeSig`: at most one outstanding wake-up write.
     wake_sig: AtomicBool,
+    /// The deadline the timerfd is armed to (0 = disarmed or expired); only the poller M
+    /// touches it. Re-arming costs a syscall that is slow under virtualisation (a timer
+    /// reprogramming exit), so an unchanged deadline is not re-armed.
+    #[cfg(target_os = "linux")]
+    armed: std::sync::atomic::AtomicI64,
     #[cfg(target_os = "linux")]
     timer: timerfd::TimerFd,
 }
@@ -44,9 +61,11 @@ impl Poller {
             t
         };
         Ok(Poller {
-            inner: Mutex::new((poll, Events::with_capacity(16))),
+            inner: Mutex::new((poll, Events::with_capacity(16), 0)),
             waker,
             wake_sig: AtomicBool::new(false),
+            #[cfg(target_os = "linux")]
+            armed: std::sync::atomic::AtomicI64::new(0),
             #[cfg(target_os = "linux")]
             timer,
         })
@@ -56,19 +75,28 @@ impl Poller {
     /// wake-ups; the caller re-checks everything anyway.
     pub(crate) fn poll(&self, until: Nanos) {
         let mut guard = self.inner.lock();
-        let (poll, events) = &mut *guard;
+        let (poll, events, last_wake) = &mut *guard;
+        let until = if until != 0 {
+            until.max(last_wake.saturating_add(MIN_GAP))
+        } else {
+            until
+        };
         let timeout = self.arm(until);
         if let Err(e) = poll.poll(events, timeout) {
             if e.kind() != io::ErrorKind::Interrupted {
                 panic!("gort: the poller failed: {e}");
             }
         }
+        *last_wake = nanotime();
         for ev in events.iter() {
             match ev.token() {
                 // Go's netpoll: a wake-up read resets netpollWakeSig so the next break writes.
                 WAKER => self.wake_sig.store(false, Release),
                 #[cfg(target_os = "linux")]
-                TIMER => self.timer.clear(),
+                TIMER => {
+                    self.timer.clear();
+                    self.armed.store(0, Relaxed);
+                }
                 _ => {}
             }
         }
@@ -83,7 +111,13 @@ impl Poller {
         if delay <= 0 {
             return Some(Duration::ZERO);
         }
-        self.timer.set(delay);
+        // An earlier arming that is still pending wakes us at the latest by `until` when it
+        // is the same deadline; a later one would oversleep, an earlier one wakes us early
+        // (harmless: the caller re-checks and re-polls).
+        if self.armed.load(Relaxed) != until {
+            self.timer.set(delay);
+            self.armed.store(until, Relaxed);
+        }
         None
     }
 

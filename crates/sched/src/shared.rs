@@ -180,19 +180,26 @@ impl Shared {
     }
 
     /// Queues a runnable task: on this thread's P when it holds one of this runtime (in
-    /// `runnext` when `next`), else on the injector; then `wakep`.
+    /// `runnext` when `next`), else on the injector; then `wakep` if the task is stealable.
     pub(crate) fn push_task(self: &Arc<Self>, task: Task, next: bool) {
         let p = context::current_p();
         let ours =
             !p.is_null() && context::with_current(|c| c.is_some_and(|c| Arc::ptr_eq(c, self)));
-        if ours {
+        let stealable = if ours {
             // SAFETY: this thread holds `p` (context invariant) and no `with_local` borrow is
             // live across a task poll, which is where we are called from.
-            unsafe { (*p).push_local(task, next) };
+            unsafe { (*p).push_local(task, next) }
         } else {
             self.injector.push(task);
+            true
+        };
+        // Go wakes an M for every readied goroutine; like Tokio's LIFO slot, gort does not
+        // when the task only filled an empty `runnext`: this M runs it next, and waking
+        // another M for it costs a futex round trip for an M that would find nothing (it was
+        // most of gort's CPU time in the sleep fan-out shape T3).
+        if stealable {
+            self.wakep();
         }
-        self.wakep();
     }
 
     /// The timers a new timer goes to: the current P's, or (on a thread without one) a P

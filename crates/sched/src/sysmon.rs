@@ -57,9 +57,15 @@ impl Sysmon {
                     earliest = earliest.min(w);
                 }
             }
-            // Sleep until the earliest timer would be overdue, within [BUSY_TICK, IDLE_TICK].
+            // Sleep until the earliest timer would be overdue, within [BUSY_TICK, IDLE_TICK];
+            // while some P is idle an idle M (the poller) runs timers on time, so sysmon
+            // only needs its long tick.
             let until_overdue = earliest.saturating_add(GRACE).saturating_sub(now).max(0) as u64;
-            let tick = Duration::from_nanos(until_overdue).clamp(BUSY_TICK, IDLE_TICK);
+            let tick = if shared.idle.npidle() > 0 {
+                IDLE_TICK
+            } else {
+                Duration::from_nanos(until_overdue).clamp(BUSY_TICK, IDLE_TICK)
+            };
             self.cv.wait_for(&mut stop, tick);
         }
     }

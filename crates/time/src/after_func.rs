@@ -12,21 +12,20 @@ use crate::rt::arm;
 
 const WHAT: &str = "gort::time::after_func";
 
-type Func = Arc<dyn Fn() + Send + Sync + 'static>;
+/// The runtime timer's payload: spawns a task running the function. `f` is inline, so an
+/// `after_func` costs two allocations (this and the runtime timer) and a firing one more (the
+/// task, which keeps this payload alive while `f` runs).
+struct Spawner<F>(F);
 
-/// The runtime timer's payload: spawns a task running the function.
-struct Spawner(Func);
-
-impl Fire for Spawner {
-    fn fire(&self, _when: Nanos) {
-        let f = self.0.clone();
+impl<F: Fn() + Send + Sync + 'static> Fire for Spawner<F> {
+    fn fire(self: Arc<Self>, _when: Nanos) {
         if gort_sched::timer_api::in_runtime() {
             // The task machinery catches a panic in `f` and counts it (Metrics::task_panics).
-            drop(gort_sched::spawn(async move { f() }));
+            drop(gort_sched::spawn(async move { (self.0)() }));
         } else {
             // Timers only run on runtime threads; should one ever run elsewhere, still call
             // `f`, and keep its panic away from the thread that ran the timer.
-            let _ = catch_unwind(AssertUnwindSafe(|| f()));
+            let _ = catch_unwind(AssertUnwindSafe(|| (self.0)()));
         }
     }
 }
@@ -66,7 +65,7 @@ impl Fire for Spawner {
 pub fn after_func(d: Duration, f: impl Fn() + Send + Sync + 'static) -> AfterFunc {
     let h = AfterFunc {
         timer: Timer::new(),
-        payload: Arc::new(Spawner(Arc::new(f))),
+        payload: Arc::new(Spawner(f)),
         lock: Mutex::new(()),
     };
     h.reset(d);
@@ -76,7 +75,7 @@ pub fn after_func(d: Duration, f: impl Fn() + Send + Sync + 'static) -> AfterFun
 /// The handle of an [`after_func`] timer.
 pub struct AfterFunc {
     timer: SyncArc<Timer>,
-    payload: Arc<Spawner>,
+    payload: Arc<dyn Fire>,
     /// Serialises stop/reset, so that a stop cannot fall between a reset's payload install
     /// and its arming.
     lock: Mutex<()>,

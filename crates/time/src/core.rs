@@ -36,7 +36,7 @@ pub(crate) struct Core {
 }
 
 impl Fire for Core {
-    fn fire(&self, when: Nanos) {
+    fn fire(self: std::sync::Arc<Self>, when: Nanos) {
         self.arming.fire(when, self.periodic);
     }
 }

@@ -18,13 +18,14 @@ use crate::timers::Shared;
 ///
 /// Any `Fn(Nanos) + Send + Sync + 'static` closure is a `Fire`.
 pub trait Fire: Send + Sync + 'static {
-    /// Called once per due deadline.
-    fn fire(&self, when: Nanos);
+    /// Called once per due deadline, with a reference of its own, so that a callback that
+    /// must outlive the call (a task it spawns) keeps `self` instead of allocating.
+    fn fire(self: std::sync::Arc<Self>, when: Nanos);
 }
 
 impl<F: Fn(Nanos) + Send + Sync + 'static> Fire for F {
-    fn fire(&self, when: Nanos) {
-        self(when)
+    fn fire(self: std::sync::Arc<Self>, when: Nanos) {
+        (*self)(when)
     }
 }
 
@@ -207,6 +208,8 @@ impl Timer {
         let mut g = self.target.lock();
         match &*g {
             Target::None => None,
+            // A callback payload stays installed across firings (Go's `f`/`arg`), so that a
+            // callback may re-arm its own timer.
             Target::Fire(f) => Some(Payload::Fire(f.clone())),
             Target::Waker(w) if periodic => Some(Payload::Waker(w.clone())),
             Target::Waker(_) => match std::mem::replace(&mut *g, Target::None) {

@@ -16,7 +16,7 @@ struct Probe {
 }
 
 impl Fire for Probe {
-    fn fire(&self, _when: Nanos) {
+    fn fire(self: std::sync::Arc<Self>, _when: Nanos) {
         self.fired.fetch_add(1, SeqCst);
     }
 }

@@ -48,7 +48,7 @@ pub fn quiet() -> impl Host {
 pub struct Counted(pub Arc<AtomicUsize>);
 
 impl Fire for Counted {
-    fn fire(&self, _when: Nanos) {}
+    fn fire(self: std::sync::Arc<Self>, _when: Nanos) {}
 }
 
 impl Drop for Counted {
