@@ -16,8 +16,10 @@ use std::sync::Arc;
 /// checked in the last round only, as Go does, so that a spinning M first looks for tasks.
 const STEAL_TRIES: usize = 4;
 
+/// An M's own state. The runtime's `Shared` is passed to every method rather than kept as
+/// a field: cloning its `Arc` in the scheduling loop made the reference count's cache line,
+/// shared by every M, the hottest spot of the yield benchmark (R2).
 struct M {
-    shared: Arc<Shared>,
     handle: Arc<MHandle>,
     p: Option<Arc<P>>,
     spinning: bool,
@@ -29,15 +31,14 @@ pub(crate) fn m_main(shared: Arc<Shared>, handle: Arc<MHandle>, p: Arc<P>, spinn
     let _ctx = context::enter(shared.clone());
     let rng = (Arc::as_ptr(&handle) as u64) ^ nanotime() as u64 | 1;
     let mut m = M {
-        shared: shared.clone(),
         handle,
         p: None,
         spinning,
         rng,
     };
     m.acquire(p);
-    m.schedule();
-    m.drop_p_on_exit();
+    m.schedule(&shared);
+    m.drop_p_on_exit(&shared);
     drop(m);
     let mut live = shared.live_ms.lock();
     *live -= 1;
@@ -50,14 +51,23 @@ impl M {
         self.p = Some(p);
     }
 
+    /// The P this M holds, borrowed for as long as the runtime lives (Ps are never freed
+    /// before it), so that the loops can call `&mut self` methods without cloning the `Arc`.
+    fn held_p<'a>(&self, _runtime: &'a Shared) -> Option<&'a P> {
+        let p = Arc::as_ptr(self.p.as_ref()?);
+        // SAFETY: `allp` in `Shared` keeps every P alive for the runtime's whole life, and the
+        // caller's `&'a Shared` proves the runtime outlives `'a`.
+        Some(unsafe { &*p })
+    }
+
     fn take_p(&mut self) -> Option<Arc<P>> {
         context::set_current_p(std::ptr::null());
         self.p.take()
     }
 
-    fn drop_p_on_exit(&mut self) {
+    fn drop_p_on_exit(&mut self, shared: &Arc<Shared>) {
         if let Some(p) = self.take_p() {
-            self.shared.idle.pidleput(p);
+            shared.idle.pidleput(p);
         }
     }
 
@@ -72,34 +82,34 @@ impl M {
     }
 
     /// Go's `schedule`: the M's whole life.
-    fn schedule(&mut self) {
+    fn schedule(&mut self, shared: &Arc<Shared>) {
         loop {
-            if self.shared.is_shutdown() {
+            if shared.is_shutdown() {
                 return;
             }
-            let Some(p) = self.p.clone() else {
-                if !self.stopm() {
+            let Some(id) = self.p.as_ref().map(|p| p.id) else {
+                if !self.stopm(shared) {
                     return;
                 }
                 continue;
             };
-            if p.id >= self.shared.nprocs() {
-                self.retire_p();
+            if id >= shared.nprocs() {
+                self.retire_p(shared);
                 continue;
             }
-            if let Some(task) = self.find_runnable() {
+            if let Some(task) = self.find_runnable(shared) {
                 if self.spinning {
-                    self.reset_spinning();
+                    self.reset_spinning(shared);
                 }
                 task.run();
-                self.sync_p_after_run();
+                self.sync_p_after_run(shared);
             }
         }
     }
 
     /// A task's poll may have called `block_in_place`, which hands our P away and may pick up
     /// another: the context says which P this thread holds now.
-    fn sync_p_after_run(&mut self) {
+    fn sync_p_after_run(&mut self, shared: &Arc<Shared>) {
         let now = context::current_p();
         let held = self.p.as_ref().map_or(std::ptr::null(), Arc::as_ptr);
         if now != held {
@@ -108,7 +118,7 @@ impl M {
             } else {
                 // SAFETY: a non-null context P is a live P of this runtime.
                 let id = unsafe { (*now).id };
-                self.shared.p(id).cloned()
+                shared.p(id).cloned()
             };
         }
     }
@@ -120,10 +130,10 @@ impl M {
     /// task, a message arrived), that M spins, finds nothing and parks again, a futex round
     /// trip per event that was most of gort's CPU time in T3/T4. Work that arrives later
     /// wakes an M itself (`push_task`), so only work already queued needs this wake-up.
-    fn reset_spinning(&mut self) {
+    fn reset_spinning(&mut self, shared: &Arc<Shared>) {
         self.spinning = false;
-        if self.shared.idle.dec_spinning() == 0 && self.more_work_queued() {
-            self.shared.wakep();
+        if shared.idle.dec_spinning() == 0 && self.more_work_queued(shared) {
+            shared.wakep();
         }
     }
 
@@ -131,23 +141,27 @@ impl M {
     /// injector has work, or this P's queue holds more than the one task this M would take
     /// next anyway (a futex wake-up and the context switches cost more than running one
     /// small task here).
-    fn more_work_queued(&self) -> bool {
-        !self.shared.injector.is_empty() || self.p.as_ref().is_some_and(|p| p.stealer.len() > 1)
+    fn more_work_queued(&self, shared: &Shared) -> bool {
+        !shared.injector.is_empty() || self.p.as_ref().is_some_and(|p| p.stealer.len() > 1)
     }
 
     /// Go's `findrunnable`. Returns `None` when the M lost its P (it parked and will retry)
     /// or the runtime shuts down.
-    fn find_runnable(&mut self) -> Option<Task> {
-        let shared = self.shared.clone();
+    fn find_runnable(&mut self, shared: &Arc<Shared>) -> Option<Task> {
         loop {
-            let p = self.p.clone()?;
+            let p = self.held_p(shared)?;
             if shared.is_shutdown() || p.id >= shared.nprocs() {
                 return None;
             }
             // checkTimers(pp, 0): run this P's due timers before picking a task, so that the
-            // tasks they wake are found just below.
-            let mut now = nanotime();
-            let mut poll_until = p.timers.check(now, true).next;
+            // tasks they wake are found just below. As in Go, the clock is read only when the
+            // P has timers (a clock read costs more than a yield's whole scheduling round).
+            let mut now = 0;
+            let mut poll_until = 0;
+            if p.timers.wake_time() != 0 {
+                now = nanotime();
+                poll_until = p.timers.check(now, true).next;
+            }
 
             // SAFETY: this M holds `p`.
             if let Some(t) = unsafe { p.next_local(&shared.injector) } {
@@ -169,7 +183,10 @@ impl M {
                     self.spinning = true;
                     shared.idle.inc_spinning();
                 }
-                let (task, next, ran) = self.steal_work(&p, now);
+                if now == 0 {
+                    now = nanotime();
+                }
+                let (task, next, ran) = self.steal_work(shared, p, now);
                 if task.is_some() {
                     return task;
                 }
@@ -178,7 +195,6 @@ impl M {
                     // Stolen timers may have readied tasks (onto our runnext): look again.
                     continue;
                 }
-                now = nanotime();
             }
 
             // Nothing to do: give the P up unless the global queue refilled meanwhile.
@@ -197,7 +213,7 @@ impl M {
             } else {
                 shared.idle.idle_fence();
             }
-            if self.work_appeared() {
+            if self.work_appeared(shared) {
                 if let Some(p) = shared.idle.pidleget() {
                     self.acquire(p);
                     if was_spinning {
@@ -244,7 +260,7 @@ impl M {
                     shared.poller.break_poll();
                 }
             }
-            if !self.stopm() {
+            if !self.stopm(shared) {
                 return None;
             }
         }
@@ -252,15 +268,19 @@ impl M {
 
     /// After dropping out of spinning: has any queue got work (Go re-checks every P's run
     /// queue; we also re-check the injector, which is lock-free here, see idle.rs).
-    fn work_appeared(&self) -> bool {
-        !self.shared.injector.is_empty() || self.shared.all_ps().any(|p| p.has_queued())
+    fn work_appeared(&self, shared: &Shared) -> bool {
+        !shared.injector.is_empty() || shared.all_ps().any(|p| p.has_queued())
     }
 
     /// Go's `stealWork`: several rounds over the other Ps in random order; the last round
     /// also runs their due timers. Returns a task, the earliest timer seen, and whether any
     /// timer ran.
-    fn steal_work(&mut self, p: &Arc<P>, mut now: Nanos) -> (Option<Task>, Nanos, bool) {
-        let shared = self.shared.clone();
+    fn steal_work(
+        &mut self,
+        shared: &Shared,
+        p: &P,
+        mut now: Nanos,
+    ) -> (Option<Task>, Nanos, bool) {
         let n = shared.nallp();
         let mut next = 0;
         let mut ran = false;
@@ -304,9 +324,8 @@ impl M {
     }
 
     /// Go's `stopm`: park until handed a P. Returns false on shutdown.
-    fn stopm(&mut self) -> bool {
+    fn stopm(&mut self, shared: &Arc<Shared>) -> bool {
         debug_assert!(self.p.is_none() && !self.spinning);
-        let shared = self.shared.clone();
         loop {
             if shared.is_shutdown() {
                 return false;
@@ -337,7 +356,7 @@ impl M {
                 }
             }
             // Backstop: look around once on our own.
-            if self.work_appeared() || self.timers_due() {
+            if self.work_appeared(shared) || self.timers_due(shared) {
                 if let Some(p) = shared.idle.pidleget() {
                     self.acquire(p);
                     return true;
@@ -346,17 +365,16 @@ impl M {
         }
     }
 
-    fn timers_due(&self) -> bool {
+    fn timers_due(&self, shared: &Shared) -> bool {
         let now = nanotime();
-        self.shared
+        shared
             .all_ps()
             .any(|p| matches!(p.timers.wake_time(), w if w != 0 && w <= now))
     }
 
     /// Our P was removed by `set_procs` (Go's `procresize` -> `destroy`): move its tasks to the
     /// global queue and its timers to a live P, then mark it dead.
-    fn retire_p(&mut self) {
-        let shared = self.shared.clone();
+    fn retire_p(&mut self, shared: &Arc<Shared>) {
         let p = self.take_p().expect("gort: retire without a P");
         let host = DeferredHost::default();
         let retired = shared.idle.locked(|l| {
