@@ -391,7 +391,7 @@ impl M {
             let _ = l;
             Ok(())
         });
-        host.flush(&shared);
+        host.flush(shared);
         match retired {
             Err(p) => self.acquire(p),
             Ok(()) => {
