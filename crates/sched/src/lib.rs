@@ -62,8 +62,11 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    match context::current() {
-        Some(shared) => runtime::spawn_on(&shared, future),
+    // Borrow the context's runtime: the task clones its `Arc` once; a second clone here
+    // would bounce the shared reference count between Ms on every spawn.
+    let spawned = context::with_current(|s| s.map(|s| runtime::spawn_on(s, future)));
+    match spawned {
+        Some(handle) => handle,
         None => panic!("gort::spawn {OUTSIDE}"),
     }
 }
