@@ -213,15 +213,8 @@ impl M {
             } else {
                 shared.idle.idle_fence();
             }
-            if self.work_appeared(shared) {
-                if let Some(p) = shared.idle.pidleget() {
-                    self.acquire(p);
-                    if was_spinning {
-                        self.spinning = true;
-                        shared.idle.inc_spinning();
-                    }
-                    continue;
-                }
+            if self.work_appeared(shared) && self.reacquire(shared, was_spinning) {
+                continue;
             }
             // The earliest timer over every P, including ones added while we searched. A
             // timer that is already due belongs to a P we could not steal from (the spinning
@@ -245,12 +238,7 @@ impl M {
                 }
                 shared.idle.poll_until.store(0, SeqCst);
                 shared.idle.lastpoll.store(nanotime(), SeqCst);
-                if let Some(p) = shared.idle.pidleget() {
-                    self.acquire(p);
-                    if was_spinning {
-                        self.spinning = true;
-                        shared.idle.inc_spinning();
-                    }
+                if self.reacquire(shared, was_spinning) {
                     continue;
                 }
             } else if poll_until != 0 {
@@ -264,6 +252,21 @@ impl M {
                 return None;
             }
         }
+    }
+
+    /// Takes an idle P back after new work or a poller wake-up. A formerly spinning M spins
+    /// again, as a signal for `reset_spinning` to wake another M (Go). Returns false when no
+    /// P was idle.
+    fn reacquire(&mut self, shared: &Shared, was_spinning: bool) -> bool {
+        let Some(p) = shared.idle.pidleget() else {
+            return false;
+        };
+        self.acquire(p);
+        if was_spinning {
+            self.spinning = true;
+            shared.idle.inc_spinning();
+        }
+        true
     }
 
     /// After dropping out of spinning: has any queue got work (Go re-checks every P's run
