@@ -15,16 +15,19 @@
 //! the rest (a break still ends the spin at once). That costs at most `EARLY` of CPU per
 //! sparse wake-up (5 % of a core for a 1 ms ticker) and is never done for dense streams.
 //!
-//! Coalescing: every poller wake-up costs a timer re-arm and two context switches, which is
-//! most of the CPU a dense stream of deadlines costs (100k sleeps spread over a second are
-//! 10 µs apart). So the poller never sleeps to a deadline sooner than `MIN_GAP` after its
-//! previous wake-up: under a dense stream one wake-up runs a batch of timers and wake-ups
-//! are bounded to 10k a second, at the price of at most `MIN_GAP` of extra lateness; sparse
-//! timers (the previous wake-up long past) are woken for on the nanosecond. Go has proposed
-//! the same trade with fixed buckets (golang/go PR #79872, for epoll_pwait2); Tokio rounds
-//! every deadline to its 1 ms wheel tick.
+//! Coalescing: every poller wake-up costs a timer re-arm and two context switches (tens of
+//! microseconds of CPU under virtualisation), which is most of the CPU a dense stream of
+//! deadlines costs (100k sleeps spread over a second are 10 µs apart). So the poller never
+//! sleeps to a deadline sooner than a *gap* after the deadline it last slept to, and the gap
+//! adapts to the stream: each timer wake-up that ran two or more timers doubles it (up to
+//! `MAX_GAP`), each that ran at most one halves it (down to `MIN_GAP`). A dense stream is
+//! thus served in batches at most ~1k wake-ups a second (Tokio's 1 ms wheel tick, Go 1.19's
+//! millisecond `epoll_wait`), while a lone fast ticker, which runs one timer per wake-up,
+//! keeps `MIN_GAP` and fires on the nanosecond. The gap counts from the previous *target*,
+//! not from when the thread woke, so a ticker whose period equals the gap does not drift
+//! by the wake-up delay.
 
-use gort_sync::atomic::{AtomicBool, Ordering::*};
+use gort_sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use gort_timer::{nanotime, Nanos};
 use mio::{Events, Poll, Token, Waker};
 use parking_lot::Mutex;
@@ -34,6 +37,8 @@ use std::time::Duration;
 const WAKER: Token = Token(0);
 /// The shortest interval between two timer wake-ups of the poller (ns).
 const MIN_GAP: i64 = 100_000;
+/// The longest the gap grows to under a dense stream of deadlines (ns).
+const MAX_GAP: i64 = 1_000_000;
 /// A deadline this long after the previous wake-up is sparse: wake early and spin.
 const SPARSE: i64 = 500_000;
 /// How early a sparse deadline's wake-up is armed, to be spun away (ns).
@@ -41,10 +46,58 @@ const EARLY: i64 = 50_000;
 #[cfg(target_os = "linux")]
 const TIMER: Token = Token(1);
 
+/// The coalescing state: only the poller M touches it.
+#[derive(Debug)]
+struct Gap {
+    /// The deadline the last timer wake-up slept to.
+    last_target: Nanos,
+    /// The current minimum distance between two timer wake-ups' deadlines.
+    gap: i64,
+    /// The runtime's `fired` count when the last timer wake-up returned; `None` once that
+    /// wake-up was judged.
+    mark: Option<u64>,
+}
+
+impl Gap {
+    const fn new() -> Gap {
+        Gap {
+            last_target: 0,
+            gap: MIN_GAP,
+            mark: None,
+        }
+    }
+
+    /// Judges the last timer wake-up by how many timers have run since it (`fired` is the
+    /// runtime's running count): a batch of two or more means a dense stream.
+    fn judge(&mut self, fired: u64) {
+        if let Some(mark) = self.mark.take() {
+            self.gap = if fired.wrapping_sub(mark) >= 2 {
+                (self.gap * 2).min(MAX_GAP)
+            } else {
+                (self.gap / 2).max(MIN_GAP)
+            };
+        }
+    }
+
+    /// What to sleep to for a deadline `until` (> 0): never sooner than the gap after the
+    /// last target; and whether the deadline is sparse (wake early and spin).
+    fn target(&self, until: Nanos) -> (Nanos, bool) {
+        let sparse = self.gap == MIN_GAP && until.saturating_sub(self.last_target) >= SPARSE;
+        (until.max(self.last_target.saturating_add(self.gap)), sparse)
+    }
+
+    /// A poll for `target` returned at or after it.
+    fn woke(&mut self, target: Nanos, fired: u64) {
+        self.last_target = target;
+        self.mark = Some(fired);
+    }
+}
+
 pub(crate) struct Poller {
     /// Locked only by the M that won the poller role (`Idle::lastpoll`), so never contended.
-    /// The `Nanos` is when a poll last returned at or after its deadline (for coalescing).
-    inner: Mutex<(Poll, Events, Nanos)>,
+    inner: Mutex<(Poll, Events, Gap)>,
+    /// Timers run anywhere in the runtime (the batch size of a wake-up, for coalescing).
+    fired: AtomicU64,
     waker: Waker,
     /// Go's `netpollWakeSig`: at most one outstanding wake-up write.
     wake_sig: AtomicBool,
@@ -72,7 +125,8 @@ impl Poller {
             t
         };
         Ok(Poller {
-            inner: Mutex::new((poll, Events::with_capacity(16), 0)),
+            inner: Mutex::new((poll, Events::with_capacity(16), Gap::new())),
+            fired: AtomicU64::new(0),
             waker,
             wake_sig: AtomicBool::new(false),
             #[cfg(target_os = "linux")]
@@ -82,16 +136,21 @@ impl Poller {
         })
     }
 
+    /// Counts timers that ran (any M, any P): how big the last wake-up's batch was.
+    pub(crate) fn note_fired(&self, n: usize) {
+        self.fired.fetch_add(n as u64, Relaxed);
+    }
+
     /// Blocks until `until` (0 = no deadline) or a `break_poll`. Returns early on spurious
     /// wake-ups; the caller re-checks everything anyway.
     pub(crate) fn poll(&self, until: Nanos) {
         let mut guard = self.inner.lock();
-        let (poll, events, last_wake) = &mut *guard;
+        let (poll, events, g) = &mut *guard;
+        g.judge(self.fired.load(Relaxed));
         let mut timeout = None;
         let mut target = 0;
         if until != 0 {
-            let sparse = until.saturating_sub(*last_wake) >= SPARSE;
-            let until = until.max(last_wake.saturating_add(MIN_GAP));
+            let (until, sparse) = g.target(until);
             target = until;
             if sparse && until - nanotime() <= EARLY {
                 // Close enough: spin to the deadline, then take a zero-timeout look at the
@@ -111,9 +170,8 @@ impl Poller {
         }
         // Only a wake-up that reached its deadline counts for coalescing: an early (sparse)
         // wake-up or a break is followed by a poll for the same deadline.
-        let now = nanotime();
-        if target != 0 && now >= target {
-            *last_wake = now;
+        if target != 0 && nanotime() >= target {
+            g.woke(target, self.fired.load(Relaxed));
         }
         for ev in events.iter() {
             match ev.token() {
@@ -225,5 +283,66 @@ mod timerfd {
             // SAFETY: reading 8 bytes into an 8-byte buffer from our own non-blocking fd.
             let _ = unsafe { libc::read(self.raw(), buf.as_mut_ptr().cast(), buf.len()) };
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    const MS: i64 = 1_000_000;
+
+    /// Drives `g` through wake-ups at `deadlines`, `batch` timers each; returns the targets.
+    fn run(g: &mut Gap, deadlines: impl Iterator<Item = Nanos>, batch: u64) -> Vec<Nanos> {
+        let mut fired = 0;
+        deadlines
+            .map(|d| {
+                g.judge(fired);
+                let (t, _) = g.target(d);
+                g.woke(t, fired);
+                fired += batch;
+                t
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lone_ticker_keeps_the_minimum_gap_and_never_drifts() {
+        let mut g = Gap::new();
+        // A 150 µs ticker: one timer per wake-up, every target exactly its deadline.
+        let ticks: Vec<Nanos> = (1..1000).map(|k| 10 * MS + k * 150_000).collect();
+        assert_eq!(run(&mut g, ticks.iter().copied(), 1), ticks);
+        assert_eq!(g.gap, MIN_GAP);
+    }
+
+    #[test]
+    fn dense_stream_grows_the_gap_to_the_maximum_then_sparse_shrinks_it() {
+        let mut g = Gap::new();
+        // Deadlines 10 µs apart, each wake-up runs several timers.
+        let targets = run(&mut g, (1..10_000).map(|k| MS + k * 10_000), 5);
+        assert_eq!(g.gap, MAX_GAP);
+        for w in targets.windows(2).skip(10) {
+            assert!(w[1] - w[0] >= MAX_GAP, "wake-ups {w:?} closer than the gap");
+        }
+        // The stream thins out to one timer per wake-up: back to full precision.
+        let t0 = *targets.last().unwrap() + 10 * MS;
+        run(&mut g, (0..10).map(|k| t0 + k * 2 * MS), 1);
+        assert_eq!(g.gap, MIN_GAP);
+    }
+
+    #[test]
+    fn a_target_is_never_before_its_deadline_and_sparse_needs_the_minimum_gap() {
+        let mut g = Gap::new();
+        let (t, sparse) = g.target(5 * MS);
+        assert_eq!(t, 5 * MS);
+        assert!(sparse, "a deadline long after the last wake-up is sparse");
+        g.woke(5 * MS, 0);
+        assert_eq!(g.target(5 * MS + 1).0, 5 * MS + MIN_GAP);
+        g.judge(2);
+        assert_eq!(g.gap, 2 * MIN_GAP);
+        assert!(
+            !g.target(50 * MS).1,
+            "no early spin while coalescing a dense stream"
+        );
     }
 }

@@ -9,7 +9,7 @@ use crate::poller::Poller;
 use crate::task::{Registry, Schedule, Task};
 use crate::worker;
 use crossbeam_deque::Injector;
-use gort_timer::{Host, Nanos, Timers};
+use gort_timer::{Checked, Host, Nanos, Timers};
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, OnceLock};
@@ -73,6 +73,16 @@ impl Shared {
         let p = self.allp[id].get_or_init(|| Arc::new(P::new(id))).clone();
         self.nallp.fetch_max(id + 1, AcqRel);
         p
+    }
+
+    /// Go's `checkTimers` on one heap, counting the timers that ran for the poller's
+    /// coalescing. `local`: the caller holds the P that owns `timers`.
+    pub(crate) fn run_timers(&self, timers: &Timers, now: Nanos, local: bool) -> Checked {
+        let c = timers.check(now, local);
+        if c.ran > 0 {
+            self.poller.note_fired(c.ran);
+        }
+        c
     }
 
     /// Every P that exists, live or retired (retired ones may still hold late timers).

@@ -51,7 +51,7 @@ impl Sysmon {
             for p in shared.all_ps() {
                 let mut w = p.timers.wake_time();
                 if w != 0 && w.saturating_add(GRACE) <= now {
-                    w = p.timers.check(now, false).next;
+                    w = shared.run_timers(&p.timers, now, false).next;
                 }
                 if w != 0 {
                     earliest = earliest.min(w);

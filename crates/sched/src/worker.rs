@@ -160,7 +160,7 @@ impl M {
             let mut poll_until = 0;
             if p.timers.wake_time() != 0 {
                 now = nanotime();
-                poll_until = p.timers.check(now, true).next;
+                poll_until = shared.run_timers(&p.timers, now, true).next;
             }
 
             // SAFETY: this M holds `p`.
@@ -225,7 +225,7 @@ impl M {
             for p2 in shared.all_ps() {
                 let mut w = p2.timers.wake_time();
                 if w != 0 && w <= now {
-                    w = p2.timers.check(now, false).next;
+                    w = shared.run_timers(&p2.timers, now, false).next;
                 }
                 poll_until = min_nonzero(poll_until, w);
             }
@@ -301,7 +301,7 @@ impl M {
                 }
                 let Some(p2) = shared.p(id) else { continue };
                 if last {
-                    let c = p2.timers.check(now, false);
+                    let c = shared.run_timers(&p2.timers, now, false);
                     next = min_nonzero(next, c.next);
                     if c.ran > 0 {
                         ran = true;
