@@ -130,6 +130,7 @@ pub fn modify(t: &Arc<Timer>, when: Nanos, period: Nanos, home: &Timers, host: &
             let s = &*home.shared;
             let mut h = home.lock();
             h.c.modified += 1;
+            s.tidy(&mut h);
             s.doaddtimer(&mut h, t.clone(), when);
         }
         t.cas_owned(

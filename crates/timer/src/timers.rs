@@ -285,6 +285,17 @@ impl Shared {
     pub(crate) fn too_many_deleted(&self, len: usize) -> bool {
         self.deleted.load(Relaxed) > (len / 4) as i64
     }
+
+    /// Before an insertion (lock held): Go's addtimer calls `cleantimers`; we also apply the
+    /// 1/4 rule here (Go only does in checkTimers), so that a task that arms and stops
+    /// timers in a loop without reaching the scheduler keeps its heap within 4/3 of the
+    /// live timers instead of growing without bound. Amortised O(log n) per stop.
+    pub(crate) fn tidy(&self, h: &mut Heap) {
+        self.cleantimers(h);
+        if self.too_many_deleted(h.len()) {
+            self.clear_deleted(h);
+        }
+    }
 }
 
 impl Timers {
@@ -332,7 +343,7 @@ impl Timers {
         t.period.store(period, Relaxed);
         {
             let mut h = self.lock();
-            self.shared.cleantimers(&mut h);
+            self.shared.tidy(&mut h);
             self.shared.doaddtimer(&mut h, t.clone(), when);
         }
         t.cas_owned(Status::Modifying, Status::Waiting, "add: lost Modifying");

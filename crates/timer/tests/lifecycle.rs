@@ -49,6 +49,38 @@ fn quarter_rule_threshold_is_strict() {
     assert_eq!(ts.len(), 8);
 }
 
+// ---- cleantimers on arming ---------------------------------------------------------------------
+
+#[test]
+fn start_stop_loop_keeps_the_heap_near_its_live_size() {
+    // T1's pattern: arm a fresh timer, stop it, never run `check`. Arming clears stopped
+    // timers off the top (Go's addtimer) and applies the 1/4 rule, so nothing piles up even
+    // behind live timers that stay at the top.
+    let ts = Timers::new(0);
+    let log = Log::new();
+    let live: Vec<_> = (0..100)
+        .map(|i| armed(&ts, &log, i, 1_000 + i as i64))
+        .collect();
+    for i in 0..10_000 {
+        let t = Timer::new();
+        modify(&t, 2_000_000 + i, 0, &ts, &quiet());
+        assert!(del(&t));
+        assert!(
+            ts.len() <= 100 + 100 / 3 + 2,
+            "heap grew to {} after {i} start-stops",
+            ts.len()
+        );
+    }
+    for t in &live {
+        del(t);
+    }
+    let t = Timer::new();
+    modify(&t, 5_000_000, 0, &ts, &quiet());
+    assert_eq!((ts.len(), ts.deleted()), (1, 0), "all stopped timers went");
+    ts.verify();
+    assert_eq!(ts.check(1_000_000, true).ran, 0, "no stopped timer fires");
+}
+
 // ---- moveTimers / drain -----------------------------------------------------------------------
 
 #[test]
