@@ -107,7 +107,7 @@ impl AfterFunc {
             return del(&self.timer);
         }
         // `del` drops the payload, so it is installed again on every arming.
-        self.timer.set_fire(self.payload.clone());
+        self.timer.ensure_fire(&self.payload);
         arm(&self.timer, when, 0, WHAT)
     }
 }

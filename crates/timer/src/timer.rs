@@ -155,6 +155,21 @@ impl Timer {
         drop(old); // outside the lock: a payload's Drop may run arbitrary code
     }
 
+    /// Installs `f` unless it is installed already (same allocation): what a re-arm after
+    /// a possible [`del`](crate::del) needs, without the reference-count traffic of
+    /// [`set_fire`](Timer::set_fire) when the payload is still there.
+    pub fn ensure_fire(&self, f: &std::sync::Arc<dyn Fire>) {
+        let mut g = self.target.lock();
+        if let Target::Fire(old) = &*g {
+            if std::sync::Arc::ptr_eq(old, f) {
+                return;
+            }
+        }
+        let old = std::mem::replace(&mut *g, Target::Fire(f.clone()));
+        drop(g);
+        drop(old); // outside the lock: a payload's Drop may run arbitrary code
+    }
+
     /// Installs or replaces a [`Waker`] payload; a no-op if the installed one `will_wake` the
     /// same task. Firing wakes it: a one-shot run consumes it, a periodic run clones it.
     ///
