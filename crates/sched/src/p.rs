@@ -10,6 +10,7 @@
 
 use crate::task::Task;
 use crossbeam_deque::{Steal, Stealer, Worker};
+use crossbeam_utils::CachePadded;
 use gort_sync::atomic::{AtomicU8, Ordering::*};
 use gort_timer::Timers;
 use std::cell::UnsafeCell;
@@ -40,7 +41,10 @@ pub(crate) struct Local {
 pub(crate) struct P {
     pub(crate) id: usize,
     status: AtomicU8,
-    local: UnsafeCell<Local>,
+    /// Written on every scheduling round by the owner: padded to a cache line of its own so
+    /// that other Ms reading `stealer` and `timers` (stealing, glancing at timers) do not
+    /// bounce it.
+    local: CachePadded<UnsafeCell<Local>>,
     pub(crate) stealer: Stealer<Task>,
     pub(crate) timers: Timers,
 }
@@ -59,12 +63,12 @@ impl P {
             id,
             // Not in service until it is put in the idle list.
             status: AtomicU8::new(P_DEAD),
-            local: UnsafeCell::new(Local {
+            local: CachePadded::new(UnsafeCell::new(Local {
                 queue,
                 runnext: None,
                 tick: 0,
                 runnext_streak: 0,
-            }),
+            })),
             stealer,
             timers: Timers::new(id),
         }
