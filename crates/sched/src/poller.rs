@@ -18,14 +18,16 @@
 //! Coalescing: every poller wake-up costs a timer re-arm and two context switches (tens of
 //! microseconds of CPU under virtualisation), which is most of the CPU a dense stream of
 //! deadlines costs (100k sleeps spread over a second are 10 µs apart). So the poller never
-//! sleeps to a deadline sooner than a *gap* after the deadline it last slept to, and the gap
+//! sleeps to a deadline sooner than a *gap* after the deadline it last slept to. The gap
 //! adapts to the stream: each timer wake-up that ran two or more timers doubles it (up to
-//! `MAX_GAP`), each that ran at most one halves it (down to `MIN_GAP`). A dense stream is
-//! thus served in batches at most ~1k wake-ups a second (Tokio's 1 ms wheel tick, Go 1.19's
-//! millisecond `epoll_wait`), while a lone fast ticker, which runs one timer per wake-up,
-//! keeps `MIN_GAP` and fires on the nanosecond. The gap counts from the previous *target*,
-//! not from when the thread woke, so a ticker whose period equals the gap does not drift
-//! by the wake-up delay.
+//! `MAX_GAP`), each that ran at most one halves it (down to `MIN_GAP`). Beyond `MIN_GAP`
+//! the deferral is bounded by the earliest timer's *slack* (`Timer::set_slack`; gort::time
+//! gives 1/16 of the duration asked for), so only timers long enough not to care are
+//! batched. A dense stream of long sleeps is thus served at most ~1k wake-ups a second
+//! (Tokio's 1 ms wheel tick, Go 1.19's millisecond `epoll_wait`), while a lone fast ticker
+//! (one timer per wake-up) and short timers that tasks wait on in a loop keep their
+//! precision. The gap counts from the previous *target*, not from when the thread woke, so a
+//! ticker whose period equals the gap does not drift by the wake-up delay.
 
 use gort_sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use gort_timer::{nanotime, Nanos};
@@ -79,11 +81,18 @@ impl Gap {
         }
     }
 
-    /// What to sleep to for a deadline `until` (> 0): never sooner than the gap after the
-    /// last target; and whether the deadline is sparse (wake early and spin).
-    fn target(&self, until: Nanos) -> (Nanos, bool) {
+    /// What to sleep to for a deadline `until` (> 0) whose timer tolerates running as late
+    /// as `latest` (>= `until`; its slack): never before `until`; up to `MIN_GAP` after the
+    /// last target whatever the slack; beyond that, up to the adaptive gap but not past
+    /// `latest`. And whether the deadline is sparse (wake early and spin).
+    fn target(&self, until: Nanos, latest: Nanos) -> (Nanos, bool) {
         let sparse = self.gap == MIN_GAP && until.saturating_sub(self.last_target) >= SPARSE;
-        (until.max(self.last_target.saturating_add(self.gap)), sparse)
+        let floor = self.last_target.saturating_add(MIN_GAP);
+        let coalesced = self
+            .last_target
+            .saturating_add(self.gap)
+            .min(latest.max(floor));
+        (until.max(coalesced), sparse)
     }
 
     /// A poll for `target` returned at or after it.
@@ -141,16 +150,17 @@ impl Poller {
         self.fired.fetch_add(n as u64, Relaxed);
     }
 
-    /// Blocks until `until` (0 = no deadline) or a `break_poll`. Returns early on spurious
-    /// wake-ups; the caller re-checks everything anyway.
-    pub(crate) fn poll(&self, until: Nanos) {
+    /// Blocks until `until` (0 = no deadline; coalescing may defer it, but not past
+    /// `latest`, see `Gap::target`) or a `break_poll`. Returns early on spurious wake-ups;
+    /// the caller re-checks everything anyway.
+    pub(crate) fn poll(&self, until: Nanos, latest: Nanos) {
         let mut guard = self.inner.lock();
         let (poll, events, g) = &mut *guard;
         g.judge(self.fired.load(Relaxed));
         let mut timeout = None;
         let mut target = 0;
         if until != 0 {
-            let (until, sparse) = g.target(until);
+            let (until, sparse) = g.target(until, latest);
             target = until;
             if sparse && until - nanotime() <= EARLY {
                 // Close enough: spin to the deadline, then take a zero-timeout look at the
@@ -288,22 +298,47 @@ mod timerfd {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    #[test]
+    fn coalescing_never_defers_a_timer_past_its_slack_beyond_the_minimum_gap() {
+        let mut g = Gap::new();
+        g.woke(10 * MS, 0);
+        g.judge(100);
+        g.woke(10 * MS, 100);
+        g.judge(200);
+        assert_eq!(g.gap, 4 * MIN_GAP);
+        // A 50 µs timer (slack ~3 µs) right after the last wake-up: only MIN_GAP applies.
+        let d = 10 * MS + 10_000;
+        assert_eq!(g.target(d, d + 3_000).0, 10 * MS + MIN_GAP);
+        // A long timer (slack 1 ms): the whole gap.
+        assert_eq!(g.target(d, d + MS).0, 10 * MS + 4 * MIN_GAP);
+        // Slack in between: up to the slack.
+        assert_eq!(g.target(d, d + 200_000).0, d + 200_000);
+        // Never before the deadline.
+        assert_eq!(g.target(20 * MS, 20 * MS).0, 20 * MS);
+    }
+
     use super::*;
 
     const MS: i64 = 1_000_000;
 
-    /// Drives `g` through wake-ups at `deadlines`, `batch` timers each; returns the targets.
-    fn run(g: &mut Gap, deadlines: impl Iterator<Item = Nanos>, batch: u64) -> Vec<Nanos> {
+    /// Drives `g` through a stream of `deadlines`, each with `slack`: a wake-up runs every
+    /// deadline up to its target. Returns the targets.
+    fn run(g: &mut Gap, deadlines: impl Iterator<Item = Nanos>, slack: Nanos) -> Vec<Nanos> {
         let mut fired = 0;
-        deadlines
-            .map(|d| {
-                g.judge(fired);
-                let (t, _) = g.target(d);
-                g.woke(t, fired);
-                fired += batch;
-                t
-            })
-            .collect()
+        let mut targets: Vec<Nanos> = Vec::new();
+        for d in deadlines {
+            if targets.last().is_some_and(|&t| d <= t) {
+                fired += 1; // ran in the last wake-up's batch
+                continue;
+            }
+            g.judge(fired);
+            let (t, _) = g.target(d, d + slack);
+            assert!(t >= d && t <= (d + slack).max(g.last_target + MIN_GAP));
+            g.woke(t, fired);
+            fired += 1;
+            targets.push(t);
+        }
+        targets
     }
 
     #[test]
@@ -311,37 +346,46 @@ mod tests {
         let mut g = Gap::new();
         // A 150 µs ticker: one timer per wake-up, every target exactly its deadline.
         let ticks: Vec<Nanos> = (1..1000).map(|k| 10 * MS + k * 150_000).collect();
-        assert_eq!(run(&mut g, ticks.iter().copied(), 1), ticks);
+        assert_eq!(run(&mut g, ticks.iter().copied(), 9_000), ticks);
         assert_eq!(g.gap, MIN_GAP);
     }
 
     #[test]
     fn dense_stream_grows_the_gap_to_the_maximum_then_sparse_shrinks_it() {
         let mut g = Gap::new();
-        // Deadlines 10 µs apart, each wake-up runs several timers.
-        let targets = run(&mut g, (1..10_000).map(|k| MS + k * 10_000), 5);
+        // Long timers due 10 µs apart: each wake-up runs several.
+        let targets = run(&mut g, (1..10_000).map(|k| MS + k * 10_000), MS);
         assert_eq!(g.gap, MAX_GAP);
         for w in targets.windows(2).skip(10) {
             assert!(w[1] - w[0] >= MAX_GAP, "wake-ups {w:?} closer than the gap");
         }
         // The stream thins out to one timer per wake-up: back to full precision.
         let t0 = *targets.last().unwrap() + 10 * MS;
-        run(&mut g, (0..10).map(|k| t0 + k * 2 * MS), 1);
+        run(&mut g, (0..10).map(|k| t0 + k * 2 * MS), MS);
         assert_eq!(g.gap, MIN_GAP);
+        // Short timers due 10 µs apart (slack < 1 µs) are batched by MIN_GAP only.
+        let t1 = t0 + 100 * MS;
+        let targets = run(&mut g, (1..10_000).map(|k| t1 + k * 10_000), 600);
+        for w in targets.windows(2) {
+            assert!(
+                w[1] - w[0] <= MIN_GAP + 10_000,
+                "short timers deferred: {w:?}"
+            );
+        }
     }
 
     #[test]
     fn a_target_is_never_before_its_deadline_and_sparse_needs_the_minimum_gap() {
         let mut g = Gap::new();
-        let (t, sparse) = g.target(5 * MS);
+        let (t, sparse) = g.target(5 * MS, 6 * MS);
         assert_eq!(t, 5 * MS);
         assert!(sparse, "a deadline long after the last wake-up is sparse");
         g.woke(5 * MS, 0);
-        assert_eq!(g.target(5 * MS + 1).0, 5 * MS + MIN_GAP);
+        assert_eq!(g.target(5 * MS + 1, 5 * MS + 1).0, 5 * MS + MIN_GAP);
         g.judge(2);
         assert_eq!(g.gap, 2 * MIN_GAP);
         assert!(
-            !g.target(50 * MS).1,
+            !g.target(50 * MS, 50 * MS).1,
             "no early spin while coalescing a dense stream"
         );
     }

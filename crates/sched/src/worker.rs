@@ -221,20 +221,24 @@ impl M {
             // limit): run it here rather than loop back to the top until its owner gets to it
             // (Go's findrunnable spins in that case; it cost gort 4.5M empty rounds per 100k
             // sleeps). We hold no P, so the tasks it wakes go to the injector, with a wakep.
+            // Also the latest instant each heap's earliest timer tolerates (its slack), for
+            // the poller's coalescing.
             now = nanotime();
+            let mut latest = 0;
             for p2 in shared.all_ps() {
                 let mut w = p2.timers.wake_time();
                 if w != 0 && w <= now {
                     w = shared.run_timers(&p2.timers, now, false).next;
                 }
                 poll_until = min_nonzero(poll_until, w);
+                latest = min_nonzero(latest, p2.timers.wake_bound());
             }
 
             if poll_until != 0 && shared.idle.lastpoll.swap(0, SeqCst) != 0 {
                 // We are the poller: sleep until the earliest timer or a break.
                 shared.idle.poll_until.store(poll_until, SeqCst);
                 if poll_until > now {
-                    shared.poller.poll(poll_until);
+                    shared.poller.poll(poll_until, latest.max(poll_until));
                 }
                 shared.idle.poll_until.store(0, SeqCst);
                 shared.idle.lastpoll.store(nanotime(), SeqCst);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use gort_sync::{Arc as SyncArc, Mutex};
 use gort_timer::{deadline_after, del, nanotime, Fire, Nanos, Timer, NEVER};
 
-use crate::rt::arm;
+use crate::rt::{arm, nanos, slack};
 
 const WHAT: &str = "gort::time::after_func";
 
@@ -108,7 +108,7 @@ impl AfterFunc {
         }
         // `del` drops the payload, so it is installed again on every arming.
         self.timer.ensure_fire(&self.payload);
-        arm(&self.timer, when, 0, WHAT)
+        arm(&self.timer, when, 0, slack(nanos(d)), WHAT)
     }
 }
 

@@ -15,7 +15,7 @@ use gort_sync::Arc as SyncArc;
 use gort_timer::{deadline_after, del, nanotime, Fire, Nanos, Timer as RtTimer, NEVER};
 
 use crate::arming::{Arming, Sink};
-use crate::rt::arm;
+use crate::rt::{arm, nanos, slack};
 use crate::Instant;
 
 impl Sink for Sender<Instant> {
@@ -88,7 +88,7 @@ impl Core {
                 let start = deadline_after(nanotime(), d);
                 if start != NEVER {
                     self.timer.set_fire(self.clone());
-                    arm(&self.timer, start, period, self.what);
+                    arm(&self.timer, start, period, slack(nanos(d)), self.what);
                 }
                 start
             },

@@ -12,7 +12,8 @@ use gort_timer::{modify, Nanos, Timer};
 ///
 /// Outside a gort runtime, naming `what` (e.g. "gort::time::Sleep").
 #[track_caller]
-pub(crate) fn arm(t: &Arc<Timer>, when: Nanos, period: Nanos, what: &str) -> bool {
+pub(crate) fn arm(t: &Arc<Timer>, when: Nanos, period: Nanos, slack: Nanos, what: &str) -> bool {
+    t.set_slack(slack);
     match with_home(|home, host| modify(t, when, period, home, host)) {
         Some(pending) => pending,
         None => outside(what),
@@ -30,6 +31,13 @@ pub(crate) fn outside(what: &str) -> ! {
 }
 
 /// Nanoseconds of a period, saturating at `i64::MAX` (which never comes).
+/// The coalescing slack of an arming `d` ahead ([`Timer::set_slack`]): 1/16 of it, so a
+/// timer shares a poller wake-up with others only by a delay its own length makes small
+/// (a 50 µs timer stays precise; a one-second sleep may run up to the poller's 1 ms cap late).
+pub(crate) fn slack(d: Nanos) -> Nanos {
+    d / 16
+}
+
 pub(crate) fn nanos(d: std::time::Duration) -> Nanos {
     i64::try_from(d.as_nanos()).unwrap_or(Nanos::MAX)
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use gort_sync::Arc;
 use gort_timer::{del, nanotime, Nanos, Timer, NEVER};
 
-use crate::rt::arm;
+use crate::rt::{arm, slack};
 use crate::Instant;
 
 const WHAT: &str = "gort::time::Sleep";
@@ -132,12 +132,13 @@ impl Sleep {
         // A pending timer still holds its waker: move it (in a runtime). Otherwise (fired,
         // or a deadline that needs no timer) stop it; the next poll registers again if it has
         // to wait.
+        let now = nanotime();
         let keep = deadline != NEVER
-            && deadline > nanotime()
+            && deadline > now
             && t.is_pending()
             && gort_sched::timer_api::in_runtime();
         if keep {
-            arm(t, deadline, 0, WHAT);
+            arm(t, deadline, 0, slack(deadline - now), WHAT);
         } else {
             del(t);
             self.armed = false;
@@ -160,7 +161,8 @@ impl Future for Sleep {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
         // Exact: due at `now >= deadline`, never rounded up (tokio#6866).
-        if nanotime() >= this.deadline {
+        let now = nanotime();
+        if now >= this.deadline {
             if std::mem::take(&mut this.yield_first) {
                 cx.waker().wake_by_ref();
                 return Poll::Pending;
@@ -177,7 +179,7 @@ impl Future for Sleep {
         // progress takes this waker, or we see below that the timer has run.
         t.set_waker(cx.waker());
         if !this.armed {
-            arm(t, this.deadline, 0, WHAT);
+            arm(t, this.deadline, 0, slack(this.deadline - now), WHAT);
             this.armed = true;
         } else if !t.is_pending() {
             // It ran (its wake-up may have gone to an older waker) or the runtime dropped it.
@@ -185,7 +187,7 @@ impl Future for Sleep {
                 this.armed = false;
                 return Poll::Ready(());
             }
-            arm(t, this.deadline, 0, WHAT);
+            arm(t, this.deadline, 0, slack(this.deadline - now), WHAT);
         }
         Poll::Pending
     }

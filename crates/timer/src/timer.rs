@@ -108,6 +108,8 @@ pub struct Timer {
     /// The modified-earlier list this timer sits in (compared, never dereferenced); null if
     /// none. Changed only under that list's lock (see `Shared::queue_early`).
     pub(crate) queued: AtomicPtr<Shared>,
+    /// How late this arming may run to share a poller wake-up (see [`Timer::set_slack`]).
+    pub(crate) slack: AtomicI64,
     /// The payload; a leaf lock (nothing else is locked while holding it).
     target: Mutex<Target>,
 }
@@ -123,6 +125,7 @@ impl Timer {
             nextwhen: AtomicI64::new(0),
             period: AtomicI64::new(0),
             queued: AtomicPtr::new(std::ptr::null_mut()),
+            slack: AtomicI64::new(0),
             target: Mutex::new(Target::None),
         })
     }
@@ -146,6 +149,15 @@ impl Timer {
     /// The period: 0 for a one-shot timer.
     pub fn period(&self) -> Nanos {
         self.period.load(Relaxed)
+    }
+
+    /// Sets how late (ns) the next arming may fire so that the poller can serve it in one
+    /// wake-up with other timers: a hint for coalescing, never a reason to fire early.
+    /// Callers derive it from the duration asked for (gort::time uses 1/16 of it), so a
+    /// 50 µs timer keeps microsecond precision while a one-second one may share a wake-up.
+    /// 0 (the default) = as precise as the runtime can.
+    pub fn set_slack(&self, slack: Nanos) {
+        self.slack.store(slack.max(0), Relaxed);
     }
 
     /// Installs a callback payload, replacing any previous one. It is kept after a one-shot

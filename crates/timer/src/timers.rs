@@ -61,6 +61,8 @@ pub(crate) struct Shared {
     /// Go's `timerModifiedEarliest`: a lower bound on `nextwhen` of every `ModifiedEarlier`
     /// timer here, 0 = none. Lowered by anyone; zeroed only under the lock.
     pub(crate) modified_earliest: AtomicI64,
+    /// The root timer's slack (a coalescing hint published with `timer0_when`).
+    pub(crate) timer0_slack: AtomicI64,
     /// Go's `numTimers`: the heap length, stored under the lock. A hint for lock-free readers.
     pub(crate) num: AtomicUsize,
     /// Go's `deletedTimers` (signed: a hint that may be transiently off). See `del`.
@@ -118,6 +120,7 @@ impl Shared {
             heap: Mutex::new(Heap::default()),
             timer0_when: AtomicI64::new(0),
             modified_earliest: AtomicI64::new(0),
+            timer0_slack: AtomicI64::new(0),
             num: AtomicUsize::new(0),
             deleted: AtomicI64::new(0),
             stopped: AtomicU64::new(0),
@@ -147,6 +150,8 @@ impl Shared {
         // "I sleep" and then loads `wake_time`; we publish a deadline and then, via
         // `Host::wake_netpoller`, load its state). Also pairs with `wake_time`.
         self.timer0_when.store(h.root_when(), SeqCst);
+        let slack = h.v.first().map_or(0, |e| e.timer.slack.load(Relaxed));
+        self.timer0_slack.store(slack, Relaxed);
     }
 
     /// Go's `updateTimerModifiedEarliest`: lowers the summary to `when`, never raises it.
@@ -403,6 +408,20 @@ impl Timers {
         Checked {
             next: min_nonzero(next, s.modified_earliest.load(SeqCst)),
             ran,
+        }
+    }
+
+    /// The latest instant the poller may wake for this heap's earliest timer: its deadline
+    /// plus its slack ([`Timer::set_slack`]) when the earliest is the root, else the
+    /// deadline itself; 0 = no timers. A hint: a later timer of this heap may have less
+    /// slack, and may run up to the root's slack late.
+    pub fn wake_bound(&self) -> Nanos {
+        let root = self.shared.timer0_when.load(Relaxed);
+        let next = self.wake_time();
+        if next != 0 && next == root {
+            next.saturating_add(self.shared.timer0_slack.load(Relaxed))
+        } else {
+            next
         }
     }
 

@@ -174,3 +174,29 @@ fn dropping_timers_drains() {
     assert_eq!(t.status(), Status::Removed);
     assert!(!del(&t));
 }
+
+// ---- the slack hint --------------------------------------------------------------------------
+
+#[test]
+fn wake_bound_adds_the_root_timers_slack_only() {
+    let ts = Timers::new(0);
+    assert_eq!(ts.wake_bound(), 0, "no timers");
+    let a = Timer::new();
+    a.set_slack(500);
+    modify(&a, 10_000, 0, &ts, &quiet());
+    let b = Timer::new();
+    modify(&b, 20_000, 0, &ts, &quiet());
+    assert_eq!(
+        ts.wake_bound(),
+        10_500,
+        "the root's deadline plus its slack"
+    );
+    // Moved earlier lazily: the bound is that deadline itself, with no slack.
+    modify(&b, 5_000, 0, &ts, &quiet());
+    assert_eq!(ts.wake_bound(), 5_000);
+    assert_eq!(ts.check(6_000, true).ran, 1);
+    assert_eq!(ts.wake_bound(), 10_500);
+    del(&a);
+    ts.check(6_000, true);
+    assert_eq!(ts.wake_bound(), 0, "the stopped root went; nothing left");
+}
