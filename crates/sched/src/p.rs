@@ -42,8 +42,8 @@ pub(crate) struct P {
     pub(crate) id: usize,
     status: AtomicU8,
     /// Written on every scheduling round by the owner: padded to a cache line of its own so
-    /// that other Ms reading `stealer` and `timers` (stealing, glancing at timers) do not
-    /// bounce it.
+    /// that other Ms reading `status`, `stealer` and `timers` (stealing, the poller's look
+    /// at every P's timers) do not bounce it.
     local: CachePadded<UnsafeCell<Local>>,
     pub(crate) stealer: Stealer<Task>,
     pub(crate) timers: Timers,

@@ -298,25 +298,6 @@ mod timerfd {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    #[test]
-    fn coalescing_never_defers_a_timer_past_its_slack_beyond_the_minimum_gap() {
-        let mut g = Gap::new();
-        g.woke(10 * MS, 0);
-        g.judge(100);
-        g.woke(10 * MS, 100);
-        g.judge(200);
-        assert_eq!(g.gap, 4 * MIN_GAP);
-        // A 50 µs timer (slack ~3 µs) right after the last wake-up: only MIN_GAP applies.
-        let d = 10 * MS + 10_000;
-        assert_eq!(g.target(d, d + 3_000).0, 10 * MS + MIN_GAP);
-        // A long timer (slack 1 ms): the whole gap.
-        assert_eq!(g.target(d, d + MS).0, 10 * MS + 4 * MIN_GAP);
-        // Slack in between: up to the slack.
-        assert_eq!(g.target(d, d + 200_000).0, d + 200_000);
-        // Never before the deadline.
-        assert_eq!(g.target(20 * MS, 20 * MS).0, 20 * MS);
-    }
-
     use super::*;
 
     const MS: i64 = 1_000_000;
@@ -339,6 +320,25 @@ mod tests {
             targets.push(t);
         }
         targets
+    }
+
+    #[test]
+    fn coalescing_never_defers_a_timer_past_its_slack_beyond_the_minimum_gap() {
+        let mut g = Gap::new();
+        g.woke(10 * MS, 0);
+        g.judge(100);
+        g.woke(10 * MS, 100);
+        g.judge(200);
+        assert_eq!(g.gap, 4 * MIN_GAP);
+        // A 50 µs timer (slack ~3 µs) right after the last wake-up: only MIN_GAP applies.
+        let d = 10 * MS + 10_000;
+        assert_eq!(g.target(d, d + 3_000).0, 10 * MS + MIN_GAP);
+        // A long timer (slack 1 ms): the whole gap.
+        assert_eq!(g.target(d, d + MS).0, 10 * MS + 4 * MIN_GAP);
+        // Slack in between: up to the slack.
+        assert_eq!(g.target(d, d + 200_000).0, d + 200_000);
+        // Never before the deadline.
+        assert_eq!(g.target(20 * MS, 20 * MS).0, 20 * MS);
     }
 
     #[test]
