@@ -80,16 +80,9 @@ impl Timers {
                 }
             }
         }
-        // Every timer left `self` (each waited past any Modifying holder), so nobody can touch
-        // these counters on its behalf any more.
-        src.num.store(0, Relaxed);
-        src.deleted.store(0, Relaxed);
-        src.timer0_when.store(0, SeqCst);
-        src.modified_earliest.store(0, SeqCst);
-        let mut list = std::mem::take(&mut hs.spare);
-        src.take_early(&mut list);
-        list.clear();
-        hs.spare = list;
+        // Every timer left `self` (each waited past any Modifying holder).
+        src.zero_all();
+        src.discard_early(&mut hs);
         let after = hd.root_when();
         drop(hd);
         drop(hs);
@@ -130,13 +123,9 @@ impl Timers {
                     }
                 }
             }
-            s.num.store(0, Relaxed);
-            s.deleted.store(0, Relaxed);
-            s.timer0_when.store(0, SeqCst);
-            s.modified_earliest.store(0, SeqCst);
+            s.zero_all();
             let mut list = std::mem::take(&mut h.spare);
             s.take_early(&mut list);
-            h.spare = Vec::new();
             drop(h);
             drop(list);
             entries

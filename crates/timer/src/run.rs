@@ -190,10 +190,7 @@ impl Shared {
         // Every modified timer is re-keyed below, so the summary and list start afresh
         // (same order as `adjust`, for invariant 6).
         self.zero_modified_earliest(h);
-        let mut list = std::mem::take(&mut h.spare);
-        self.take_early(&mut list);
-        list.clear();
-        h.spare = list;
+        self.discard_early(h);
 
         let n = h.len();
         let mut to = 0;

@@ -286,6 +286,25 @@ impl Shared {
         out.append(&mut list);
     }
 
+    /// Forgets the modified-earlier list (lock held) when the caller deals with every timer
+    /// of the heap itself (re-keys, moves or drops them), keeping the list's allocation.
+    pub(crate) fn discard_early(&self, h: &mut Heap) {
+        let mut list = std::mem::take(&mut h.spare);
+        self.take_early(&mut list);
+        list.clear();
+        h.spare = list;
+    }
+
+    /// Zeroes the counters and summaries once every timer has left the heap (`move_to`,
+    /// `drain`; lock held): nobody can touch them on a timer's behalf any more.
+    pub(crate) fn zero_all(&self) {
+        self.num.store(0, Relaxed);
+        self.deleted.store(0, Relaxed);
+        self.timer0_when.store(0, SeqCst);
+        self.timer0_slack.store(0, Relaxed);
+        self.modified_earliest.store(0, SeqCst);
+    }
+
     /// `deleted > len / 4`: Go's trigger for `clearDeletedTimers`.
     pub(crate) fn too_many_deleted(&self, len: usize) -> bool {
         self.deleted.load(Relaxed) > (len / 4) as i64
