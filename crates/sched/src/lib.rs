@@ -156,6 +156,21 @@ pub mod timer_api {
         crate::context::with_current(|s| s.map(|s| f(s.timer_home(), &crate::shared::TimerHost(s))))
     }
 
+    pub use crate::task::Callback;
+
+    /// Queues `c` to run as its own unit of work on this runtime (Go's `go f()` from a
+    /// timer): on this thread's P if it holds one, else through the global queue, waking an
+    /// M. Costs no allocation. Outside a gort runtime nothing is queued and `c` comes back.
+    pub fn run_callback<C: Callback>(c: std::sync::Arc<C>) -> Result<(), std::sync::Arc<C>> {
+        crate::context::with_current(|s| match s {
+            Some(s) => {
+                crate::task::Schedule::schedule(s, c);
+                Ok(())
+            }
+            None => Err(c),
+        })
+    }
+
     /// Whether this thread is inside a gort runtime.
     pub fn in_runtime() -> bool {
         crate::context::with_current(|s| s.is_some())

@@ -1,4 +1,4 @@
-//! [`after_func`]: run a function in its own task after a delay (Go's `time.AfterFunc`).
+//! [`after_func`]: run a function on its own after a delay (Go's `time.AfterFunc`).
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -12,27 +12,36 @@ use crate::rt::{arm, nanos, slack};
 
 const WHAT: &str = "gort::time::after_func";
 
-/// The runtime timer's payload: spawns a task running the function. `f` is inline, so an
-/// `after_func` costs two allocations (this and the runtime timer) and a firing one more (the
-/// task, which keeps this payload alive while `f` runs).
+/// The runtime timer's payload, which a firing queues on a run queue as a
+/// [`Callback`](gort_sched::timer_api::Callback). `f` is inline, so an `after_func` costs two
+/// allocations (this and the runtime timer) and a firing none (the queue's reference keeps
+/// this payload alive until `f` has run).
 struct Spawner<F>(F);
 
 impl<F: Fn() + Send + Sync + 'static> Fire for Spawner<F> {
     fn fire(self: Arc<Self>, _when: Nanos) {
-        if gort_sched::timer_api::in_runtime() {
-            // The task machinery catches a panic in `f` and counts it (Metrics::task_panics).
-            drop(gort_sched::spawn(async move { (self.0)() }));
-        } else {
+        // Queued as its own unit of work (Go's `go f()`); the payload itself is what the run
+        // queue holds, so a firing allocates nothing. The scheduler catches a panic in `f`
+        // and counts it (Metrics::task_panics).
+        if let Err(me) = gort_sched::timer_api::run_callback(self) {
             // Timers only run on runtime threads; should one ever run elsewhere, still call
             // `f`, and keep its panic away from the thread that ran the timer.
-            let _ = catch_unwind(AssertUnwindSafe(|| (self.0)()));
+            let _ = catch_unwind(AssertUnwindSafe(|| (me.0)()));
         }
     }
 }
 
-/// Calls `f` in a new task once `d` has passed (Go's `time.AfterFunc`).
+impl<F: Fn() + Send + Sync + 'static> gort_sched::timer_api::Callback for Spawner<F> {
+    fn call(&self) {
+        (self.0)()
+    }
+}
+
+/// Calls `f` in its own unit of work once `d` has passed (Go's `time.AfterFunc`): the
+/// firing queues `f` on a run queue like a task (no allocation), never runs it on the timer
+/// machinery; firings that overlap run concurrently, as Go's goroutines do.
 ///
-/// - A panic in `f` is caught by the task machinery and counted in the runtime's
+/// - A panic in `f` is caught by the scheduler and counted in the runtime's
 ///   `Metrics::task_panics`; it never takes the runtime down.
 /// - Dropping the returned [`AfterFunc`] does not cancel it (as in Go); keep the handle to
 ///   [`stop`](AfterFunc::stop) or [`reset`](AfterFunc::reset) it.

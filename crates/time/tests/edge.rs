@@ -277,3 +277,43 @@ fn a_loop_of_tiny_sleeps_does_not_starve_its_p() {
         "the setter never ran: {spins} sleeps never yielded"
     );
 }
+
+#[test]
+fn overlapping_after_func_firings_run_concurrently_as_in_go() {
+    // Go runs each firing in its own goroutine: a reset after a firing whose `f` is still
+    // running starts a second run alongside it. The first run waits (bounded) for the second.
+    let rt = gort_sched::Builder::new().procs(2).build().unwrap();
+    rt.block_on(async {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let overlapped = Arc::new(AtomicUsize::new(0));
+        let (r, o) = (runs.clone(), overlapped.clone());
+        let f = after_func(MS, move || {
+            if r.fetch_add(1, SeqCst) == 0 {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while r.load(SeqCst) < 2 && Instant::now() < deadline {
+                    std::thread::yield_now();
+                }
+                if r.load(SeqCst) >= 2 {
+                    o.store(1, SeqCst);
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while runs.load(SeqCst) == 0 && Instant::now() < deadline {
+            sleep(MS).await;
+        }
+        assert!(!f.reset(MS), "the first arming had fired");
+        while runs.load(SeqCst) < 2 && Instant::now() < deadline {
+            sleep(MS).await;
+        }
+        assert_eq!(runs.load(SeqCst), 2);
+        while overlapped.load(SeqCst) == 0 && Instant::now() < deadline {
+            sleep(MS).await;
+        }
+        assert_eq!(
+            overlapped.load(SeqCst),
+            1,
+            "the second run waited for the first"
+        );
+    });
+}

@@ -2,11 +2,13 @@
 //! ([`state`]) and the output, shared by the run queues (as [`Task`]), its wakers, the owner's
 //! registry and the [`JoinHandle`].
 
+mod callback;
 mod cell;
 mod join;
 mod registry;
 pub(crate) mod state;
 
+pub use callback::Callback;
 pub(crate) use cell::Cell;
 pub use join::{JoinError, JoinHandle};
 pub(crate) use registry::Registry;
