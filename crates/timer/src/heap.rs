@@ -9,11 +9,12 @@ use gort_sync::atomic::Ordering::Relaxed;
 use gort_sync::Arc;
 
 use crate::clock::Nanos;
+use crate::slots::Slots;
 use crate::status::bad;
 use crate::timer::Timer;
 
 /// One heap slot: the key inline, so comparisons never dereference a timer. 16 bytes outside
-/// loom, so a node's four children share one 64-byte cache line.
+/// loom, so a node's four children fill one 64-byte cache line (`Slots` aligns them).
 pub(crate) struct Entry {
     pub(crate) when: Nanos,
     pub(crate) timer: Arc<Timer>,
@@ -33,7 +34,7 @@ pub(crate) struct Counters {
 /// What `Timers::heap` guards.
 #[derive(Default)]
 pub(crate) struct Heap {
-    pub(crate) v: Vec<Entry>,
+    pub(crate) v: Slots,
     /// Scratch for the drained modified-earlier list, kept to reuse its allocation.
     pub(crate) spare: Vec<Arc<Timer>>,
     pub(crate) c: Counters,

@@ -178,6 +178,7 @@ mod heap;
 mod lifecycle;
 mod ops;
 mod run;
+mod slots;
 mod status;
 mod timer;
 mod timers;
