@@ -45,5 +45,9 @@ fn main() {
         assert_eq!(ran, n);
     }
     let per = |s: f64| s * 1e9 / n as f64;
-    println!("1M-timer heap: add {:.1} ns/timer, run {:.1} ns/timer", per(add), per(pop));
+    println!(
+        "1M-timer heap: add {:.1} ns/timer, run {:.1} ns/timer",
+        per(add),
+        per(pop)
+    );
 }

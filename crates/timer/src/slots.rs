@@ -189,7 +189,11 @@ mod tests {
         let t = s[3].timer.clone();
         assert_eq!(std::sync::Arc::strong_count(&t), 2);
         drop(std::mem::take(&mut s));
-        assert_eq!(std::sync::Arc::strong_count(&t), 1, "entries dropped with the slots");
+        assert_eq!(
+            std::sync::Arc::strong_count(&t),
+            1,
+            "entries dropped with the slots"
+        );
         assert!(s.is_empty());
     }
 }
