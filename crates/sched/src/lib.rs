@@ -152,7 +152,16 @@ pub mod timer_api {
     /// Runs `f` with the timers a new timer should go to (this thread's P's, or a P chosen
     /// round-robin on a thread without one) and the scheduler's wake-up hook. `None` outside a
     /// gort runtime.
+    #[inline]
     pub fn with_home<R>(f: impl FnOnce(&Timers, &dyn Host) -> R) -> Option<R> {
+        let p = crate::context::current_p();
+        if !p.is_null() {
+            // The hot case (a task on an M): one thread-local read, no borrow of the runtime
+            // handle, which only the rare wake-up needs (it looks it up then).
+            // SAFETY: a P set in this thread's context lives as long as its runtime, which
+            // the context keeps alive while the P is set; `f` cannot change the context.
+            return Some(f(unsafe { &(*p).timers }, &crate::shared::CurrentHost));
+        }
         crate::context::with_current(|s| s.map(|s| f(s.timer_home(), &crate::shared::TimerHost(s))))
     }
 

@@ -214,6 +214,7 @@ impl Shared {
 
     /// The timers a new timer goes to: the current P's, or (on a thread without one) a P
     /// picked round-robin among the live ones.
+    #[inline]
     pub(crate) fn timer_home(&self) -> &Timers {
         let p = context::current_p();
         if !p.is_null() {
@@ -259,6 +260,20 @@ pub(crate) struct TimerHost<'a>(pub(crate) &'a Arc<Shared>);
 impl Host for TimerHost<'_> {
     fn wake_netpoller(&self, when: Nanos) {
         self.0.wake_netpoller_arc(when);
+    }
+}
+
+/// The `Host` of the current thread's runtime, looked up only when a wake-up is asked for
+/// (most re-arms move a timer later and ask for none).
+pub(crate) struct CurrentHost;
+
+impl Host for CurrentHost {
+    fn wake_netpoller(&self, when: Nanos) {
+        context::with_current(|s| {
+            if let Some(s) = s {
+                s.wake_netpoller_arc(when);
+            }
+        });
     }
 }
 

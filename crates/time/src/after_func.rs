@@ -5,10 +5,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gort_sync::{Arc as SyncArc, Mutex};
-use gort_timer::{deadline_after, del, nanotime, Fire, Nanos, Timer, NEVER};
+use gort_sync::Arc as SyncArc;
+use gort_timer::{del, nanotime, Fire, Nanos, Timer, NEVER};
 
-use crate::rt::{arm, nanos, slack};
+use crate::rt::{arm_fire, nanos, slack};
 
 const WHAT: &str = "gort::time::after_func";
 
@@ -75,7 +75,6 @@ pub fn after_func(d: Duration, f: impl Fn() + Send + Sync + 'static) -> AfterFun
     let h = AfterFunc {
         timer: Timer::new(),
         payload: Arc::new(Spawner(f)),
-        lock: Mutex::new(()),
     };
     h.reset(d);
     h
@@ -84,10 +83,9 @@ pub fn after_func(d: Duration, f: impl Fn() + Send + Sync + 'static) -> AfterFun
 /// The handle of an [`after_func`] timer.
 pub struct AfterFunc {
     timer: SyncArc<Timer>,
+    /// Installed by every arming that finds it gone ([`modify_fire`], inside the status it
+    /// owns, so no lock of ours is needed against a concurrent stop).
     payload: Arc<dyn Fire>,
-    /// Serialises stop/reset, so that a stop cannot fall between a reset's payload install
-    /// and its arming.
-    lock: Mutex<()>,
 }
 
 impl AfterFunc {
@@ -96,7 +94,6 @@ impl AfterFunc {
     /// wait for it) or was already stopped.
     #[doc(alias = "Stop")]
     pub fn stop(&self) -> bool {
-        let _g = self.lock.lock();
         del(&self.timer)
     }
 
@@ -110,14 +107,12 @@ impl AfterFunc {
     #[doc(alias = "Reset")]
     #[track_caller]
     pub fn reset(&self, d: Duration) -> bool {
-        let _g = self.lock.lock();
-        let when = deadline_after(nanotime(), d);
+        let d = nanos(d);
+        let when = nanotime().saturating_add(d);
         if when == NEVER {
             return del(&self.timer);
         }
-        // `del` drops the payload, so it is installed again on every arming.
-        self.timer.ensure_fire(&self.payload);
-        arm(&self.timer, when, 0, slack(nanos(d)), WHAT)
+        arm_fire(&self.timer, when, &self.payload, slack(d), WHAT)
     }
 }
 

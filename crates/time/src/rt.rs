@@ -3,7 +3,7 @@
 
 use gort_sched::timer_api::with_home;
 use gort_sync::Arc;
-use gort_timer::{modify, Nanos, Timer};
+use gort_timer::{modify, modify_fire, Fire, Nanos, Timer};
 
 /// Arms (or re-arms) `t` at `when` with `period` on the current P's heap: Go's
 /// `modtimer`. Returns whether it was pending.
@@ -15,6 +15,27 @@ use gort_timer::{modify, Nanos, Timer};
 pub(crate) fn arm(t: &Arc<Timer>, when: Nanos, period: Nanos, slack: Nanos, what: &str) -> bool {
     t.set_slack(slack);
     match with_home(|home, host| modify(t, when, period, home, host)) {
+        Some(pending) => pending,
+        None => outside(what),
+    }
+}
+
+/// [`arm`] for a one-shot callback timer: installs `fire` if an earlier stop dropped it,
+/// inside the status the arming owns ([`modify_fire`]).
+///
+/// # Panics
+///
+/// Outside a gort runtime, naming `what`.
+#[track_caller]
+pub(crate) fn arm_fire(
+    t: &Arc<Timer>,
+    when: Nanos,
+    fire: &std::sync::Arc<dyn Fire>,
+    slack: Nanos,
+    what: &str,
+) -> bool {
+    t.set_slack(slack);
+    match with_home(|home, host| modify_fire(t, when, 0, fire, home, host)) {
         Some(pending) => pending,
         None => outside(what),
     }

@@ -187,7 +187,7 @@ mod timers;
 mod tests;
 
 pub use clock::{deadline_after, epoch, nanotime, Nanos, NEVER};
-pub use ops::{del, modify, reset};
+pub use ops::{del, modify, modify_fire, reset};
 pub use status::Status;
 pub use timer::{Fire, Host, Timer};
 pub use timers::{Checked, TimerStats, Timers};

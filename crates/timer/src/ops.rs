@@ -6,7 +6,7 @@ use gort_sync::{yield_now, Arc};
 
 use crate::clock::Nanos;
 use crate::status::{bad, Status};
-use crate::timer::{Host, Timer};
+use crate::timer::{Fire, Host, Timer};
 use crate::timers::Timers;
 
 /// Go's `deltimer`: stops `t`. Returns true if it was pending (armed and not yet run for this
@@ -91,7 +91,61 @@ pub fn del(t: &Timer) -> bool {
 /// ```
 #[doc(alias = "Reset")]
 #[track_caller]
+#[inline]
 pub fn modify(t: &Arc<Timer>, when: Nanos, period: Nanos, home: &Timers, host: &dyn Host) -> bool {
+    modtimer(t, when, period, None, home, host)
+}
+
+/// [`modify`] for a timer whose callback is `fire`: installs `fire` while it owns
+/// `Modifying` unless the timer is still pending (a pending timer keeps its payload; only
+/// [`del`] drops it). Go's `modtimer` sets `t.f` the same way, inside the status it owns.
+///
+/// Because the install happens inside `Modifying`, a [`del`] from another thread is ordered
+/// wholly before or wholly after it: a stop can never fall between the install and the
+/// arming and leave an armed timer without its callback. The caller needs no lock of its own,
+/// and a reset of a pending timer touches no payload at all (two CASes, as in Go).
+///
+/// # Panics
+///
+/// If `when <= 0` or `period < 0`.
+///
+/// # Examples
+///
+/// ```
+/// use gort_timer::{del, modify_fire, Fire, Timer, Timers};
+/// use std::sync::Arc;
+/// let timers = Timers::new(0);
+/// let t = Timer::new();
+/// let f: Arc<dyn Fire> = Arc::new(|_| {});
+/// assert!(!modify_fire(&t, 100, 0, &f, &timers, &|_| {})); // installs f, arms
+/// assert!(del(&t)); // drops f
+/// assert!(!modify_fire(&t, 50, 0, &f, &timers, &|_| {})); // installs it again
+/// assert_eq!(timers.check(100, true).ran, 1);
+/// ```
+#[doc(alias = "Reset")]
+#[track_caller]
+#[inline]
+pub fn modify_fire(
+    t: &Arc<Timer>,
+    when: Nanos,
+    period: Nanos,
+    fire: &std::sync::Arc<dyn Fire>,
+    home: &Timers,
+    host: &dyn Host,
+) -> bool {
+    modtimer(t, when, period, Some(fire), home, host)
+}
+
+/// The body of [`modify`] and [`modify_fire`].
+#[track_caller]
+fn modtimer(
+    t: &Arc<Timer>,
+    when: Nanos,
+    period: Nanos,
+    fire: Option<&std::sync::Arc<dyn Fire>>,
+    home: &Timers,
+    host: &dyn Host,
+) -> bool {
     assert!(
         when > 0,
         "gort: modify: deadline `when` must be > 0, got {when}"
@@ -123,6 +177,11 @@ pub fn modify(t: &Arc<Timer>, when: Nanos, period: Nanos, home: &Timers, host: &
         }
     };
     t.period.store(period, Relaxed);
+    if let (Some(f), false) = (fire, pending) {
+        // Not pending: a `del` may have dropped the payload (a fired timer keeps it, and
+        // `ensure_fire` then only compares pointers).
+        t.ensure_fire(f);
+    }
 
     if was_removed {
         t.when.store(when, Relaxed);

@@ -169,8 +169,9 @@ impl Timer {
 
     /// Installs `f` unless it is installed already (same allocation): what a re-arm after
     /// a possible [`del`](crate::del) needs, without the reference-count traffic of
-    /// [`set_fire`](Timer::set_fire) when the payload is still there.
-    pub fn ensure_fire(&self, f: &std::sync::Arc<dyn Fire>) {
+    /// [`set_fire`](Timer::set_fire) when the payload is still there. Called by
+    /// [`modify_fire`](crate::modify_fire) inside `Modifying`.
+    pub(crate) fn ensure_fire(&self, f: &std::sync::Arc<dyn Fire>) {
         let mut g = self.target.lock();
         if let Target::Fire(old) = &*g {
             if std::sync::Arc::ptr_eq(old, f) {

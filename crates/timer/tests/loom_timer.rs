@@ -263,6 +263,41 @@ fn del_vs_modify() {
     });
 }
 
+/// del racing modify_fire (AfterFunc's stop vs reset, with no lock of their own): the
+/// payload install is inside `Modifying`, so whichever order they fall in, an armed timer
+/// holds its callback and a stopped one has dropped it.
+#[test]
+fn del_vs_modify_fire() {
+    loom::model(|| {
+        let ts = Arc::new(Timers::new(0));
+        let (t, probe, dropped) = timer_with_probe();
+        let f: std::sync::Arc<dyn Fire> = probe.clone();
+        ts.add(&t, 10, 0, &nohost());
+        let t2 = t.clone();
+        let h = thread::spawn(move || del(&t2));
+        let was_pending = modify_fire(&t, 20, 0, &f, &ts, &nohost());
+        assert!(
+            h.join().unwrap(),
+            "the timer is pending whichever goes first"
+        );
+        ts.check(20, true);
+        ts.verify();
+        // modify_fire first -> del last: no run, payload gone (dropped by del; `f` and
+        // `probe` keep the allocation). del first -> re-armed with the callback: one run.
+        assert_eq!(probe.fired.load(SeqCst), usize::from(!was_pending));
+        assert_eq!(
+            dropped.load(SeqCst),
+            0,
+            "the probe outlives the model's handles"
+        );
+        assert_eq!(
+            std::sync::Arc::strong_count(&probe),
+            if was_pending { 2 } else { 3 },
+            "a stopped timer holds no payload; an armed one holds exactly one"
+        );
+    });
+}
+
 /// move_to racing del: del still returns true and the timer never runs in either heap.
 #[test]
 fn move_vs_del() {
