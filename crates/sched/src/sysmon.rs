@@ -18,6 +18,8 @@ const GRACE: i64 = 500_000;
 /// sysmon's period while timers are pending, and its longest sleep otherwise.
 const BUSY_TICK: Duration = Duration::from_micros(500);
 const IDLE_TICK: Duration = Duration::from_millis(10);
+/// Wake-ups in a row that found nothing overdue before sysmon starts backing off.
+const BACKOFF_AFTER: u32 = 4;
 
 /// The handle that stops sysmon.
 #[derive(Default)]
@@ -45,18 +47,23 @@ impl Sysmon {
     fn run(&self, shared: Arc<Shared>) {
         let _ctx = crate::context::enter(shared.clone());
         let mut stop = self.stop.lock();
+        // Wake-ups in a row that found no timer overdue (Go's sysmon `idle` count).
+        let mut quiet = 0u32;
         while !*stop {
             let now = nanotime();
             let mut earliest = i64::MAX;
+            let mut acted = false;
             for p in shared.all_ps() {
                 let mut w = p.timers.wake_time();
                 if w != 0 && w.saturating_add(GRACE) <= now {
                     w = shared.run_timers(&p.timers, now, false).next;
+                    acted = true;
                 }
                 if w != 0 {
                     earliest = earliest.min(w);
                 }
             }
+            quiet = if acted { 0 } else { quiet.saturating_add(1) };
             // Sleep until the earliest timer would be overdue, within [BUSY_TICK, IDLE_TICK];
             // while some P is idle an idle M (the poller) runs timers on time, so sysmon
             // only needs its long tick.
@@ -64,9 +71,35 @@ impl Sysmon {
             let tick = if shared.idle.npidle() > 0 {
                 IDLE_TICK
             } else {
-                Duration::from_nanos(until_overdue).clamp(BUSY_TICK, IDLE_TICK)
+                Duration::from_nanos(until_overdue).clamp(backoff(quiet), IDLE_TICK)
             };
             self.cv.wait_for(&mut stop, tick);
         }
+    }
+}
+
+/// sysmon's shortest sleep after `quiet` wake-ups in a row that found nothing overdue: the
+/// busy tick at first, then doubling up to the idle tick (Go's sysmon backs off the same
+/// way). Busy Ps that reach scheduling points run their own timers on time, so a sysmon
+/// waking every millisecond only preempts them (a wake-up takes a CPU from a busy M for
+/// ~20 µs under virtualisation: it was most of T5_busy's tick lateness). The first timer a
+/// CPU-bound hog starves waits at most one idle tick more; then sysmon is back to the busy
+/// tick.
+fn backoff(quiet: u32) -> Duration {
+    let doublings = quiet.saturating_sub(BACKOFF_AFTER).min(8);
+    (BUSY_TICK * (1 << doublings)).min(IDLE_TICK)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_after_quiet_rounds_up_to_the_idle_tick() {
+        assert_eq!(backoff(0), BUSY_TICK);
+        assert_eq!(backoff(BACKOFF_AFTER), BUSY_TICK);
+        assert_eq!(backoff(BACKOFF_AFTER + 1), BUSY_TICK * 2);
+        assert_eq!(backoff(BACKOFF_AFTER + 3), BUSY_TICK * 8);
+        assert_eq!(backoff(u32::MAX), IDLE_TICK);
     }
 }
