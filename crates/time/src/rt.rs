@@ -51,7 +51,6 @@ pub(crate) fn outside(what: &str) -> ! {
     )
 }
 
-/// Nanoseconds of a period, saturating at `i64::MAX` (which never comes).
 /// The coalescing slack of an arming `d` ahead ([`Timer::set_slack`]): 1/16 of it, so a
 /// timer shares a poller wake-up with others only by a delay its own length makes small
 /// (a 50 µs timer stays precise; a one-second sleep may run up to the poller's 1 ms cap late).
@@ -59,6 +58,7 @@ pub(crate) fn slack(d: Nanos) -> Nanos {
     d / 16
 }
 
+/// Nanoseconds of a duration, saturating at `i64::MAX` (which never comes).
 pub(crate) fn nanos(d: std::time::Duration) -> Nanos {
     i64::try_from(d.as_nanos()).unwrap_or(Nanos::MAX)
 }
