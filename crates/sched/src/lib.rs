@@ -162,7 +162,9 @@ pub mod timer_api {
             // the context keeps alive while the P is set; `f` cannot change the context.
             return Some(f(unsafe { &(*p).timers }, &crate::shared::CurrentHost));
         }
-        crate::context::with_current(|s| s.map(|s| f(s.timer_home(), &crate::shared::TimerHost(s))))
+        crate::context::with_current(|s| {
+            s.map(|s| f(s.timer_home_without_p(), &crate::shared::TimerHost(s)))
+        })
     }
 
     pub use crate::task::Callback;

@@ -212,16 +212,10 @@ impl Shared {
         }
     }
 
-    /// The timers a new timer goes to: the current P's, or (on a thread without one) a P
-    /// picked round-robin among the live ones.
-    #[inline]
-    pub(crate) fn timer_home(&self) -> &Timers {
-        let p = context::current_p();
-        if !p.is_null() {
-            // SAFETY: the context's P belongs to the current runtime, which is `self` for
-            // callers reaching us through `context::current`.
-            return unsafe { &(*p).timers };
-        }
+    /// The timers a new timer armed on a thread without a P (block_on, the blocking pool,
+    /// sysmon) goes to: a live P's, picked round-robin. A thread holding a P uses its own
+    /// (`timer_api::with_home` checks that first).
+    pub(crate) fn timer_home_without_p(&self) -> &Timers {
         let n = self.nprocs().max(1);
         let id = self.home_cursor.fetch_add(1, Relaxed) % n;
         match self.p(id) {
