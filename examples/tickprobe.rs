@@ -34,6 +34,8 @@ fn main() {
             }
         }
         let t0 = Instant::now();
+        // The raw CLOCK_MONOTONIC reading, to find ticks in `perf sched record -k CLOCK_MONOTONIC`.
+        println!("t0 = {:?}", std::time::Instant::from(t0));
         let ticker = Ticker::new(Duration::from_millis(1));
         let mut prev = t0;
         let mut lates = Vec::with_capacity(TICKS);

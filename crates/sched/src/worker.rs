@@ -158,8 +158,16 @@ impl M {
             // P has timers (a clock read costs more than a yield's whole scheduling round).
             let mut now = 0;
             let mut poll_until = 0;
-            if p.timers.wake_time() != 0 {
+            let due = p.timers.wake_time();
+            if due != 0 {
                 now = nanotime();
+                if self.spinning && due <= now {
+                    // Due timers are work found: stop counting as a spinner before running
+                    // them. A spinner that stays counted through a long batch keeps
+                    // `push_task` from waking a helper and, if the OS preempts it, keeps the
+                    // other Ms from stealing the tasks it queued (the spinning limit below).
+                    self.reset_spinning(shared);
+                }
                 poll_until = shared.run_timers(&p.timers, now, true).next;
             }
 
@@ -213,7 +221,11 @@ impl M {
             } else {
                 shared.idle.idle_fence();
             }
-            if self.work_appeared(shared) && self.reacquire(shared, was_spinning) {
+            // Work that appeared is work to steal, so the M comes back as a spinner whatever
+            // it was: a non-spinner would find the spinning limit closed while the spinner
+            // that holds it is the M the OS preempted with that work queued, and would loop
+            // here until that M ran again (T8, a scheduler tick of 4 ms).
+            if self.work_appeared(shared) && self.reacquire(shared, true) {
                 continue;
             }
             // The earliest timer over every P, including ones added while we searched. A
@@ -258,15 +270,15 @@ impl M {
         }
     }
 
-    /// Takes an idle P back after new work or a poller wake-up. A formerly spinning M spins
-    /// again, as a signal for `reset_spinning` to wake another M (Go). Returns false when no
-    /// P was idle.
-    fn reacquire(&mut self, shared: &Shared, was_spinning: bool) -> bool {
+    /// Takes an idle P back after new work or a poller wake-up. `spin`: the M spins (again),
+    /// as a signal for `reset_spinning` to wake another M (Go) and to pass the spinning
+    /// limit. Returns false when no P was idle.
+    fn reacquire(&mut self, shared: &Shared, spin: bool) -> bool {
         let Some(p) = shared.idle.pidleget() else {
             return false;
         };
         self.acquire(p);
-        if was_spinning {
+        if spin {
             self.spinning = true;
             shared.idle.inc_spinning();
         }

@@ -166,3 +166,53 @@ fn dropping_the_runtime_drops_pending_timer_payloads() {
         "timer payloads leaked past shutdown"
     );
 }
+
+#[test]
+fn a_task_woken_by_a_timer_runs_while_its_m_is_stalled_in_the_timer_batch() {
+    // The poller M comes back from its sleep counted as spinning and runs its P's due timers.
+    // The first queues a task on that P; the second stalls the M for 600 ms, as an OS
+    // preemption in the middle of a long batch does. While the stalled M still counted as a
+    // spinner, no other M was woken for the queued task (a spinner is meant to find it) and
+    // an M that looked could not steal it (at most half the busy Ps may have spinners), so
+    // the task waited for the whole stall: up to a 4 ms scheduler tick in T8's rounds
+    // (design/PERFORMANCE.md). An M stops counting as a spinner before it runs timers.
+    let rt = Builder::new().procs(2).build().unwrap();
+    let queued_at = Arc::new(Mutex::new(None::<Instant>));
+    let ran_after = Arc::new(Mutex::new(None::<Duration>));
+    let (q, r) = (queued_at.clone(), ran_after.clone());
+    let timers = rt.block_on(async move {
+        spawn(async move {
+            let when = deadline_after(nanotime(), Duration::from_millis(30));
+            let wake = Timer::new();
+            wake.set_fire(Arc::new(move |_| {
+                *q.lock().unwrap() = Some(Instant::now());
+                let (q, r) = (q.clone(), r.clone());
+                spawn(async move {
+                    let at = q.lock().unwrap().expect("queued before it runs");
+                    *r.lock().unwrap() = Some(at.elapsed());
+                });
+                // A second task takes `runnext`, which only the P's own M runs, and moves
+                // the first to the stealable queue.
+                spawn(async {});
+            }));
+            let stall = Timer::new();
+            stall.set_fire(Arc::new(|_| std::thread::sleep(Duration::from_millis(600))));
+            // Both on this task's P, the stall right after the wake-up.
+            with_home(|home, host| {
+                modify(&wake, when, 0, home, host);
+                modify(&stall, when + 1, 0, home, host);
+            })
+            .expect("in a runtime");
+            (wake, stall)
+        })
+        .await
+        .unwrap()
+    });
+    wait_for("the woken task", || ran_after.lock().unwrap().is_some());
+    let waited = ran_after.lock().unwrap().unwrap();
+    assert!(
+        waited < Duration::from_millis(300),
+        "the queued task waited {waited:?}, behind its M's stalled timer batch"
+    );
+    drop(timers);
+}
