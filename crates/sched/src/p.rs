@@ -2,16 +2,18 @@
 //! and the P's timers.
 //!
 //! Who touches what:
-//! - `local` (queue owner side, `runnext`, tick counters): only the M that holds the P. A P
+//! - `hot.local` (queue owner side, `runnext`, tick counters): only the M that holds the P. A P
 //!   changes hands only through the scheduler lock (`idle.rs`: pidle list) or an M's hand-off
 //!   slot, both mutexes, which order the old holder's accesses before the new holder's.
 //! - `stealer`: anyone (it is crossbeam's `Sync` half of the deque).
 //! - `timers`: under its own lock, by anyone (Go's `timersLock`).
+//! - `hot.rounds`: written by the holder once per scheduling round, read by any M watching for a
+//!   stalled P (worker.rs, `watch_peer`).
 
 use crate::task::Task;
 use crossbeam_deque::{Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
-use gort_sync::atomic::{AtomicU8, Ordering::*};
+use gort_sync::atomic::{AtomicU32, AtomicU8, Ordering::*};
 use gort_timer::Timers;
 use std::cell::UnsafeCell;
 
@@ -44,9 +46,18 @@ pub(crate) struct P {
     /// Written on every scheduling round by the owner: padded to a cache line of its own so
     /// that other Ms reading `status`, `stealer` and `timers` (stealing, the poller's look
     /// at every P's timers) do not bounce it.
-    local: CachePadded<UnsafeCell<Local>>,
+    hot: CachePadded<Hot>,
     pub(crate) stealer: Stealer<Task>,
     pub(crate) timers: Timers,
+}
+
+/// The holder's line.
+struct Hot {
+    /// Scheduling rounds the holder has begun (wrapping): unchanged between two looks means
+    /// the holder is stuck in one task, in a timer batch, or preempted by the OS. Others read
+    /// it rarely (worker.rs, `watch_peer`), so it shares the holder's line.
+    rounds: AtomicU32,
+    local: UnsafeCell<Local>,
 }
 
 // SAFETY: `local` is touched only by the M that holds the P (see the module docs: P hand-offs
@@ -63,12 +74,15 @@ impl P {
             id,
             // Not in service until it is put in the idle list.
             status: AtomicU8::new(P_DEAD),
-            local: CachePadded::new(UnsafeCell::new(Local {
-                queue,
-                runnext: None,
-                tick: 0,
-                runnext_streak: 0,
-            })),
+            hot: CachePadded::new(Hot {
+                rounds: AtomicU32::new(0),
+                local: UnsafeCell::new(Local {
+                    queue,
+                    runnext: None,
+                    tick: 0,
+                    runnext_streak: 0,
+                }),
+            }),
             stealer,
             timers: Timers::new(id),
         }
@@ -92,7 +106,7 @@ impl P {
     #[inline]
     pub(crate) unsafe fn with_local<R>(&self, f: impl FnOnce(&mut Local) -> R) -> R {
         // SAFETY: exclusive by the caller's contract.
-        f(unsafe { &mut *self.local.get() })
+        f(unsafe { &mut *self.hot.local.get() })
     }
 
     /// Go's `runqget`, preceded by the global-queue fairness check of `schedule`.
@@ -151,6 +165,19 @@ impl P {
                 }
             })
         }
+    }
+
+    /// The holder begins a scheduling round; returns the count so far (wrapping).
+    pub(crate) fn note_round(&self) -> u32 {
+        // Only the holder writes, so a load and a store do (no locked instruction).
+        let n = self.hot.rounds.load(Relaxed).wrapping_add(1);
+        self.hot.rounds.store(n, Relaxed);
+        n
+    }
+
+    /// Scheduling rounds begun so far (wrapping), for watchers.
+    pub(crate) fn rounds(&self) -> u32 {
+        self.hot.rounds.load(Relaxed)
     }
 
     /// Whether this P has runnable tasks (a racy hint for anyone; exact for the holder).

@@ -5,7 +5,7 @@
 
 use crate::context;
 use crate::idle::{MHandle, Woken, PARK_BACKSTOP};
-use crate::p::{steal_one, P, P_DEAD};
+use crate::p::{steal_one, P, P_DEAD, P_RUNNING};
 use crate::shared::{DeferredHost, Shared};
 use crate::task::Task;
 use gort_timer::{nanotime, Nanos};
@@ -16,6 +16,10 @@ use std::sync::Arc;
 /// checked in the last round only, as Go does, so that a spinning M first looks for tasks.
 const STEAL_TRIES: usize = 4;
 
+/// Every this many scheduling rounds an M looks at one other P for due timers its holder is
+/// not getting to (`watch_peer`).
+const WATCH_INTERVAL: u32 = 4;
+
 /// An M's own state. The runtime's `Shared` is passed to every method rather than kept as
 /// a field: cloning its `Arc` in the scheduling loop made the reference count's cache line,
 /// shared by every M, the hottest spot of the yield benchmark (R2).
@@ -24,6 +28,16 @@ struct M {
     p: Option<Arc<P>>,
     spinning: bool,
     rng: u64,
+    watch: Watch,
+}
+
+/// What `watch_peer` remembers between looks.
+#[derive(Default)]
+struct Watch {
+    /// The P to look at next.
+    next: usize,
+    /// Per P id: its `rounds` at this M's last look.
+    seen: Vec<u32>,
 }
 
 /// Entry point of every M thread.
@@ -35,6 +49,7 @@ pub(crate) fn m_main(shared: Arc<Shared>, handle: Arc<MHandle>, p: Arc<P>, spinn
         p: None,
         spinning,
         rng,
+        watch: Watch::default(),
     };
     m.acquire(p);
     m.schedule(&shared);
@@ -170,6 +185,9 @@ impl M {
                 }
                 poll_until = shared.run_timers(&p.timers, now, true).next;
             }
+            if p.note_round() % WATCH_INTERVAL == 0 {
+                self.watch_peer(shared, p, &mut now);
+            }
 
             // SAFETY: this M holds `p`.
             if let Some(t) = unsafe { p.next_local(&shared.injector) } {
@@ -267,6 +285,48 @@ impl M {
             if !self.stopm(shared) {
                 return None;
             }
+        }
+    }
+
+    /// Every `WATCH_INTERVAL` rounds of this P, a look at one other P (in turn): if it has due timers
+    /// and its holder has not begun a scheduling round since this M's last look at it, the
+    /// holder is stuck (in one long task, in a long timer batch, or preempted by the OS) and
+    /// this M runs those timers; the tasks they wake come to this P. Go leaves a busy P's
+    /// timers to its holder (and to preemption after 10 ms); Tokio's single timer wheel is
+    /// driven by whichever worker gets there. The look costs two loads per interval, and a
+    /// clock read only when the other P is stuck with timers and this P has none.
+    #[cold]
+    fn watch_peer(&mut self, shared: &Shared, p: &P, now: &mut Nanos) {
+        let w = &mut self.watch;
+        let n = shared.nallp();
+        if n <= 1 {
+            return;
+        }
+        let mut id = w.next % n;
+        if id == p.id {
+            id = (id + 1) % n;
+        }
+        w.next = id + 1;
+        let Some(q) = shared.p(id) else { return };
+        // Its round counter is read only when it has timers that may be due: the holder
+        // writes that line every round, and a read every few rounds would bounce it.
+        let due = q.timers.wake_time();
+        if due == 0 || (*now != 0 && due > *now) || q.status() != P_RUNNING {
+            return;
+        }
+        if w.seen.len() < n {
+            w.seen.resize(n, 0);
+        }
+        let rounds = q.rounds();
+        // An idle P's timers are the poller's; a P whose holder is progressing runs its own.
+        if std::mem::replace(&mut w.seen[id], rounds) != rounds {
+            return;
+        }
+        if *now == 0 {
+            *now = nanotime();
+        }
+        if due <= *now {
+            shared.run_timers(&q.timers, *now, false);
         }
     }
 

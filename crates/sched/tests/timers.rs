@@ -216,3 +216,56 @@ fn a_task_woken_by_a_timer_runs_while_its_m_is_stalled_in_the_timer_batch() {
     );
     drop(timers);
 }
+
+#[test]
+fn a_busy_m_runs_the_due_timers_of_a_p_stuck_in_one_task() {
+    // One task arms 20 timers on its P, then holds the P for 300 ms without a scheduling
+    // point (a hog, or an M the OS preempted); another task keeps a second M busy yielding.
+    // Nobody idle steals timers, and sysmon steps in only 500 µs after a deadline: the busy
+    // M must notice that the stuck P has not begun a round and run its due timers itself
+    // (`watch_peer`). Each payload records which thread ran it.
+    let rt = Builder::new().procs(2).build().unwrap();
+    let ran_on = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let yielder = rt.spawn(async move {
+        while !s.load(SeqCst) {
+            gort_sched::yield_now().await;
+        }
+    });
+    let r = ran_on.clone();
+    let hog = rt.spawn(async move {
+        let mut ts = Vec::new();
+        for i in 0..20u64 {
+            let t = Timer::new();
+            let r = r.clone();
+            t.set_fire(Arc::new(move |_| {
+                let name = std::thread::current().name().unwrap_or("").to_owned();
+                r.lock().unwrap().push(name);
+            }));
+            let when = deadline_after(nanotime(), Duration::from_millis(20 + 10 * i));
+            with_home(|home, host| modify(&t, when, 0, home, host)).expect("in a runtime");
+            ts.push(t);
+        }
+        let end = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < end {
+            std::hint::spin_loop();
+        }
+        ts
+    });
+    let timers = rt.block_on(hog).unwrap();
+    stop.store(true, SeqCst);
+    rt.block_on(yielder).unwrap();
+    let ran_on = ran_on.lock().unwrap();
+    assert_eq!(
+        ran_on.len(),
+        20,
+        "not every timer fired while its P was stuck"
+    );
+    let by_m = ran_on.iter().filter(|n| n.starts_with("gort-m")).count();
+    assert!(
+        by_m >= 10,
+        "only {by_m} of 20 timers of the stuck P were run by the busy M: {ran_on:?}"
+    );
+    drop(timers);
+}
