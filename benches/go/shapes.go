@@ -106,8 +106,8 @@ func t4AfterFuncStorm(p params) []figure {
 }
 
 // T5: one 1 ms Ticker read by one goroutine; with busy, W other goroutines spin on CPU work
-// in 50 µs slices between yields. Go 1.19 sends the send instant, not the due instant: the
-// figure maps it to the grid point at or before it (as the Rust side does with due values).
+// in 50 µs slices between yields. Lateness is measured from the ideal schedule to the
+// receipts, so Go 1.19's value (the send instant, not the due instant) only counts drops.
 func t5TickerJitter(p params, busy bool) []figure {
 	n := p.pick(2000, 200)
 	var stop int32
@@ -139,10 +139,20 @@ func t5TickerJitter(p params, busy bool) []figure {
 		}
 		return int64(d / period)
 	}
-	lates := make([]int64, len(recs))
-	for i, r := range recs {
-		ideal := t0.Add(time.Duration(grid(r.due)) * period)
-		lates[i] = late(ideal, r.got)
+	// Lateness from the schedule: for each grid point up to the last receipt, the time to
+	// the first receipt at or after it (common.rs tick_figures explains why).
+	lates := make([]int64, 0, len(recs))
+	last := recs[len(recs)-1].got
+	next := 0
+	for k := 1; ; k++ {
+		ideal := t0.Add(time.Duration(k) * period)
+		if ideal.After(last) {
+			break
+		}
+		for recs[next].got.Before(ideal) {
+			next++
+		}
+		lates = append(lates, late(ideal, recs[next].got))
 	}
 	pc := percentilesUs(lates)
 	dropped := grid(recs[len(recs)-1].due) - grid(recs[0].due) + 1 - int64(len(recs))

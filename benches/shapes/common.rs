@@ -224,19 +224,32 @@ pub fn percentiles_us(mut ns: Vec<u64>) -> [f64; 3] {
 }
 
 /// Lateness figures of ticker receipts. `t0` is taken just before the ticker starts, so the
-/// ideal schedule is `t0 + k * period`; `due` is the value the runtime delivered (the tick's
-/// due instant, or for Go 1.19 its send instant), mapped to the grid point at or before it.
-/// Returns p50/p99/max lateness of receipt vs grid point, and the ticks dropped in between.
+/// ideal schedule is `t0 + k * period`. Lateness is measured from the schedule, not from the
+/// value delivered: for each grid point up to the last receipt, the time from it to the
+/// first receipt at or after it. That needs no value (Go 1.19 sends the send instant, not
+/// the due instant) and charges a tick that was dropped or delivered late the same way in
+/// every runtime. Returns p50/p99/max of that, and the ticks dropped: grid points between
+/// the first and the last receipt that no delivered value (due instant, or send instant)
+/// falls on.
 pub fn tick_figures(t0: Instant, period: Duration, recs: &[(Instant, Instant)]) -> Figures {
     let p = period.as_nanos() as u64;
     let grid = |due: Instant| due.saturating_duration_since(t0).as_nanos() as u64 / p;
-    let late = recs
-        .iter()
-        .map(|&(due, got)| {
-            let ideal = t0 + Duration::from_nanos(grid(due) * p);
-            got.saturating_duration_since(ideal).as_nanos() as u64
-        })
-        .collect();
+    let mut late = Vec::with_capacity(recs.len());
+    if let Some(&(_, last)) = recs.last() {
+        let mut next = recs.iter().map(|r| r.1).peekable();
+        for k in 1.. {
+            let ideal = t0 + period * k;
+            if ideal > last {
+                break;
+            }
+            // Receipts are in order (one receiver): skip those before this grid point.
+            while next.next_if(|&got| got < ideal).is_some() {}
+            let got = *next
+                .peek()
+                .expect("the last receipt is at or after this point");
+            late.push(got.saturating_duration_since(ideal).as_nanos() as u64);
+        }
+    }
     let [p50, p99, max] = percentiles_us(late);
     let dropped = match (recs.first(), recs.last()) {
         (Some(a), Some(b)) => (grid(b.0) - grid(a.0) + 1).saturating_sub(recs.len() as u64),
