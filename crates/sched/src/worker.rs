@@ -19,6 +19,10 @@ const STEAL_TRIES: usize = 4;
 /// Every this many scheduling rounds an M looks at one other P for due timers its holder is
 /// not getting to (`watch_peer`).
 const WATCH_INTERVAL: u32 = 4;
+/// How long a P's holder must have begun no scheduling round, with a timer due, before
+/// another M runs that timer (ns). Shorter would take timers from holders that are merely
+/// in a task of a few microseconds, and contend on their heap (T3 lost 30 % to that).
+const STALL: Nanos = 100_000;
 
 /// An M's own state. The runtime's `Shared` is passed to every method rather than kept as
 /// a field: cloning its `Arc` in the scheduling loop made the reference count's cache line,
@@ -36,8 +40,8 @@ struct M {
 struct Watch {
     /// The P to look at next.
     next: usize,
-    /// Per P id: its `rounds` at this M's last look.
-    seen: Vec<u32>,
+    /// Per P id: its round count when this M first saw it with a timer due, and when.
+    seen: Vec<(u32, Nanos)>,
 }
 
 /// Entry point of every M thread.
@@ -288,13 +292,15 @@ impl M {
         }
     }
 
-    /// Every `WATCH_INTERVAL` rounds of this P, a look at one other P (in turn): if it has due timers
-    /// and its holder has not begun a scheduling round since this M's last look at it, the
-    /// holder is stuck (in one long task, in a long timer batch, or preempted by the OS) and
-    /// this M runs those timers; the tasks they wake come to this P. Go leaves a busy P's
-    /// timers to its holder (and to preemption after 10 ms); Tokio's single timer wheel is
-    /// driven by whichever worker gets there. The look costs two loads per interval, and a
-    /// clock read only when the other P is stuck with timers and this P has none.
+    /// Every `WATCH_INTERVAL` rounds of this P, a look at one other P (in turn): if it is
+    /// running, has timers due, and its holder has begun no scheduling round for `STALL`
+    /// (stuck in one long task, in a long timer batch, or preempted by the OS), this M runs
+    /// those timers, unless someone holds that heap's lock (then they are being run); the
+    /// tasks they wake come to this P. Go leaves a busy P's timers to its holder (and to
+    /// preemption after 10 ms); Tokio's one timer wheel is driven by whichever worker gets
+    /// there. The look is one load when the other P has no timers due; the round counter
+    /// (on the holder's line) is read only when it has, and the clock only when this P has no
+    /// timers of its own.
     #[cold]
     fn watch_peer(&mut self, shared: &Shared, p: &P, now: &mut Nanos) {
         let w = &mut self.watch;
@@ -308,25 +314,29 @@ impl M {
         }
         w.next = id + 1;
         let Some(q) = shared.p(id) else { return };
-        // Its round counter is read only when it has timers that may be due: the holder
-        // writes that line every round, and a read every few rounds would bounce it.
+        // An idle P's timers are the poller's.
         let due = q.timers.wake_time();
         if due == 0 || (*now != 0 && due > *now) || q.status() != P_RUNNING {
             return;
         }
-        if w.seen.len() < n {
-            w.seen.resize(n, 0);
-        }
-        let rounds = q.rounds();
-        // An idle P's timers are the poller's; a P whose holder is progressing runs its own.
-        if std::mem::replace(&mut w.seen[id], rounds) != rounds {
-            return;
-        }
         if *now == 0 {
             *now = nanotime();
+            if due > *now {
+                return;
+            }
         }
-        if due <= *now {
-            shared.run_timers(&q.timers, *now, false);
+        if w.seen.len() < n {
+            w.seen.resize(n, (0, 0));
+        }
+        // When this M first saw the holder's current round count with a timer due.
+        let rounds = q.rounds();
+        let seen = &mut w.seen[id];
+        if seen.0 != rounds || seen.1 == 0 {
+            *seen = (rounds, *now);
+            return;
+        }
+        if *now - seen.1 >= STALL {
+            q.timers.try_check(*now);
         }
     }
 

@@ -390,10 +390,26 @@ impl Timers {
         if now < next && !(local && s.too_many_deleted(s.num.load(Relaxed))) {
             return Checked { next, ran: 0 };
         }
+        let h = self.lock();
+        self.check_locked(h, now, local)
+    }
 
+    /// [`Timers::check`] by a helper (never `local`) that backs off when the heap is locked:
+    /// whoever holds the lock is already running or changing these timers. Returns `None`
+    /// then.
+    pub fn try_check(&self, now: Nanos) -> Option<Checked> {
+        let next = self.wake_time();
+        if next == 0 || now < next {
+            return Some(Checked { next, ran: 0 });
+        }
+        let h = self.shared.heap.try_lock()?;
+        Some(self.check_locked(h, now, false))
+    }
+
+    fn check_locked<'a>(&'a self, mut h: MutexGuard<'a, Heap>, now: Nanos, local: bool) -> Checked {
+        let s = &*self.shared;
         let mut ran = 0;
         let mut next = 0;
-        let mut h = self.lock();
         if h.len() > 0 {
             s.adjust(&mut h, now);
             loop {
