@@ -85,6 +85,16 @@ impl Shared {
         c
     }
 
+    /// [`Shared::run_timers`] for a helper that does not wait for the heap's lock
+    /// (`Timers::try_check`); counted for the poller the same way.
+    pub(crate) fn try_run_timers(&self, timers: &Timers, now: Nanos) {
+        if let Some(c) = timers.try_check(now) {
+            if c.ran > 0 {
+                self.poller.note_fired(c.ran);
+            }
+        }
+    }
+
     /// Every P that exists, live or retired (retired ones may still hold late timers).
     pub(crate) fn all_ps(&self) -> impl Iterator<Item = &Arc<P>> + '_ {
         let n = self.nallp.load(Acquire);

@@ -316,14 +316,14 @@ impl M {
         let Some(q) = shared.p(id) else { return };
         // An idle P's timers are the poller's.
         let due = q.timers.wake_time();
-        if due == 0 || (*now != 0 && due > *now) || q.status() != P_RUNNING {
+        if due == 0 || q.status() != P_RUNNING {
             return;
         }
         if *now == 0 {
             *now = nanotime();
-            if due > *now {
-                return;
-            }
+        }
+        if due > *now {
+            return;
         }
         if w.seen.len() < n {
             w.seen.resize(n, (0, 0));
@@ -336,7 +336,7 @@ impl M {
             return;
         }
         if *now - seen.1 >= STALL {
-            q.timers.try_check(*now);
+            shared.try_run_timers(&q.timers, *now);
         }
     }
 
