@@ -1,6 +1,6 @@
 //! The thread-local scheduler context: which runtime this thread belongs to and which P (if
 //! any) it holds. Workers (Ms) set it for their whole life; `block_on` and blocking-pool
-//! threads set it without a P, so that `spawn` works there and sends tasks to the injector.
+//! threads set it without a P, so that `spawn` works there and sends tasks to the global queue.
 
 use crate::p::P;
 use crate::shared::Shared;

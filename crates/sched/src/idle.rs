@@ -4,14 +4,15 @@
 //!
 //! # The no-lost-wake-up argument
 //!
-//! New work is (a) a task pushed to a P's queue or the global injector, or (b) a timer added or
+//! New work is (a) a task pushed to a P's queue or the global queue, or (b) a timer added or
 //! moved earlier. Whoever submits it does: publish the work; `fence(SeqCst)`; then `wakep`
 //! (reads `npidle` and `nmspinning`) or `wake_netpoller`. An M that goes idle does:
-//! `release_p` (under the lock, after checking the injector; `npidle += 1`); if it was
+//! `release_p` (under the lock, after checking the global queue; `npidle += 1`); if it was
 //! spinning, `nmspinning -= 1`; `fence(SeqCst)`; then re-checks every queue and every P's timer
 //! summary. Every idle M re-checks, spinning or not: Go gets away with only spinners doing so
-//! because its global queue is pushed to under `sched.lock`, while gort's injector is
-//! lock-free (`loom_park` found the lost wake-up that the Go rule leaves here). By the two fences, either the submitter sees the idle P / zero spinners and starts
+//! because its global queue is pushed to under `sched.lock`, while gort's global queue has a
+//! lock of its own, not the scheduler's (`loom_park` found the lost wake-up that the Go rule
+//! leaves here). By the two fences, either the submitter sees the idle P / zero spinners and starts
 //! an M, or the idle M sees the work. `loom_park.rs` checks this protocol.
 //!
 //! Lock order: `Idle::lock` then an `MHandle` slot; never the other way. No P timer lock is

@@ -18,6 +18,7 @@ mod idle;
 mod p;
 mod poller;
 mod procs;
+mod runq;
 mod runtime;
 mod shared;
 mod sysmon;

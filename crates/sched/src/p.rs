@@ -5,13 +5,13 @@
 //! - `hot.local` (queue owner side, `runnext`, tick counters): only the M that holds the P. A P
 //!   changes hands only through the scheduler lock (`idle.rs`: pidle list) or an M's hand-off
 //!   slot, both mutexes, which order the old holder's accesses before the new holder's.
-//! - `stealer`: anyone (it is crossbeam's `Sync` half of the deque).
+//! - `stealer`: anyone (the ring's stealing half, runq.rs).
 //! - `timers`: under its own lock, by anyone (Go's `timersLock`).
 //! - `hot.rounds`: written by the holder once per scheduling round, read by any M watching for a
 //!   stalled P (worker.rs, `watch_peer`).
 
+use crate::runq::{self, Global, Stealer};
 use crate::task::Task;
-use crossbeam_deque::{Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
 use gort_sync::atomic::{AtomicU32, AtomicU8, Ordering::*};
 use gort_timer::Timers;
@@ -34,7 +34,7 @@ const MAX_RUNNEXT_STREAK: u32 = 3;
 pub(crate) const GLOBAL_QUEUE_INTERVAL: u32 = 61;
 
 pub(crate) struct Local {
-    pub(crate) queue: Worker<Task>,
+    pub(crate) queue: runq::Local<Task>,
     pub(crate) runnext: Option<Task>,
     pub(crate) tick: u32,
     runnext_streak: u32,
@@ -63,13 +63,12 @@ struct Hot {
 // SAFETY: `local` is touched only by the M that holds the P (see the module docs: P hand-offs
 // go through a mutex, which orders accesses); everything else is `Sync` on its own.
 unsafe impl Sync for P {}
-// SAFETY: as above; the `Worker` inside is `Send`.
+// SAFETY: as above; the ring's owner handle inside is `Send`.
 unsafe impl Send for P {}
 
 impl P {
     pub(crate) fn new(id: usize) -> P {
-        let queue = Worker::new_fifo();
-        let stealer = queue.stealer();
+        let (queue, stealer) = runq::local();
         P {
             id,
             // Not in service until it is put in the idle list.
@@ -114,16 +113,13 @@ impl P {
     /// # Safety
     ///
     /// As [`P::with_local`].
-    pub(crate) unsafe fn next_local(
-        &self,
-        injector: &crossbeam_deque::Injector<Task>,
-    ) -> Option<Task> {
+    pub(crate) unsafe fn next_local(&self, global: &Global<Task>) -> Option<Task> {
         // SAFETY: forwarded contract.
         unsafe {
             self.with_local(|l| {
                 l.tick = l.tick.wrapping_add(1);
                 if l.tick % GLOBAL_QUEUE_INTERVAL == 0 {
-                    if let Some(t) = steal_one(|| injector.steal_batch_and_pop(&l.queue)) {
+                    if let Some(t) = l.queue.refill(global, 1) {
                         return Some(t);
                     }
                 }
@@ -140,27 +136,28 @@ impl P {
     }
 
     /// Go's `runqput(pp, g, next)`: `next` puts the task in `runnext`, kicking the old one to the
-    /// tail of the queue.
+    /// tail of the queue; a full queue sends half of itself to `global`.
+    ///
+    /// Returns whether the push made work stealable (the queue grew): only then is another M
+    /// worth waking; a task alone in `runnext` is run next by this P's own M.
     ///
     /// # Safety
     ///
     /// As [`P::with_local`].
-    /// Returns whether the push made work stealable (the queue grew): only then is another M
-    /// worth waking; a task alone in `runnext` is run next by this P's own M.
-    pub(crate) unsafe fn push_local(&self, task: Task, next: bool) -> bool {
+    pub(crate) unsafe fn push_local(&self, task: Task, next: bool, global: &Global<Task>) -> bool {
         // SAFETY: forwarded contract.
         unsafe {
             self.with_local(|l| {
                 if next {
                     match l.runnext.replace(task) {
                         Some(old) => {
-                            l.queue.push(old);
+                            l.queue.push(old, global);
                             true
                         }
                         None => false,
                     }
                 } else {
-                    l.queue.push(task);
+                    l.queue.push(task, global);
                     true
                 }
             })
@@ -212,16 +209,5 @@ impl P {
     pub(crate) unsafe fn has_runnext(&self) -> bool {
         // SAFETY: forwarded contract.
         unsafe { self.with_local(|l| l.runnext.is_some()) }
-    }
-}
-
-/// Retries a crossbeam steal until it is not `Retry`.
-pub(crate) fn steal_one(mut f: impl FnMut() -> Steal<Task>) -> Option<Task> {
-    loop {
-        match f() {
-            Steal::Success(t) => return Some(t),
-            Steal::Empty => return None,
-            Steal::Retry => std::hint::spin_loop(),
-        }
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::blocking::Blocking;
 use crate::context;
-use crate::p::{steal_one, P_DEAD, P_RUNNING};
+use crate::p::{P_DEAD, P_RUNNING};
 use crate::shared::{DeferredHost, Shared, MAX_PROCS};
 use crate::sysmon::Sysmon;
 use crate::task::{Cell, JoinHandle, Task};
@@ -183,7 +183,7 @@ impl Runtime {
         shared.idle.retire_idle(n, |p| {
             // SAFETY: `retire_idle` runs this under the scheduler lock on an idle P, which no
             // M holds.
-            unsafe { p.drain_local(|t| shared.injector.push(t)) };
+            unsafe { p.drain_local(|t| shared.global.push(t)) };
             let dst = shared.p(p.id % n).expect("gort: live P missing");
             p.timers.move_to(&dst.timers, &host);
             p.set_status(P_DEAD);
@@ -260,7 +260,7 @@ impl Runtime {
         let _ctx = context::enter(shared.clone());
         loop {
             let mut found = false;
-            while let Some(t) = steal_one(|| shared.injector.steal()) {
+            while let Some(t) = shared.global.pop() {
                 drop(t);
                 found = true;
             }

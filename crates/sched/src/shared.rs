@@ -6,9 +6,9 @@ use crate::context;
 use crate::idle::{Idle, MHandle};
 use crate::p::{P, P_DEAD};
 use crate::poller::Poller;
+use crate::runq::Global;
 use crate::task::{Registry, Schedule, Task};
 use crate::worker;
-use crossbeam_deque::Injector;
 use gort_timer::{Checked, Host, Nanos, Timers};
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
@@ -25,8 +25,8 @@ pub(crate) struct Shared {
     nallp: AtomicUsize,
     /// Go's `gomaxprocs`: Ps with `id >= nprocs` retire.
     pub(crate) nprocs: AtomicUsize,
-    /// Go's global run queue.
-    pub(crate) injector: Injector<Task>,
+    /// Go's global run queue (`sched.runq`).
+    pub(crate) global: Global<Task>,
     pub(crate) idle: Idle,
     pub(crate) poller: Poller,
     pub(crate) registry: Registry,
@@ -48,7 +48,7 @@ impl Shared {
             allp: (0..MAX_PROCS).map(|_| OnceLock::new()).collect(),
             nallp: AtomicUsize::new(0),
             nprocs: AtomicUsize::new(procs),
-            injector: Injector::new(),
+            global: Global::default(),
             idle: Idle::new(),
             poller: Poller::new()?,
             registry: Registry::new(),
@@ -167,7 +167,7 @@ impl Shared {
     pub(crate) fn handoffp(self: &Arc<Self>, p: Arc<P>) {
         // SAFETY: the caller held `p` until this call and passes its ownership here.
         let has_local = unsafe { p.has_runnext() } || p.has_queued();
-        if has_local || !self.injector.is_empty() {
+        if has_local || !self.global.is_empty() {
             return self.startm(Some(p), false);
         }
         // No local work: start a spinning M only if nobody else is looking for work.
@@ -200,7 +200,7 @@ impl Shared {
     }
 
     /// Queues a runnable task: on this thread's P when it holds one of this runtime (in
-    /// `runnext` when `next`), else on the injector; then `wakep` if the task is stealable.
+    /// `runnext` when `next`), else on the global queue; then `wakep` if the task is stealable.
     pub(crate) fn push_task(self: &Arc<Self>, task: Task, next: bool) {
         let p = context::current_p();
         let ours =
@@ -208,9 +208,9 @@ impl Shared {
         let stealable = if ours {
             // SAFETY: this thread holds `p` (context invariant) and no `with_local` borrow is
             // live across a task poll, which is where we are called from.
-            unsafe { (*p).push_local(task, next) }
+            unsafe { (*p).push_local(task, next, &self.global) }
         } else {
-            self.injector.push(task);
+            self.global.push(task);
             true
         };
         // Go wakes an M for every readied goroutine; like Tokio's LIFO slot, gort does not
@@ -239,7 +239,7 @@ impl Schedule for Arc<Shared> {
     fn schedule(&self, task: Task) {
         if self.is_shutdown() {
             // Nothing will run it; the teardown drops queued tasks.
-            self.injector.push(task);
+            self.global.push(task);
             return;
         }
         self.push_task(task, true);

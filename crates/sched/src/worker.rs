@@ -5,7 +5,7 @@
 
 use crate::context;
 use crate::idle::{MHandle, Woken, PARK_BACKSTOP};
-use crate::p::{steal_one, P, P_DEAD, P_RUNNING};
+use crate::p::{P, P_DEAD, P_RUNNING};
 use crate::shared::{DeferredHost, Shared};
 use crate::task::Task;
 use gort_timer::{nanotime, Nanos};
@@ -157,11 +157,11 @@ impl M {
     }
 
     /// Whether enough stealable work is waiting for a second M to be worth its wake-up: the
-    /// injector has work, or this P's queue holds more than the one task this M would take
+    /// global queue has work, or this P's queue holds more than the one task this M would take
     /// next anyway (a futex wake-up and the context switches cost more than running one
     /// small task here).
     fn more_work_queued(&self, shared: &Shared) -> bool {
-        !shared.injector.is_empty() || self.p.as_ref().is_some_and(|p| p.stealer.len() > 1)
+        !shared.global.is_empty() || self.p.as_ref().is_some_and(|p| p.stealer.len() > 1)
     }
 
     /// Go's `findrunnable`. Returns `None` when the M lost its P (it parked and will retry)
@@ -194,12 +194,16 @@ impl M {
             }
 
             // SAFETY: this M holds `p`.
-            if let Some(t) = unsafe { p.next_local(&shared.injector) } {
+            if let Some(t) = unsafe { p.next_local(&shared.global) } {
                 return Some(t);
             }
             // SAFETY: as above.
+            // Go's globrunqget(pp, 0): a share of the global queue, at most half a ring.
             let global = unsafe {
-                p.with_local(|l| steal_one(|| shared.injector.steal_batch_and_pop(&l.queue)))
+                p.with_local(|l| {
+                    let n = shared.global.len() / shared.nprocs().max(1) + 1;
+                    l.queue.refill(&shared.global, n)
+                })
             };
             if global.is_some() {
                 return global;
@@ -229,12 +233,12 @@ impl M {
 
             // Nothing to do: give the P up unless the global queue refilled meanwhile.
             let p = self.take_p().expect("gort: M lost its P");
-            if let Err(p) = shared.idle.release_p(p, || !shared.injector.is_empty()) {
+            if let Err(p) = shared.idle.release_p(p, || !shared.global.is_empty()) {
                 self.acquire(p);
                 continue;
             }
             // The delicate dance (Go): drop nmspinning *then* re-check every source. Unlike Go,
-            // non-spinning Ms re-check too: the injector is pushed to without the scheduler
+            // non-spinning Ms re-check too: the global queue is pushed to without the scheduler
             // lock, so the check in `release_p` is not atomic with a push (found by the
             // `loom_park` model; see idle.rs).
             let was_spinning = std::mem::take(&mut self.spinning);
@@ -254,7 +258,7 @@ impl M {
             // timer that is already due belongs to a P we could not steal from (the spinning
             // limit): run it here rather than loop back to the top until its owner gets to it
             // (Go's findrunnable spins in that case; it cost gort 4.5M empty rounds per 100k
-            // sleeps). We hold no P, so the tasks it wakes go to the injector, with a wakep.
+            // sleeps). We hold no P, so the tasks it wakes go to the global queue, with a wakep.
             // Also the latest instant each heap's earliest timer tolerates (its slack), for
             // the poller's coalescing.
             now = nanotime();
@@ -356,9 +360,9 @@ impl M {
     }
 
     /// After dropping out of spinning: has any queue got work (Go re-checks every P's run
-    /// queue; we also re-check the injector, which is lock-free here, see idle.rs).
+    /// queue; we also re-check the global queue, which has its own lock here, see idle.rs).
     fn work_appeared(&self, shared: &Shared) -> bool {
-        !shared.injector.is_empty() || shared.all_ps().any(|p| p.has_queued())
+        !shared.global.is_empty() || shared.all_ps().any(|p| p.has_queued())
     }
 
     /// Go's `stealWork`: several rounds over the other Ps in random order; the last round
@@ -393,16 +397,14 @@ impl M {
                         ran = true;
                         now = nanotime();
                         // SAFETY: this M holds `p`.
-                        if let Some(t) = unsafe { p.next_local(&shared.injector) } {
+                        if let Some(t) = unsafe { p.next_local(&shared.global) } {
                             return (Some(t), next, ran);
                         }
                     }
                 }
                 if p2.has_queued() {
                     // SAFETY: this M holds `p`; stealing into its own queue.
-                    let t = unsafe {
-                        p.with_local(|l| steal_one(|| p2.stealer.steal_batch_and_pop(&l.queue)))
-                    };
+                    let t = unsafe { p.with_local(|l| p2.stealer.steal_into(&mut l.queue)) };
                     if t.is_some() {
                         return (t, next, ran);
                     }
@@ -473,7 +475,7 @@ impl M {
                 return Err(p);
             }
             // SAFETY: we held `p` and give it up here, under the scheduler lock.
-            unsafe { p.drain_local(|t| shared.injector.push(t)) };
+            unsafe { p.drain_local(|t| shared.global.push(t)) };
             let dst = shared.p(p.id % n).expect("gort: live P missing");
             p.timers.move_to(&dst.timers, &host);
             p.set_status(P_DEAD);

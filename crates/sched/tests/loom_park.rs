@@ -2,8 +2,9 @@
 //! `find_runnable`/`stopm`, `src/shared.rs` `wakep`/`startm`/`wake_netpoller_arc`).
 //!
 //! These are models of the protocol, step for step in the same order and with the same
-//! orderings as the real code, written with loom's primitives because the real code's
-//! crossbeam queues and timerfd are not loom-instrumented. A lost wake-up shows up as a loom
+//! orderings as the real code, written with loom's primitives because the real M loop runs
+//! through the mio poller and its timerfd, which loom cannot instrument (the run queues
+//! themselves are modelled from their real source in `loom_runq.rs`). A lost wake-up shows up as a loom
 //! deadlock (an M parked forever while work is queued) or a failed assertion.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p gort-sched --test loom_park`
@@ -28,7 +29,7 @@ struct Lists {
 
 #[derive(Default)]
 struct Sched {
-    queue: AtomicUsize, // queued tasks (the injector / a P's queue)
+    queue: AtomicUsize, // queued tasks (the global queue / a P's queue)
     taken: AtomicBool,  // the task ran
     lists: Mutex<Lists>,
     npidle: AtomicUsize,
@@ -83,7 +84,7 @@ impl Sched {
                 l.pidle += 1;
                 s.npidle.fetch_add(1, SeqCst);
             }
-            // Every M, spinning or not, re-checks after publishing its idle P: the injector is
+            // Every M, spinning or not, re-checks after publishing its idle P: the global queue is
             // pushed to without the lock, so the check under the lock above is not enough
             // (this model found that lost wake-up in an earlier version of find_runnable).
             let was_spinning = std::mem::take(&mut spinning);

@@ -1,0 +1,430 @@
+//! Run queues: each P's fixed ring (Go's `p.runq`) and the global queue (Go's `sched.runq`).
+//!
+//! Neither allocates once warm. The local ring holds [`LOCAL_CAP`] tasks inline; when it is
+//! full its owner moves half of it, plus the task in hand, to the global queue in one batch
+//! (Go's `runqputslow`). The global queue is a `VecDeque` behind a mutex that keeps its
+//! capacity, and is touched in batches (overflow, refill), so its lock is rarely contended.
+//! (gort first used crossbeam-deque here: its growable buffers resized every time a timer batch
+//! filled a queue past 64 tasks and shrank it again as it drained, and each resize's large
+//! allocation made glibc consolidate every freed timer and task, up to 15 % of the CPU of
+//! the after_func storm T4; see design/PERFORMANCE.md.)
+//!
+//! ## The ring
+//!
+//! Only the owner (the M holding the P) pushes and pops; any M may steal half. `tail` is
+//! written by the owner alone. `head` packs two indices: `real`, the next task to take, and
+//! `steal`, the first slot a thief may still be copying out. They are equal except while a
+//! thief copies: it first moves `real` past the tasks it claims (a CAS, so the owner's pops
+//! and other thieves see them gone), copies them into its own ring, and only then moves
+//! `steal` up to `real` (Tokio's scheme, `runtime/scheduler/multi_thread/queue.rs`). The owner
+//! writes a slot only when `tail - steal < LOCAL_CAP`, so it never overwrites a slot being
+//! copied; one thief at a time (a second one sees `steal != real` and backs off). Go can copy
+//! racily and let the CAS decide because its slots are plain pointers; a moved Rust value
+//! cannot be read twice, so the claim comes before the copy here.
+//!
+//! Indices are `u32` counters that wrap; a slot is `index % LOCAL_CAP`.
+
+use gort_sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use gort_sync::{Arc, Mutex, UnsafeCell};
+use std::collections::VecDeque;
+use std::mem::MaybeUninit;
+use std::ptr;
+
+/// Slots in a P's ring (Go's `len(p.runq)`); 4 under loom, so that overflow is reached in
+/// a few steps.
+#[cfg(not(loom))]
+pub(crate) const LOCAL_CAP: usize = 256;
+#[cfg(loom)]
+pub(crate) const LOCAL_CAP: usize = 4;
+
+const MASK: usize = LOCAL_CAP - 1;
+const HALF: u32 = (LOCAL_CAP / 2) as u32;
+
+struct Ring<T> {
+    /// `steal << 32 | real`.
+    head: AtomicU64,
+    tail: AtomicU32,
+    slots: Box<[UnsafeCell<MaybeUninit<T>>]>,
+}
+
+// SAFETY: a slot's value is accessed by one thread at a time, handed over through `head` and
+// `tail` (module docs); the values are `Send`.
+unsafe impl<T: Send> Send for Ring<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Ring<T> {}
+
+fn pack(steal: u32, real: u32) -> u64 {
+    (u64::from(steal) << 32) | u64::from(real)
+}
+
+fn unpack(head: u64) -> (u32, u32) {
+    ((head >> 32) as u32, head as u32)
+}
+
+impl<T> Ring<T> {
+    /// Moves the value out of slot `i`.
+    ///
+    /// # Safety
+    ///
+    /// The slot holds a value that the caller has claimed (popped, stolen, or owns at drop).
+    unsafe fn take(&self, i: u32) -> T {
+        // SAFETY: by the caller's claim the slot is initialised and nobody else reads it.
+        self.slots[i as usize & MASK].with(|p| unsafe { ptr::read(p).assume_init() })
+    }
+
+    /// Writes `value` into slot `i`.
+    ///
+    /// # Safety
+    ///
+    /// The slot is free (outside `steal..tail`) and only the caller may write it.
+    unsafe fn put(&self, i: u32, value: T) {
+        // SAFETY: by the caller's claim no other thread accesses the slot.
+        self.slots[i as usize & MASK]
+            .with_mut(|p| unsafe { ptr::write(p, MaybeUninit::new(value)) })
+    }
+
+    /// Tasks queued (racy for anyone but the owner).
+    fn len(&self) -> usize {
+        // Head first: tail only grows past it, so the difference cannot go negative.
+        let (_, real) = unpack(self.head.load(Acquire));
+        self.tail.load(Acquire).wrapping_sub(real) as usize
+    }
+}
+
+impl<T> Drop for Ring<T> {
+    fn drop(&mut self) {
+        let (_, real) = unpack(self.head.load(Relaxed));
+        let tail = self.tail.load(Relaxed);
+        let mut i = real;
+        while i != tail {
+            // SAFETY: `&mut self`: no thief or owner is left, and `real..tail` is initialised.
+            drop(unsafe { self.take(i) });
+            i = i.wrapping_add(1);
+        }
+    }
+}
+
+/// The owner's handle of a P's ring. Not `Clone`: exactly one M holds it at a time (it lives
+/// in the P's owner-only state).
+pub(crate) struct Local<T> {
+    ring: Arc<Ring<T>>,
+}
+
+/// Anyone's handle of a P's ring: length and stealing.
+pub(crate) struct Stealer<T> {
+    ring: Arc<Ring<T>>,
+}
+
+/// A new empty ring: its owner's handle and its stealers' handle.
+pub(crate) fn local<T>() -> (Local<T>, Stealer<T>) {
+    let ring = Arc::new(Ring {
+        head: AtomicU64::new(0),
+        tail: AtomicU32::new(0),
+        slots: (0..LOCAL_CAP)
+            .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
+            .collect(),
+    });
+    (Local { ring: ring.clone() }, Stealer { ring })
+}
+
+impl<T> Local<T> {
+    /// Go's `runqput` (at the tail): on a full ring, half of it and `task` go to `global`.
+    pub(crate) fn push(&mut self, mut task: T, global: &Global<T>) {
+        let r = &*self.ring;
+        loop {
+            let (steal, real) = unpack(r.head.load(Acquire));
+            // Only we write `tail`.
+            let tail = r.tail.load(Relaxed);
+            if tail.wrapping_sub(steal) < LOCAL_CAP as u32 {
+                // SAFETY: `tail` is outside `steal..tail` and only the owner writes slots.
+                unsafe { r.put(tail, task) };
+                // Release: a thief that reads the new tail sees the slot written.
+                r.tail.store(tail.wrapping_add(1), Release);
+                return;
+            }
+            if steal != real {
+                // A thief is copying out and will free room; don't wait for it.
+                global.push(task);
+                return;
+            }
+            match self.push_overflow(task, real, tail, global) {
+                Ok(()) => return,
+                // A thief claimed tasks between our load and our claim: there is room now.
+                Err(t) => task = t,
+            }
+        }
+    }
+
+    /// Go's `runqputslow`: claims the older half of the full ring and moves it, then `task`,
+    /// to the global queue in one batch.
+    fn push_overflow(&self, task: T, head: u32, tail: u32, global: &Global<T>) -> Result<(), T> {
+        let r = &*self.ring;
+        debug_assert_eq!(tail.wrapping_sub(head) as usize, LOCAL_CAP);
+        let to = head.wrapping_add(HALF);
+        // Claim the slots as a thief would (`steal` and `real` both move: we copy at once).
+        // Release is not needed for the slots (we wrote them ourselves); Relaxed on failure.
+        if r.head
+            .compare_exchange(pack(head, head), pack(to, to), Release, Relaxed)
+            .is_err()
+        {
+            return Err(task);
+        }
+        // SAFETY: the CAS claimed `head..to`, which the owner had filled.
+        let batch = (0..HALF).map(|i| unsafe { r.take(head.wrapping_add(i)) });
+        global.push_batch(batch.chain(std::iter::once(task)));
+        Ok(())
+    }
+
+    /// Go's `runqget`: the oldest task. A CAS, because thieves move `real` too.
+    pub(crate) fn pop(&mut self) -> Option<T> {
+        let r = &*self.ring;
+        let mut head = r.head.load(Acquire);
+        let real = loop {
+            let (steal, real) = unpack(head);
+            if real == r.tail.load(Relaxed) {
+                return None;
+            }
+            let next_real = real.wrapping_add(1);
+            // With no thief copying, `steal` follows `real`; else it stays for the thief to move.
+            let next = if steal == real {
+                pack(next_real, next_real)
+            } else {
+                pack(steal, next_real)
+            };
+            match r.head.compare_exchange(head, next, AcqRel, Acquire) {
+                Ok(_) => break real,
+                Err(actual) => head = actual,
+            }
+        };
+        // SAFETY: the CAS claimed slot `real`.
+        Some(unsafe { r.take(real) })
+    }
+
+    /// Go's `globrunqget`: takes up to `max` tasks from `global` (never more than fit in
+    /// this ring's free half), returns the first and queues the rest here.
+    pub(crate) fn refill(&mut self, global: &Global<T>, max: usize) -> Option<T> {
+        if global.is_empty() {
+            return None;
+        }
+        let r = &*self.ring;
+        let (steal, _) = unpack(r.head.load(Acquire));
+        let tail = r.tail.load(Relaxed);
+        let room = LOCAL_CAP - tail.wrapping_sub(steal) as usize;
+        let mut q = global.lock();
+        let n = max.max(1).min(q.len()).min(room / 2 + 1);
+        let first = q.pop_front()?;
+        for i in 0..n as u32 - 1 {
+            let t = q
+                .pop_front()
+                .expect("gort: global queue shorter than counted");
+            // SAFETY: `room / 2` slots past `tail` are free and only the owner writes them.
+            unsafe { r.put(tail.wrapping_add(i), t) };
+        }
+        global.len.store(q.len(), SeqCst);
+        drop(q);
+        r.tail.store(tail.wrapping_add(n as u32 - 1), Release);
+        Some(first)
+    }
+}
+
+impl<T> Stealer<T> {
+    /// Tasks queued (a racy hint).
+    pub(crate) fn len(&self) -> usize {
+        self.ring.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Go's `runqsteal`: moves half of this ring's tasks into `dst` (the thief's own ring) and
+    /// returns one of them to run. `None` if there was nothing, another thief is at work, or
+    /// `dst` is more than half full.
+    pub(crate) fn steal_into(&self, dst: &mut Local<T>) -> Option<T> {
+        let d = &*dst.ring;
+        let dst_tail = d.tail.load(Relaxed);
+        let (dst_steal, _) = unpack(d.head.load(Acquire));
+        if dst_tail.wrapping_sub(dst_steal) > HALF {
+            return None;
+        }
+        let n = self.claim_and_copy(d, dst_tail);
+        if n == 0 {
+            return None;
+        }
+        // The last one copied is returned rather than published.
+        let last = dst_tail.wrapping_add(n - 1);
+        // SAFETY: we just wrote slot `last` of our own ring, beyond its published tail.
+        let ret = unsafe { d.take(last) };
+        if n > 1 {
+            d.tail.store(last, Release);
+        }
+        Some(ret)
+    }
+
+    /// Claims half of this ring (moving `real`), copies it to `dst` from `dst_tail`, then
+    /// releases the claim (moving `steal`). Returns how many were copied.
+    fn claim_and_copy(&self, dst: &Ring<T>, dst_tail: u32) -> u32 {
+        let src = &*self.ring;
+        let mut head = src.head.load(Acquire);
+        let (first, n) = loop {
+            let (steal, real) = unpack(head);
+            if steal != real {
+                // Another thief is copying.
+                return 0;
+            }
+            // Acquire: the owner's slot writes before this tail are visible.
+            let tail = src.tail.load(Acquire);
+            let len = tail.wrapping_sub(real);
+            let n = len - len / 2;
+            if n == 0 || n > HALF {
+                // Empty, or a torn view (the owner moved on between our loads): give up.
+                return 0;
+            }
+            match src.head.compare_exchange(
+                head,
+                pack(steal, real.wrapping_add(n)),
+                AcqRel,
+                Acquire,
+            ) {
+                Ok(_) => break (real, n),
+                Err(actual) => head = actual,
+            }
+        };
+        for i in 0..n {
+            // SAFETY: the CAS claimed `first..first + n` of `src`; the owner will not write them
+            // while `steal` stays at `first`. `dst_tail..dst_tail + n` of our own ring is free
+            // (we checked it is at most half full) and unpublished.
+            unsafe { dst.put(dst_tail.wrapping_add(i), src.take(first.wrapping_add(i))) };
+        }
+        // Release the claim: `steal` catches up with `real` (which the owner may have moved).
+        let mut head = pack(first, first.wrapping_add(n));
+        loop {
+            let (_, real) = unpack(head);
+            match src
+                .head
+                .compare_exchange(head, pack(real, real), AcqRel, Acquire)
+            {
+                Ok(_) => return n,
+                Err(actual) => head = actual,
+            }
+        }
+    }
+}
+
+/// Go's global run queue (`sched.runq`): for tasks readied by threads that hold no P, and
+/// overflow from full rings. `len` mirrors the queue's length for lock-free emptiness checks
+/// (Go's `sched.runqsize`).
+pub(crate) struct Global<T> {
+    len: AtomicUsize,
+    queue: Mutex<VecDeque<T>>,
+}
+
+impl<T> Default for Global<T> {
+    fn default() -> Self {
+        Global {
+            len: AtomicUsize::new(0),
+            queue: Mutex::new(VecDeque::new()),
+        }
+    }
+}
+
+impl<T> Global<T> {
+    fn lock(&self) -> gort_sync::MutexGuard<'_, VecDeque<T>> {
+        self.queue.lock()
+    }
+
+    pub(crate) fn push(&self, task: T) {
+        let mut q = self.lock();
+        q.push_back(task);
+        // SeqCst: the parking protocol's re-check (idle.rs) pairs with this store.
+        self.len.store(q.len(), SeqCst);
+    }
+
+    pub(crate) fn push_batch(&self, tasks: impl Iterator<Item = T>) {
+        let mut q = self.lock();
+        q.extend(tasks);
+        self.len.store(q.len(), SeqCst);
+    }
+
+    pub(crate) fn pop(&self) -> Option<T> {
+        if self.is_empty() {
+            return None;
+        }
+        let mut q = self.lock();
+        let t = q.pop_front();
+        self.len.store(q.len(), SeqCst);
+        t
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(SeqCst)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    /// Real threads: an owner pushing (overflowing) and popping, two thieves stealing and
+    /// draining their own rings. Every task comes out exactly once.
+    #[test]
+    fn every_task_comes_out_once_under_real_threads() {
+        const N: usize = 200_000;
+        let global = std::sync::Arc::new(Global::default());
+        let (mut owner, stealer) = local::<usize>();
+        let stealer = std::sync::Arc::new(stealer);
+        let done = std::sync::Arc::new(AtomicBool::new(false));
+        let thieves: Vec<_> = (0..2)
+            .map(|_| {
+                let (stealer, done, global) = (stealer.clone(), done.clone(), global.clone());
+                std::thread::spawn(move || {
+                    let (mut mine, _) = local::<usize>();
+                    let mut got = Vec::new();
+                    while !done.load(SeqCst) || !stealer.is_empty() {
+                        if let Some(t) = stealer.steal_into(&mut mine) {
+                            got.push(t);
+                            while let Some(t) = mine.pop() {
+                                got.push(t);
+                            }
+                        }
+                        if let Some(t) = mine.refill(&global, 8) {
+                            got.push(t);
+                            while let Some(t) = mine.pop() {
+                                got.push(t);
+                            }
+                        }
+                    }
+                    got
+                })
+            })
+            .collect();
+        let mut got = Vec::new();
+        for i in 0..N {
+            owner.push(i, &global);
+            if i % 3 == 0 {
+                got.extend(owner.pop());
+            }
+        }
+        while let Some(t) = owner.pop() {
+            got.push(t);
+        }
+        done.store(true, SeqCst);
+        for t in thieves {
+            got.extend(t.join().unwrap());
+        }
+        while let Some(t) = global.pop() {
+            got.push(t);
+        }
+        got.sort_unstable();
+        assert_eq!(got.len(), N, "tasks lost or duplicated");
+        assert!(
+            got.iter().enumerate().all(|(i, &t)| i == t),
+            "a task came out twice"
+        );
+    }
+}

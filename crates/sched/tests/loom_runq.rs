@@ -1,0 +1,213 @@
+//! Loom models of the run queues (`src/runq.rs`): the real source, compiled here against
+//! loom's atomics, cells and mutex (`gort_sync` under `--cfg loom`), with a 4-slot ring so
+//! that overflow to the global queue is reached in a few pushes.
+//!
+//! Each model checks that every task pushed comes out exactly once (popped by the owner,
+//! stolen by a thief, moved to the global queue, or dropped with the ring) whatever the
+//! interleaving of the owner's pushes and pops with thieves.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p gort-sched --test loom_runq`
+#![cfg(loom)]
+
+#[allow(dead_code)]
+#[path = "../src/runq.rs"]
+mod runq;
+
+use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use loom::sync::Arc;
+use loom::thread;
+use runq::{Global, Local, LOCAL_CAP};
+
+/// A task that counts its drops, so a task lost or duplicated shows up in the totals.
+struct Token {
+    id: usize,
+    dropped: Arc<AtomicUsize>,
+}
+
+impl Drop for Token {
+    fn drop(&mut self) {
+        self.dropped.fetch_add(1, SeqCst);
+    }
+}
+
+/// Records the ids seen, asserting none twice.
+#[derive(Default)]
+struct Seen(Vec<usize>);
+
+impl Seen {
+    fn add(&mut self, t: Token) {
+        assert!(!self.0.contains(&t.id), "task {} came out twice", t.id);
+        self.0.push(t.id);
+    }
+
+    fn drain_local(&mut self, q: &mut Local<Token>) {
+        while let Some(t) = q.pop() {
+            self.add(t);
+        }
+    }
+
+    fn drain_global(&mut self, g: &Global<Token>) {
+        while let Some(t) = g.pop() {
+            self.add(t);
+        }
+    }
+}
+
+fn token(id: usize, dropped: &Arc<AtomicUsize>) -> Token {
+    Token {
+        id,
+        dropped: dropped.clone(),
+    }
+}
+
+/// The owner pushes past the ring's capacity (overflowing half to the global queue) and pops,
+/// while a thief steals into its own ring.
+#[test]
+fn owner_push_pop_overflow_against_a_thief() {
+    const N: usize = LOCAL_CAP + 2;
+    loom::model(|| {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let global = Global::default();
+        let (mut owner, stealer) = runq::local();
+        let thief = thread::spawn(move || {
+            let (mut mine, _) = runq::local();
+            let mut seen = Seen::default();
+            if let Some(t) = stealer.steal_into(&mut mine) {
+                seen.add(t);
+            }
+            seen.drain_local(&mut mine);
+            seen.0
+        });
+        let mut seen = Seen::default();
+        for i in 0..N {
+            owner.push(token(i, &dropped), &global);
+            if i == 2 {
+                if let Some(t) = owner.pop() {
+                    seen.add(t);
+                }
+            }
+        }
+        seen.drain_local(&mut owner);
+        for id in thief.join().unwrap() {
+            assert!(!seen.0.contains(&id), "task {id} taken by owner and thief");
+            seen.0.push(id);
+        }
+        seen.drain_global(&global);
+        assert_eq!(seen.0.len(), N, "tasks lost: saw {:?}", seen.0);
+        assert_eq!(dropped.load(SeqCst), N);
+    });
+}
+
+/// Two thieves race for one ring while its owner pops and pushes more; each task goes to
+/// exactly one of them, and the owner never writes over a slot one of them is still copying.
+#[test]
+fn two_thieves_and_the_owner() {
+    const N: usize = LOCAL_CAP;
+    const MORE: usize = LOCAL_CAP - 1;
+    loom::model(|| {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let global = Global::default();
+        let (mut owner, stealer) = runq::local();
+        for i in 0..N {
+            owner.push(token(i, &dropped), &global);
+        }
+        let stealer = Arc::new(stealer);
+        let thieves: Vec<_> = (0..2)
+            .map(|_| {
+                let stealer = stealer.clone();
+                thread::spawn(move || {
+                    let (mut mine, _) = runq::local();
+                    let mut seen = Seen::default();
+                    if let Some(t) = stealer.steal_into(&mut mine) {
+                        seen.add(t);
+                    }
+                    seen.drain_local(&mut mine);
+                    seen.0
+                })
+            })
+            .collect();
+        let mut seen = Seen::default();
+        if let Some(t) = owner.pop() {
+            seen.add(t);
+        }
+        for i in N..N + MORE {
+            owner.push(token(i, &dropped), &global);
+        }
+        for t in thieves {
+            for id in t.join().unwrap() {
+                assert!(!seen.0.contains(&id), "task {id} came out twice");
+                seen.0.push(id);
+            }
+        }
+        seen.drain_local(&mut owner);
+        seen.drain_global(&global);
+        assert_eq!(seen.0.len(), N + MORE, "tasks lost: saw {:?}", seen.0);
+        assert_eq!(dropped.load(SeqCst), N + MORE);
+    });
+}
+
+/// The owner keeps pushing while a thief copies out: the owner must not overwrite a slot the
+/// thief has claimed but not yet copied (the `steal` index), and a push that finds the ring
+/// full during a steal goes to the global queue instead.
+#[test]
+fn pushes_during_a_steal_never_overwrite_claimed_slots() {
+    loom::model(|| {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let global = Arc::new(Global::default());
+        let (mut owner, stealer) = runq::local();
+        for i in 0..LOCAL_CAP {
+            owner.push(token(i, &dropped), &global);
+        }
+        let thief = thread::spawn(move || {
+            let (mut mine, _) = runq::local();
+            let mut seen = Seen::default();
+            if let Some(t) = stealer.steal_into(&mut mine) {
+                seen.add(t);
+            }
+            seen.drain_local(&mut mine);
+            seen.0
+        });
+        let mut seen = Seen::default();
+        let first = owner.pop().expect("the ring was full");
+        seen.add(first);
+        owner.push(token(LOCAL_CAP, &dropped), &global);
+        owner.push(token(LOCAL_CAP + 1, &dropped), &global);
+        for id in thief.join().unwrap() {
+            assert!(!seen.0.contains(&id), "task {id} came out twice");
+            seen.0.push(id);
+        }
+        seen.drain_local(&mut owner);
+        seen.drain_global(&global);
+        assert_eq!(seen.0.len(), LOCAL_CAP + 2, "tasks lost: saw {:?}", seen.0);
+        assert_eq!(dropped.load(SeqCst), LOCAL_CAP + 2);
+    });
+}
+
+/// Refilling from the global queue (Go's globrunqget) while a thief steals the refilled tasks;
+/// tasks left in a ring when it is dropped are dropped with it, once.
+#[test]
+fn refill_against_a_thief_and_drop_with_tasks_inside() {
+    loom::model(|| {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let global = Global::default();
+        for i in 0..3 {
+            global.push(token(i, &dropped));
+        }
+        let (mut owner, stealer) = runq::local();
+        let first = owner
+            .refill(&global, 3)
+            .expect("the global queue had tasks");
+        let thief = thread::spawn(move || {
+            let (mut mine, _) = runq::local();
+            // Whatever it steals stays in its ring (minus the one returned) and is dropped
+            // with it.
+            stealer.steal_into(&mut mine).map(|t| t.id)
+        });
+        let stolen = thief.join().unwrap();
+        assert_ne!(stolen, Some(first.id));
+        drop(first);
+        drop(owner);
+        drop(global);
+        assert_eq!(dropped.load(SeqCst), 3);
+    });
+}
