@@ -16,7 +16,7 @@ mod runq;
 use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use loom::sync::Arc;
 use loom::thread;
-use runq::{Global, Local, LOCAL_CAP};
+use runq::{Global, Local, Stealer, LOCAL_CAP};
 
 /// A task that counts its drops, so a task lost or duplicated shows up in the totals.
 struct Token {
@@ -40,6 +40,14 @@ impl Seen {
         self.0.push(t.id);
     }
 
+    /// Adds the ids another thread saw.
+    fn merge(&mut self, ids: Vec<usize>) {
+        for id in ids {
+            assert!(!self.0.contains(&id), "task {id} came out twice");
+            self.0.push(id);
+        }
+    }
+
     fn drain_local(&mut self, q: &mut Local<Token>) {
         while let Some(t) = q.pop() {
             self.add(t);
@@ -51,6 +59,19 @@ impl Seen {
             self.add(t);
         }
     }
+}
+
+/// A thief thread: steals once into a ring of its own, drains it, and reports the ids.
+fn thief(stealer: Arc<Stealer<Token>>) -> thread::JoinHandle<Vec<usize>> {
+    thread::spawn(move || {
+        let (mut mine, _) = runq::local();
+        let mut seen = Seen::default();
+        if let Some(t) = stealer.steal_into(&mut mine) {
+            seen.add(t);
+        }
+        seen.drain_local(&mut mine);
+        seen.0
+    })
 }
 
 fn token(id: usize, dropped: &Arc<AtomicUsize>) -> Token {
@@ -69,15 +90,7 @@ fn owner_push_pop_overflow_against_a_thief() {
         let dropped = Arc::new(AtomicUsize::new(0));
         let global = Global::default();
         let (mut owner, stealer) = runq::local();
-        let thief = thread::spawn(move || {
-            let (mut mine, _) = runq::local();
-            let mut seen = Seen::default();
-            if let Some(t) = stealer.steal_into(&mut mine) {
-                seen.add(t);
-            }
-            seen.drain_local(&mut mine);
-            seen.0
-        });
+        let thief = thief(Arc::new(stealer));
         let mut seen = Seen::default();
         for i in 0..N {
             owner.push(token(i, &dropped), &global);
@@ -88,10 +101,7 @@ fn owner_push_pop_overflow_against_a_thief() {
             }
         }
         seen.drain_local(&mut owner);
-        for id in thief.join().unwrap() {
-            assert!(!seen.0.contains(&id), "task {id} taken by owner and thief");
-            seen.0.push(id);
-        }
+        seen.merge(thief.join().unwrap());
         seen.drain_global(&global);
         assert_eq!(seen.0.len(), N, "tasks lost: saw {:?}", seen.0);
         assert_eq!(dropped.load(SeqCst), N);
@@ -112,20 +122,7 @@ fn two_thieves_and_the_owner() {
             owner.push(token(i, &dropped), &global);
         }
         let stealer = Arc::new(stealer);
-        let thieves: Vec<_> = (0..2)
-            .map(|_| {
-                let stealer = stealer.clone();
-                thread::spawn(move || {
-                    let (mut mine, _) = runq::local();
-                    let mut seen = Seen::default();
-                    if let Some(t) = stealer.steal_into(&mut mine) {
-                        seen.add(t);
-                    }
-                    seen.drain_local(&mut mine);
-                    seen.0
-                })
-            })
-            .collect();
+        let thieves: Vec<_> = (0..2).map(|_| thief(stealer.clone())).collect();
         let mut seen = Seen::default();
         if let Some(t) = owner.pop() {
             seen.add(t);
@@ -134,10 +131,7 @@ fn two_thieves_and_the_owner() {
             owner.push(token(i, &dropped), &global);
         }
         for t in thieves {
-            for id in t.join().unwrap() {
-                assert!(!seen.0.contains(&id), "task {id} came out twice");
-                seen.0.push(id);
-            }
+            seen.merge(t.join().unwrap());
         }
         seen.drain_local(&mut owner);
         seen.drain_global(&global);
@@ -153,29 +147,18 @@ fn two_thieves_and_the_owner() {
 fn pushes_during_a_steal_never_overwrite_claimed_slots() {
     loom::model(|| {
         let dropped = Arc::new(AtomicUsize::new(0));
-        let global = Arc::new(Global::default());
+        let global = Global::default();
         let (mut owner, stealer) = runq::local();
         for i in 0..LOCAL_CAP {
             owner.push(token(i, &dropped), &global);
         }
-        let thief = thread::spawn(move || {
-            let (mut mine, _) = runq::local();
-            let mut seen = Seen::default();
-            if let Some(t) = stealer.steal_into(&mut mine) {
-                seen.add(t);
-            }
-            seen.drain_local(&mut mine);
-            seen.0
-        });
+        let thief = thief(Arc::new(stealer));
         let mut seen = Seen::default();
         let first = owner.pop().expect("the ring was full");
         seen.add(first);
         owner.push(token(LOCAL_CAP, &dropped), &global);
         owner.push(token(LOCAL_CAP + 1, &dropped), &global);
-        for id in thief.join().unwrap() {
-            assert!(!seen.0.contains(&id), "task {id} came out twice");
-            seen.0.push(id);
-        }
+        seen.merge(thief.join().unwrap());
         seen.drain_local(&mut owner);
         seen.drain_global(&global);
         assert_eq!(seen.0.len(), LOCAL_CAP + 2, "tasks lost: saw {:?}", seen.0);
