@@ -54,6 +54,21 @@ impl Seen {
         }
     }
 
+    /// Drains what is left in the owner's ring and the global queue, then checks that all
+    /// `n` tasks came out, each dropped once.
+    fn finish(
+        mut self,
+        owner: &mut Local<Token>,
+        g: &Global<Token>,
+        n: usize,
+        dropped: &AtomicUsize,
+    ) {
+        self.drain_local(owner);
+        self.drain_global(g);
+        assert_eq!(self.0.len(), n, "tasks lost: saw {:?}", self.0);
+        assert_eq!(dropped.load(SeqCst), n);
+    }
+
     fn drain_global(&mut self, g: &Global<Token>) {
         while let Some(t) = g.pop() {
             self.add(t);
@@ -72,6 +87,20 @@ fn thief(stealer: Arc<Stealer<Token>>) -> thread::JoinHandle<Vec<usize>> {
         seen.drain_local(&mut mine);
         seen.0
     })
+}
+
+/// A ring holding tokens `0..n` (pushed by its owner, overflowing into `global` past
+/// `LOCAL_CAP`).
+fn filled(
+    n: usize,
+    dropped: &Arc<AtomicUsize>,
+    global: &Global<Token>,
+) -> (Local<Token>, Stealer<Token>) {
+    let (mut owner, stealer) = runq::local();
+    for i in 0..n {
+        owner.push(token(i, dropped), global);
+    }
+    (owner, stealer)
 }
 
 fn token(id: usize, dropped: &Arc<AtomicUsize>) -> Token {
@@ -117,10 +146,7 @@ fn two_thieves_and_the_owner() {
     loom::model(|| {
         let dropped = Arc::new(AtomicUsize::new(0));
         let global = Global::default();
-        let (mut owner, stealer) = runq::local();
-        for i in 0..N {
-            owner.push(token(i, &dropped), &global);
-        }
+        let (mut owner, stealer) = filled(N, &dropped, &global);
         let stealer = Arc::new(stealer);
         let thieves: Vec<_> = (0..2).map(|_| thief(stealer.clone())).collect();
         let mut seen = Seen::default();
@@ -133,10 +159,7 @@ fn two_thieves_and_the_owner() {
         for t in thieves {
             seen.merge(t.join().unwrap());
         }
-        seen.drain_local(&mut owner);
-        seen.drain_global(&global);
-        assert_eq!(seen.0.len(), N + MORE, "tasks lost: saw {:?}", seen.0);
-        assert_eq!(dropped.load(SeqCst), N + MORE);
+        seen.finish(&mut owner, &global, N + MORE, &dropped);
     });
 }
 
@@ -148,10 +171,7 @@ fn pushes_during_a_steal_never_overwrite_claimed_slots() {
     loom::model(|| {
         let dropped = Arc::new(AtomicUsize::new(0));
         let global = Global::default();
-        let (mut owner, stealer) = runq::local();
-        for i in 0..LOCAL_CAP {
-            owner.push(token(i, &dropped), &global);
-        }
+        let (mut owner, stealer) = filled(LOCAL_CAP, &dropped, &global);
         let thief = thief(Arc::new(stealer));
         let mut seen = Seen::default();
         let first = owner.pop().expect("the ring was full");
@@ -159,10 +179,7 @@ fn pushes_during_a_steal_never_overwrite_claimed_slots() {
         owner.push(token(LOCAL_CAP, &dropped), &global);
         owner.push(token(LOCAL_CAP + 1, &dropped), &global);
         seen.merge(thief.join().unwrap());
-        seen.drain_local(&mut owner);
-        seen.drain_global(&global);
-        assert_eq!(seen.0.len(), LOCAL_CAP + 2, "tasks lost: saw {:?}", seen.0);
-        assert_eq!(dropped.load(SeqCst), LOCAL_CAP + 2);
+        seen.finish(&mut owner, &global, LOCAL_CAP + 2, &dropped);
     });
 }
 
