@@ -10,7 +10,7 @@
 //! - `hot.rounds`: written by the holder once per scheduling round, read by any M watching for a
 //!   stalled P (worker.rs, `watch_peer`).
 
-use crate::runq::{self, Global, Stealer};
+use crate::runq::{self, Global, Lane, Stealer, Take};
 use crate::task::Task;
 use crossbeam_utils::CachePadded;
 use gort_sync::atomic::{AtomicU32, AtomicU8, Ordering::*};
@@ -119,7 +119,14 @@ impl P {
             self.with_local(|l| {
                 l.tick = l.tick.wrapping_add(1);
                 if l.tick % GLOBAL_QUEUE_INTERVAL == 0 {
-                    if let Some(t) = l.queue.refill(global, 1) {
+                    // Every other check serves the global queue's `Fresh` lane first, so that
+                    // new tasks get in however many woken ones keep arriving (runq.rs).
+                    let first = if (l.tick / GLOBAL_QUEUE_INTERVAL) % 2 == 0 {
+                        Lane::Ready
+                    } else {
+                        Lane::Fresh
+                    };
+                    if let Some(t) = l.queue.refill(global, 1, Take::First(first)) {
                         return Some(t);
                     }
                 }
@@ -136,7 +143,7 @@ impl P {
     }
 
     /// Go's `runqput(pp, g, next)`: `next` puts the task in `runnext`, kicking the old one to the
-    /// tail of the queue; a full queue sends half of itself to `global`.
+    /// tail of the queue; a full queue sends half of itself to `global`'s `lane`.
     ///
     /// Returns whether the push made work stealable (the queue grew): only then is another M
     /// worth waking; a task alone in `runnext` is run next by this P's own M.
@@ -144,20 +151,26 @@ impl P {
     /// # Safety
     ///
     /// As [`P::with_local`].
-    pub(crate) unsafe fn push_local(&self, task: Task, next: bool, global: &Global<Task>) -> bool {
+    pub(crate) unsafe fn push_local(
+        &self,
+        task: Task,
+        next: bool,
+        global: &Global<Task>,
+        lane: Lane,
+    ) -> bool {
         // SAFETY: forwarded contract.
         unsafe {
             self.with_local(|l| {
                 if next {
                     match l.runnext.replace(task) {
                         Some(old) => {
-                            l.queue.push(old, global);
+                            l.queue.push(old, global, lane);
                             true
                         }
                         None => false,
                     }
                 } else {
-                    l.queue.push(task, global);
+                    l.queue.push(task, global, lane);
                     true
                 }
             })

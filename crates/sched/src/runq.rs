@@ -2,8 +2,21 @@
 //!
 //! Neither allocates once warm. The local ring holds [`LOCAL_CAP`] tasks inline; when it is
 //! full its owner moves half of it, plus the task in hand, to the global queue in one batch
-//! (Go's `runqputslow`). The global queue is a `VecDeque` behind a mutex that keeps its
-//! capacity, and is touched in batches (overflow, refill), so its lock is rarely contended.
+//! (Go's `runqputslow`). The global queue is two `VecDeque`s behind one mutex that keep their
+//! capacity, touched in batches (overflow, refill), so its lock is rarely contended.
+//!
+//! ## Two lanes in the global queue
+//!
+//! Go's global queue is one FIFO. Under overload that makes a task woken by a timer or a
+//! message wait behind every task spawned before it that has not started yet: one task
+//! spawning a million sleepers on two cores (T3 of SHAPES.md) left sleepers that fired
+//! waiting a second behind half a million unstarted ones. gort keeps two FIFOs, the
+//! [`Lane`]s: `Ready` for tasks woken or yielding, `Fresh` for tasks pushed out by a `spawn`.
+//! Refills take `Ready` first: work already started finishes before new work is admitted,
+//! the usual answer to overload (it bounds the latency of started work and the number of
+//! half-done tasks holding memory). New tasks never starve: every other global-queue
+//! fairness check of a P (one round in 122) takes `Fresh` first, and either lane is taken
+//! when the other is empty.
 //! (gort first used crossbeam-deque here: its growable buffers resized every time a timer batch
 //! filled a queue past 64 tasks and shrank it again as it drained, and each resize's large
 //! allocation made glibc consolidate every freed timer and task, up to 15 % of the CPU of
@@ -39,6 +52,25 @@ pub(crate) const LOCAL_CAP: usize = 4;
 
 const MASK: usize = LOCAL_CAP - 1;
 const HALF: u32 = (LOCAL_CAP / 2) as u32;
+
+/// Which lanes a refill takes from, in which order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Take {
+    /// This lane, then the other.
+    First(Lane),
+    /// This lane alone.
+    Only(Lane),
+}
+
+/// Which FIFO of the global queue a task goes to (module docs, "Two lanes").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lane {
+    /// Woken, yielding, or readied off a P: started work, taken first.
+    Ready,
+    /// Pushed out of a ring by a `spawn`: new work, admitted when `Ready` is empty (or
+    /// by the fairness check).
+    Fresh,
+}
 
 struct Ring<T> {
     /// `steal << 32 | real`.
@@ -128,8 +160,9 @@ pub(crate) fn local<T>() -> (Local<T>, Stealer<T>) {
 }
 
 impl<T> Local<T> {
-    /// Go's `runqput` (at the tail): on a full ring, half of it and `task` go to `global`.
-    pub(crate) fn push(&mut self, mut task: T, global: &Global<T>) {
+    /// Go's `runqput` (at the tail): on a full ring, half of it and `task` go to `global`'s
+    /// `lane` (the lane of what caused the push: a spawn, or a wake-up).
+    pub(crate) fn push(&mut self, mut task: T, global: &Global<T>, lane: Lane) {
         let r = &*self.ring;
         loop {
             let (steal, real) = unpack(r.head.load(Acquire));
@@ -144,10 +177,10 @@ impl<T> Local<T> {
             }
             if steal != real {
                 // A thief is copying out and will free room; don't wait for it.
-                global.push(task);
+                global.push_batch(std::iter::once(task), lane);
                 return;
             }
-            match self.push_overflow(task, real, tail, global) {
+            match self.push_overflow(task, real, tail, global, lane) {
                 Ok(()) => return,
                 // A thief claimed tasks between our load and our claim: there is room now.
                 Err(t) => task = t,
@@ -157,7 +190,14 @@ impl<T> Local<T> {
 
     /// Go's `runqputslow`: claims the older half of the full ring and moves it, then `task`,
     /// to the global queue in one batch.
-    fn push_overflow(&self, task: T, head: u32, tail: u32, global: &Global<T>) -> Result<(), T> {
+    fn push_overflow(
+        &self,
+        task: T,
+        head: u32,
+        tail: u32,
+        global: &Global<T>,
+        lane: Lane,
+    ) -> Result<(), T> {
         let r = &*self.ring;
         debug_assert_eq!(tail.wrapping_sub(head) as usize, LOCAL_CAP);
         let to = head.wrapping_add(HALF);
@@ -171,7 +211,7 @@ impl<T> Local<T> {
         }
         // SAFETY: the CAS claimed `head..to`, which the owner had filled.
         let batch = (0..HALF).map(|i| unsafe { r.take(head.wrapping_add(i)) });
-        global.push_batch(batch.chain(std::iter::once(task)));
+        global.push_batch(batch.chain(std::iter::once(task)), lane);
         Ok(())
     }
 
@@ -200,9 +240,9 @@ impl<T> Local<T> {
         Some(unsafe { r.take(real) })
     }
 
-    /// Go's `globrunqget`: takes up to `max` tasks from `global` (never more than fit in
-    /// this ring's free half), returns the first and queues the rest here.
-    pub(crate) fn refill(&mut self, global: &Global<T>, max: usize) -> Option<T> {
+    /// Go's `globrunqget`: takes up to `max` tasks from `global`'s lanes as `take` says (never
+    /// more than fit in this ring's free half), returns the first and queues the rest here.
+    pub(crate) fn refill(&mut self, global: &Global<T>, max: usize, take: Take) -> Option<T> {
         if global.is_empty() {
             return None;
         }
@@ -211,11 +251,11 @@ impl<T> Local<T> {
         let tail = r.tail.load(Relaxed);
         let room = LOCAL_CAP - tail.wrapping_sub(steal) as usize;
         let mut q = global.lock();
-        let n = max.max(1).min(q.len()).min(room / 2 + 1);
-        let first = q.pop_front()?;
+        let n = max.max(1).min(q.available(take)).min(room / 2 + 1);
+        let ret = q.pop_front(take)?;
         for i in 0..n as u32 - 1 {
             let t = q
-                .pop_front()
+                .pop_front(take)
                 .expect("gort: global queue shorter than counted");
             // SAFETY: `room / 2` slots past `tail` are free and only the owner writes them.
             unsafe { r.put(tail.wrapping_add(i), t) };
@@ -223,7 +263,7 @@ impl<T> Local<T> {
         global.len.store(q.len(), SeqCst);
         drop(q);
         r.tail.store(tail.wrapping_add(n as u32 - 1), Release);
-        Some(first)
+        Some(ret)
     }
 }
 
@@ -311,47 +351,92 @@ impl<T> Stealer<T> {
     }
 }
 
-/// Go's global run queue (`sched.runq`): for tasks readied by threads that hold no P, and
-/// overflow from full rings. `len` mirrors the queue's length for lock-free emptiness checks
-/// (Go's `sched.runqsize`).
+/// Go's global run queue (`sched.runq`), in two lanes (module docs): for tasks readied by
+/// threads that hold no P, and overflow from full rings. `len` mirrors the total length for
+/// lock-free emptiness checks (Go's `sched.runqsize`).
 pub(crate) struct Global<T> {
     len: AtomicUsize,
-    queue: Mutex<VecDeque<T>>,
+    queue: Mutex<Lanes<T>>,
+}
+
+struct Lanes<T> {
+    ready: VecDeque<T>,
+    fresh: VecDeque<T>,
+}
+
+impl<T> Lanes<T> {
+    fn lane(&mut self, lane: Lane) -> &mut VecDeque<T> {
+        match lane {
+            Lane::Ready => &mut self.ready,
+            Lane::Fresh => &mut self.fresh,
+        }
+    }
+
+    /// The oldest task of the first lane `take` names, else of the other if it may.
+    fn pop_front(&mut self, take: Take) -> Option<T> {
+        match take {
+            Take::Only(lane) => self.lane(lane).pop_front(),
+            Take::First(lane) => {
+                let other = match lane {
+                    Lane::Ready => Lane::Fresh,
+                    Lane::Fresh => Lane::Ready,
+                };
+                self.lane(lane)
+                    .pop_front()
+                    .or_else(|| self.lane(other).pop_front())
+            }
+        }
+    }
+
+    fn available(&self, take: Take) -> usize {
+        match take {
+            Take::Only(Lane::Ready) => self.ready.len(),
+            Take::Only(Lane::Fresh) => self.fresh.len(),
+            Take::First(_) => self.len(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.ready.len() + self.fresh.len()
+    }
 }
 
 impl<T> Default for Global<T> {
     fn default() -> Self {
         Global {
             len: AtomicUsize::new(0),
-            queue: Mutex::new(VecDeque::new()),
+            queue: Mutex::new(Lanes {
+                ready: VecDeque::new(),
+                fresh: VecDeque::new(),
+            }),
         }
     }
 }
 
 impl<T> Global<T> {
-    fn lock(&self) -> gort_sync::MutexGuard<'_, VecDeque<T>> {
+    fn lock(&self) -> gort_sync::MutexGuard<'_, Lanes<T>> {
         self.queue.lock()
     }
 
+    /// Queues a task readied off a P (the `Ready` lane).
     pub(crate) fn push(&self, task: T) {
+        self.push_batch(std::iter::once(task), Lane::Ready);
+    }
+
+    pub(crate) fn push_batch(&self, tasks: impl Iterator<Item = T>, lane: Lane) {
         let mut q = self.lock();
-        q.push_back(task);
+        q.lane(lane).extend(tasks);
         // SeqCst: the parking protocol's re-check (idle.rs) pairs with this store.
         self.len.store(q.len(), SeqCst);
     }
 
-    pub(crate) fn push_batch(&self, tasks: impl Iterator<Item = T>) {
-        let mut q = self.lock();
-        q.extend(tasks);
-        self.len.store(q.len(), SeqCst);
-    }
-
+    /// The oldest `Ready` task, else the oldest `Fresh` one.
     pub(crate) fn pop(&self) -> Option<T> {
         if self.is_empty() {
             return None;
         }
         let mut q = self.lock();
-        let t = q.pop_front();
+        let t = q.pop_front(Take::First(Lane::Ready));
         self.len.store(q.len(), SeqCst);
         t
     }
@@ -369,6 +454,31 @@ impl<T> Global<T> {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;
+
+    /// The lanes: `Take` decides the order, `Only` never touches the other lane, and each
+    /// lane is FIFO.
+    #[test]
+    fn refill_takes_lanes_in_the_order_asked() {
+        let global = Global::default();
+        global.push_batch([10, 11, 12].into_iter(), Lane::Fresh);
+        global.push_batch([1, 2].into_iter(), Lane::Ready);
+        let (mut ring, _) = local::<usize>();
+        let mut drain = |ring: &mut Local<usize>, first: usize| {
+            let mut got = vec![first];
+            got.extend(std::iter::from_fn(|| ring.pop()));
+            got
+        };
+        let t = ring.refill(&global, 1, Take::First(Lane::Fresh)).unwrap();
+        assert_eq!(drain(&mut ring, t), [10]);
+        let t = ring.refill(&global, 8, Take::Only(Lane::Ready)).unwrap();
+        assert_eq!(drain(&mut ring, t), [1, 2]);
+        assert!(ring.refill(&global, 8, Take::Only(Lane::Ready)).is_none());
+        assert_eq!(global.len(), 2);
+        global.push(3);
+        let t = ring.refill(&global, 8, Take::First(Lane::Ready)).unwrap();
+        assert_eq!(drain(&mut ring, t), [3, 11, 12]);
+        assert!(global.is_empty());
+    }
 
     /// Real threads: an owner pushing (overflowing) and popping, two thieves stealing and
     /// draining their own rings. Every task comes out exactly once.
@@ -392,7 +502,7 @@ mod tests {
                                 got.push(t);
                             }
                         }
-                        if let Some(t) = mine.refill(&global, 8) {
+                        if let Some(t) = mine.refill(&global, 8, Take::First(Lane::Ready)) {
                             got.push(t);
                             while let Some(t) = mine.pop() {
                                 got.push(t);
@@ -405,7 +515,11 @@ mod tests {
             .collect();
         let mut got = Vec::new();
         for i in 0..N {
-            owner.push(i, &global);
+            owner.push(
+                i,
+                &global,
+                if i % 2 == 0 { Lane::Ready } else { Lane::Fresh },
+            );
             if i % 3 == 0 {
                 got.extend(owner.pop());
             }

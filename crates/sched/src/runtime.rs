@@ -3,6 +3,7 @@
 use crate::blocking::Blocking;
 use crate::context;
 use crate::p::{P_DEAD, P_RUNNING};
+use crate::runq::Lane;
 use crate::shared::{DeferredHost, Shared, MAX_PROCS};
 use crate::sysmon::Sysmon;
 use crate::task::{Cell, JoinHandle, Task};
@@ -304,8 +305,9 @@ where
     if shared.is_shutdown() {
         task.shutdown();
     } else {
-        // Go's newproc: the new task goes to runnext.
-        shared.push_task(task, true);
+        // Go's newproc: the new task goes to runnext. What it pushes out of a full ring is
+        // new work, behind started work in the global queue (runq.rs, "Two lanes").
+        shared.push_task(task, true, Lane::Fresh);
     }
     JoinHandle::new(cell)
 }

@@ -6,7 +6,7 @@ use crate::context;
 use crate::idle::{Idle, MHandle};
 use crate::p::{P, P_DEAD};
 use crate::poller::Poller;
-use crate::runq::Global;
+use crate::runq::{Global, Lane};
 use crate::task::{Registry, Schedule, Task};
 use crate::worker;
 use gort_timer::{Checked, Host, Nanos, Timers};
@@ -201,16 +201,17 @@ impl Shared {
 
     /// Queues a runnable task: on this thread's P when it holds one of this runtime (in
     /// `runnext` when `next`), else on the global queue; then `wakep` if the task is stealable.
-    pub(crate) fn push_task(self: &Arc<Self>, task: Task, next: bool) {
+    /// `lane`: what overflows to the global queue is new work (a spawn) or started work.
+    pub(crate) fn push_task(self: &Arc<Self>, task: Task, next: bool, lane: Lane) {
         let p = context::current_p();
         let ours =
             !p.is_null() && context::with_current(|c| c.is_some_and(|c| Arc::ptr_eq(c, self)));
         let stealable = if ours {
             // SAFETY: this thread holds `p` (context invariant) and no `with_local` borrow is
             // live across a task poll, which is where we are called from.
-            unsafe { (*p).push_local(task, next, &self.global) }
+            unsafe { (*p).push_local(task, next, &self.global, lane) }
         } else {
-            self.global.push(task);
+            self.global.push_batch(std::iter::once(task), lane);
             true
         };
         // Go wakes an M for every readied goroutine; like Tokio's LIFO slot, gort does not
@@ -242,11 +243,11 @@ impl Schedule for Arc<Shared> {
             self.global.push(task);
             return;
         }
-        self.push_task(task, true);
+        self.push_task(task, true, Lane::Ready);
     }
 
     fn yield_task(&self, task: Task) {
-        self.push_task(task, false);
+        self.push_task(task, false, Lane::Ready);
     }
 
     fn release(&self, slot: usize) {

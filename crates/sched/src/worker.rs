@@ -6,6 +6,7 @@
 use crate::context;
 use crate::idle::{MHandle, Woken, PARK_BACKSTOP};
 use crate::p::{P, P_DEAD, P_RUNNING};
+use crate::runq::{Lane, Take};
 use crate::shared::{DeferredHost, Shared};
 use crate::task::Task;
 use gort_timer::{nanotime, Nanos};
@@ -197,16 +198,11 @@ impl M {
             if let Some(t) = unsafe { p.next_local(&shared.global) } {
                 return Some(t);
             }
-            // SAFETY: as above.
-            // Go's globrunqget(pp, 0): a share of the global queue, at most half a ring.
-            let global = unsafe {
-                p.with_local(|l| {
-                    let n = shared.global.len() / shared.nprocs().max(1) + 1;
-                    l.queue.refill(&shared.global, n)
-                })
-            };
-            if global.is_some() {
-                return global;
+            // Go's globrunqget(pp, 0): a share of the global queue, at most half a ring. Only
+            // started work here: new work waits until no P has any to steal (runq.rs, "Two
+            // lanes").
+            if let Some(t) = self.refill(shared, p, Take::Only(Lane::Ready)) {
+                return Some(t);
             }
 
             // Limit spinning Ms to half the busy Ps (Go): spinning costs CPU that busy Ps
@@ -229,6 +225,9 @@ impl M {
                     // Stolen timers may have readied tasks (onto our runnext): look again.
                     continue;
                 }
+            }
+            if let Some(t) = self.refill(shared, p, Take::First(Lane::Ready)) {
+                return Some(t);
             }
 
             // Nothing to do: give the P up unless the global queue refilled meanwhile.
@@ -341,6 +340,18 @@ impl M {
         }
         if *now - seen.1 >= STALL {
             shared.try_run_timers(&q.timers, *now);
+        }
+    }
+
+    /// Go's `globrunqget(pp, 0)`: a fair share of the global queue's lanes (as `take` says),
+    /// at most half a ring.
+    fn refill(&self, shared: &Shared, p: &P, take: Take) -> Option<Task> {
+        // SAFETY: this M holds `p`.
+        unsafe {
+            p.with_local(|l| {
+                let n = shared.global.len() / shared.nprocs().max(1) + 1;
+                l.queue.refill(&shared.global, n, take)
+            })
         }
     }
 

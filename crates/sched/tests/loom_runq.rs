@@ -16,7 +16,7 @@ mod runq;
 use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use loom::sync::Arc;
 use loom::thread;
-use runq::{Global, Local, Stealer, LOCAL_CAP};
+use runq::{Global, Lane, Local, Stealer, Take, LOCAL_CAP};
 
 /// A task that counts its drops, so a task lost or duplicated shows up in the totals.
 struct Token {
@@ -98,7 +98,7 @@ fn filled(
 ) -> (Local<Token>, Stealer<Token>) {
     let (mut owner, stealer) = runq::local();
     for i in 0..n {
-        owner.push(token(i, dropped), global);
+        owner.push(token(i, dropped), global, Lane::Ready);
     }
     (owner, stealer)
 }
@@ -122,7 +122,7 @@ fn owner_push_pop_overflow_against_a_thief() {
         let thief = thief(Arc::new(stealer));
         let mut seen = Seen::default();
         for i in 0..N {
-            owner.push(token(i, &dropped), &global);
+            owner.push(token(i, &dropped), &global, Lane::Ready);
             if i == 2 {
                 if let Some(t) = owner.pop() {
                     seen.add(t);
@@ -154,7 +154,7 @@ fn two_thieves_and_the_owner() {
             seen.add(t);
         }
         for i in N..N + MORE {
-            owner.push(token(i, &dropped), &global);
+            owner.push(token(i, &dropped), &global, Lane::Ready);
         }
         for t in thieves {
             seen.merge(t.join().unwrap());
@@ -176,27 +176,30 @@ fn pushes_during_a_steal_never_overwrite_claimed_slots() {
         let mut seen = Seen::default();
         let first = owner.pop().expect("the ring was full");
         seen.add(first);
-        owner.push(token(LOCAL_CAP, &dropped), &global);
-        owner.push(token(LOCAL_CAP + 1, &dropped), &global);
+        owner.push(token(LOCAL_CAP, &dropped), &global, Lane::Ready);
+        owner.push(token(LOCAL_CAP + 1, &dropped), &global, Lane::Ready);
         seen.merge(thief.join().unwrap());
         seen.finish(&mut owner, &global, LOCAL_CAP + 2, &dropped);
     });
 }
 
-/// Refilling from the global queue (Go's globrunqget) while a thief steals the refilled tasks;
-/// tasks left in a ring when it is dropped are dropped with it, once.
+/// Refilling from the global queue (Go's globrunqget), started work first, while a thief
+/// steals the refilled tasks; tasks left in a ring when it is dropped are dropped with it, once.
 #[test]
 fn refill_against_a_thief_and_drop_with_tasks_inside() {
     loom::model(|| {
         let dropped = Arc::new(AtomicUsize::new(0));
         let global = Global::default();
-        for i in 0..3 {
+        // Token 0 is new work, queued before the two started ones.
+        global.push_batch(std::iter::once(token(0, &dropped)), Lane::Fresh);
+        for i in 1..3 {
             global.push(token(i, &dropped));
         }
         let (mut owner, stealer) = runq::local();
         let first = owner
-            .refill(&global, 3)
+            .refill(&global, 3, Take::First(Lane::Ready))
             .expect("the global queue had tasks");
+        assert_eq!(first.id, 1, "the oldest started task comes first");
         let thief = thread::spawn(move || {
             let (mut mine, _) = runq::local();
             // Whatever it steals stays in its ring (minus the one returned) and is dropped

@@ -351,3 +351,104 @@ fn idle_runtime_parks_its_threads() {
         }
     }
 }
+
+/// The global queue's two lanes (runq.rs): a task woken from outside the runtime runs before
+/// a backlog of new tasks queued ahead of it. One P, held by a spinning task while 20,000 new
+/// tasks and then the wake-up are queued; in a single FIFO the woken task would run last.
+#[test]
+fn a_woken_task_runs_before_a_backlog_of_new_tasks() {
+    const NEW: usize = 20_000;
+    let rt = Builder::new().procs(1).build().unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let gate = Gate::default();
+    let polled = Arc::new(AtomicBool::new(false));
+    let (g, p, r) = (gate.clone(), polled.clone(), ran.clone());
+    let woken = rt.spawn(async move {
+        std::future::poll_fn(|cx| {
+            p.store(true, SeqCst);
+            Pin::new(&mut g.clone()).poll(cx)
+        })
+        .await;
+        r.load(SeqCst)
+    });
+    while !polled.load(SeqCst) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let (holding, release) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (h, rel) = (holding.clone(), release.clone());
+    let blocker = rt.spawn(async move {
+        h.store(true, SeqCst);
+        while !rel.load(SeqCst) {
+            std::thread::yield_now();
+        }
+    });
+    while !holding.load(SeqCst) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let news: Vec<_> = (0..NEW)
+        .map(|_| {
+            let r = ran.clone();
+            rt.spawn(async move {
+                r.fetch_add(1, SeqCst);
+            })
+        })
+        .collect();
+    gate.fire();
+    release.store(true, SeqCst);
+    let before = rt.block_on(woken).unwrap();
+    rt.block_on(blocker).unwrap();
+    for h in news {
+        rt.block_on(h).unwrap();
+    }
+    assert!(
+        before < NEW / 10,
+        "the woken task ran after {before} of the {NEW} new tasks queued before it"
+    );
+}
+
+/// New tasks are never starved by started ones: 300 tasks yield in a loop on one P, so its
+/// ring keeps overflowing into the global queue's `Ready` lane and that lane never empties;
+/// a task spawned from outside (the `Fresh` lane) must still run, and it stops the others.
+#[test]
+fn a_new_task_runs_while_started_tasks_keep_the_global_queue_busy() {
+    let rt = Builder::new().procs(1).build().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let yields = Arc::new(AtomicUsize::new(0));
+    let (s, y) = (stop.clone(), yields.clone());
+    let flood = rt.spawn(async move {
+        let hs: Vec<_> = (0..300)
+            .map(|_| {
+                let (s, y) = (s.clone(), y.clone());
+                spawn(async move {
+                    while !s.load(SeqCst) {
+                        y.fetch_add(1, SeqCst);
+                        yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.await.unwrap();
+        }
+    });
+    // Let the flood fill the ring and the global queue.
+    while yields.load(SeqCst) < 100_000 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let s = stop.clone();
+    let newcomer = rt.spawn(async move { s.store(true, SeqCst) });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !stop.load(SeqCst) {
+        assert!(
+            Instant::now() < deadline,
+            "a new task starved behind yielding ones ({} yields)",
+            yields.load(SeqCst)
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    rt.block_on(newcomer).unwrap();
+    rt.block_on(flood).unwrap();
+}
