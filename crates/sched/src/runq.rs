@@ -463,7 +463,7 @@ mod tests {
         global.push_batch([10, 11, 12].into_iter(), Lane::Fresh);
         global.push_batch([1, 2].into_iter(), Lane::Ready);
         let (mut ring, _) = local::<usize>();
-        let mut drain = |ring: &mut Local<usize>, first: usize| {
+        let drain = |ring: &mut Local<usize>, first: usize| {
             let mut got = vec![first];
             got.extend(std::iter::from_fn(|| ring.pop()));
             got
