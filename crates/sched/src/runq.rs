@@ -243,7 +243,7 @@ impl<T> Local<T> {
     /// Go's `globrunqget`: takes up to `max` tasks from `global`'s lanes as `take` says (never
     /// more than fit in this ring's free half), returns the first and queues the rest here.
     pub(crate) fn refill(&mut self, global: &Global<T>, max: usize, take: Take) -> Option<T> {
-        if global.is_empty() {
+        if global.hint(take) == 0 {
             return None;
         }
         let r = &*self.ring;
@@ -260,7 +260,7 @@ impl<T> Local<T> {
             // SAFETY: `room / 2` slots past `tail` are free and only the owner writes them.
             unsafe { r.put(tail.wrapping_add(i), t) };
         }
-        global.len.store(q.len(), SeqCst);
+        global.publish(&q);
         drop(q);
         r.tail.store(tail.wrapping_add(n as u32 - 1), Release);
         Some(ret)
@@ -353,9 +353,11 @@ impl<T> Stealer<T> {
 
 /// Go's global run queue (`sched.runq`), in two lanes (module docs): for tasks readied by
 /// threads that hold no P, and overflow from full rings. `len` mirrors the total length for
-/// lock-free emptiness checks (Go's `sched.runqsize`).
+/// lock-free emptiness checks (Go's `sched.runqsize`), `ready` the `Ready` lane's, so that a
+/// refill of that lane alone skips the lock when it is empty.
 pub(crate) struct Global<T> {
     len: AtomicUsize,
+    ready: AtomicUsize,
     queue: Mutex<Lanes<T>>,
 }
 
@@ -405,6 +407,7 @@ impl<T> Default for Global<T> {
     fn default() -> Self {
         Global {
             len: AtomicUsize::new(0),
+            ready: AtomicUsize::new(0),
             queue: Mutex::new(Lanes {
                 ready: VecDeque::new(),
                 fresh: VecDeque::new(),
@@ -426,8 +429,7 @@ impl<T> Global<T> {
     pub(crate) fn push_batch(&self, tasks: impl Iterator<Item = T>, lane: Lane) {
         let mut q = self.lock();
         q.lane(lane).extend(tasks);
-        // SeqCst: the parking protocol's re-check (idle.rs) pairs with this store.
-        self.len.store(q.len(), SeqCst);
+        self.publish(&q);
     }
 
     /// The oldest `Ready` task, else the oldest `Fresh` one.
@@ -437,8 +439,24 @@ impl<T> Global<T> {
         }
         let mut q = self.lock();
         let t = q.pop_front(Take::First(Lane::Ready));
-        self.len.store(q.len(), SeqCst);
+        self.publish(&q);
         t
+    }
+
+    /// Mirrors the lanes' lengths after a change, under the lock.
+    fn publish(&self, q: &Lanes<T>) {
+        // SeqCst: the parking protocol's re-check (idle.rs) pairs with this store.
+        self.len.store(q.len(), SeqCst);
+        // A hint: a refill that misses a task pushed just now finds it on its next look.
+        self.ready.store(q.ready.len(), Relaxed);
+    }
+
+    /// How many tasks a refill as `take` says could find (a racy hint).
+    fn hint(&self, take: Take) -> usize {
+        match take {
+            Take::Only(Lane::Ready) => self.ready.load(Relaxed),
+            _ => self.len(),
+        }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
