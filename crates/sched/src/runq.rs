@@ -72,6 +72,15 @@ pub(crate) enum Lane {
     Fresh,
 }
 
+impl Lane {
+    fn other(self) -> Lane {
+        match self {
+            Lane::Ready => Lane::Fresh,
+            Lane::Fresh => Lane::Ready,
+        }
+    }
+}
+
 struct Ring<T> {
     /// `steal << 32 | real`.
     head: AtomicU64,
@@ -177,7 +186,7 @@ impl<T> Local<T> {
             }
             if steal != real {
                 // A thief is copying out and will free room; don't wait for it.
-                global.push_batch(std::iter::once(task), lane);
+                global.push(task, lane);
                 return;
             }
             match self.push_overflow(task, real, tail, global, lane) {
@@ -378,15 +387,10 @@ impl<T> Lanes<T> {
     fn pop_front(&mut self, take: Take) -> Option<T> {
         match take {
             Take::Only(lane) => self.lane(lane).pop_front(),
-            Take::First(lane) => {
-                let other = match lane {
-                    Lane::Ready => Lane::Fresh,
-                    Lane::Fresh => Lane::Ready,
-                };
-                self.lane(lane)
-                    .pop_front()
-                    .or_else(|| self.lane(other).pop_front())
-            }
+            Take::First(lane) => self
+                .lane(lane)
+                .pop_front()
+                .or_else(|| self.lane(lane.other()).pop_front()),
         }
     }
 
@@ -421,9 +425,8 @@ impl<T> Global<T> {
         self.queue.lock()
     }
 
-    /// Queues a task readied off a P (the `Ready` lane).
-    pub(crate) fn push(&self, task: T) {
-        self.push_batch(std::iter::once(task), Lane::Ready);
+    pub(crate) fn push(&self, task: T, lane: Lane) {
+        self.push_batch(std::iter::once(task), lane);
     }
 
     pub(crate) fn push_batch(&self, tasks: impl Iterator<Item = T>, lane: Lane) {
@@ -492,7 +495,7 @@ mod tests {
         assert_eq!(drain(&mut ring, t), [1, 2]);
         assert!(ring.refill(&global, 8, Take::Only(Lane::Ready)).is_none());
         assert_eq!(global.len(), 2);
-        global.push(3);
+        global.push(3, Lane::Ready);
         let t = ring.refill(&global, 8, Take::First(Lane::Ready)).unwrap();
         assert_eq!(drain(&mut ring, t), [3, 11, 12]);
         assert!(global.is_empty());

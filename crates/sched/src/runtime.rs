@@ -184,7 +184,7 @@ impl Runtime {
         shared.idle.retire_idle(n, |p| {
             // SAFETY: `retire_idle` runs this under the scheduler lock on an idle P, which no
             // M holds.
-            unsafe { p.drain_local(|t| shared.global.push(t)) };
+            unsafe { p.drain_local(|t| shared.global.push(t, Lane::Ready)) };
             let dst = shared.p(p.id % n).expect("gort: live P missing");
             p.timers.move_to(&dst.timers, &host);
             p.set_status(P_DEAD);

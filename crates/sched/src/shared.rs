@@ -211,7 +211,7 @@ impl Shared {
             // live across a task poll, which is where we are called from.
             unsafe { (*p).push_local(task, next, &self.global, lane) }
         } else {
-            self.global.push_batch(std::iter::once(task), lane);
+            self.global.push(task, lane);
             true
         };
         // Go wakes an M for every readied goroutine; like Tokio's LIFO slot, gort does not
@@ -240,7 +240,7 @@ impl Schedule for Arc<Shared> {
     fn schedule(&self, task: Task) {
         if self.is_shutdown() {
             // Nothing will run it; the teardown drops queued tasks.
-            self.global.push(task);
+            self.global.push(task, Lane::Ready);
             return;
         }
         self.push_task(task, true, Lane::Ready);

@@ -486,7 +486,7 @@ impl M {
                 return Err(p);
             }
             // SAFETY: we held `p` and give it up here, under the scheduler lock.
-            unsafe { p.drain_local(|t| shared.global.push(t)) };
+            unsafe { p.drain_local(|t| shared.global.push(t, Lane::Ready)) };
             let dst = shared.p(p.id % n).expect("gort: live P missing");
             p.timers.move_to(&dst.timers, &host);
             p.set_status(P_DEAD);

@@ -191,9 +191,9 @@ fn refill_against_a_thief_and_drop_with_tasks_inside() {
         let dropped = Arc::new(AtomicUsize::new(0));
         let global = Global::default();
         // Token 0 is new work, queued before the two started ones.
-        global.push_batch(std::iter::once(token(0, &dropped)), Lane::Fresh);
+        global.push(token(0, &dropped), Lane::Fresh);
         for i in 1..3 {
-            global.push(token(i, &dropped));
+            global.push(token(i, &dropped), Lane::Ready);
         }
         let (mut owner, stealer) = runq::local();
         let first = owner
