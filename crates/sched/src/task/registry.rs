@@ -2,7 +2,10 @@
 //! task's future even when the task sits in no queue (parked on a timer or a channel, where
 //! a waker -> task -> future -> timer -> waker cycle would otherwise leak it).
 //!
-//! Sharded by the inserting thread so that spawns on different Ps rarely share a lock.
+//! Sharded by task: each thread deals its inserts round-robin over the shards, so that the
+//! thread that spawns and the threads that finish (which remove) rarely want the same lock at
+//! once. Sharding by the inserting thread put every task of a spawn loop in one shard, whose
+//! lock the spawner and every finishing M then fought over.
 
 use super::Task;
 use parking_lot::Mutex;
@@ -23,7 +26,8 @@ pub(crate) struct Registry {
 }
 
 thread_local! {
-    static SHARD_HINT: Cell<usize> = const { Cell::new(usize::MAX) };
+    /// This thread's next shard (`usize::MAX` until its first insert).
+    static NEXT_SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
 impl Registry {
@@ -33,19 +37,22 @@ impl Registry {
         }
     }
 
-    fn home_shard() -> usize {
-        SHARD_HINT.with(|h| {
-            if h.get() == usize::MAX {
-                // Spread threads over shards by the address of a thread-local: cheap and stable.
-                h.set((h as *const Cell<usize> as usize >> 6) % SHARDS);
+    /// The shard for this thread's next insert: round-robin, from a per-thread start.
+    fn next_shard() -> usize {
+        NEXT_SHARD.with(|n| {
+            let mut s = n.get();
+            if s == usize::MAX {
+                // Start threads at different shards by the address of a thread-local.
+                s = (n as *const Cell<usize> as usize) >> 6;
             }
-            h.get()
+            n.set(s.wrapping_add(1));
+            s % SHARDS
         })
     }
 
     /// Registers a live task; returns its slot key.
     pub(crate) fn insert(&self, task: Task) -> usize {
-        let shard = Self::home_shard();
+        let shard = Self::next_shard();
         let mut s = self.shards[shard].lock();
         s.spawned += 1;
         let idx = match s.free.pop() {
@@ -101,5 +108,40 @@ impl Registry {
     /// How many tasks were ever registered.
     pub(crate) fn spawned(&self) -> u64 {
         self.shards.iter().map(|s| s.lock().spawned).sum()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::task::Runnable;
+    use std::collections::HashSet;
+    use std::sync::Arc;
+
+    struct Idle;
+    impl Runnable for Idle {
+        fn run(self: Arc<Self>) {}
+        fn shutdown(self: Arc<Self>) {}
+    }
+
+    /// One spawning thread's tasks spread over every shard, so the Ms that finish them do
+    /// not all queue on one lock; removal by key forgets exactly that task.
+    #[test]
+    fn one_threads_inserts_spread_over_every_shard() {
+        let reg = Registry::new();
+        let keys: Vec<usize> = (0..2 * SHARDS)
+            .map(|_| reg.insert(Arc::new(Idle)))
+            .collect();
+        let shards: HashSet<usize> = keys.iter().map(|k| k & (SHARDS - 1)).collect();
+        assert_eq!(shards.len(), SHARDS, "inserts from one thread share shards");
+        assert_eq!(keys.iter().collect::<HashSet<_>>().len(), keys.len());
+        assert_eq!((reg.len(), reg.spawned()), (2 * SHARDS, 2 * SHARDS as u64));
+        for &k in &keys[..SHARDS] {
+            reg.remove(k);
+        }
+        reg.remove(keys[0]); // a second removal is a no-op
+        assert_eq!(reg.len(), SHARDS);
+        assert_eq!(reg.drain().len(), SHARDS);
+        assert_eq!(reg.len(), 0);
     }
 }
