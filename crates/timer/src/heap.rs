@@ -98,6 +98,7 @@ impl Heap {
             bad("heaped timer with a non-positive deadline");
         }
         loop {
+            self.v.prefetch_grandchildren(i);
             let mut c = i * 4 + 1; // first child
             let mut c3 = c + 2; // third child
             if c >= n {
