@@ -31,6 +31,19 @@ unsafe impl Send for Slots {}
 // SAFETY: as above; shared access only hands out `&[Entry]`.
 unsafe impl Sync for Slots {}
 
+/// Hints the CPU to load the line holding `p` (a no-op off x86_64).
+#[inline]
+pub(crate) fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE is part of the x86_64 baseline, and a prefetch never faults nor reads
+    // memory the program can observe, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 impl Default for Slots {
     fn default() -> Slots {
         Slots {
@@ -80,15 +93,12 @@ impl Slots {
     pub(crate) fn prefetch_grandchildren(&self, i: usize) {
         #[cfg(target_arch = "x86_64")]
         {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             let g = 16 * i + 5;
             if g < self.len {
-                let p = self.first_slot().wrapping_add(g).cast::<i8>();
+                // The lines past `len` may lie beyond the allocation: a hint, never read.
+                let p = self.first_slot().wrapping_add(g).cast::<u8>();
                 for k in 0..4 {
-                    // SAFETY: SSE is part of the x86_64 baseline, and a prefetch is a hint
-                    // that never faults, whatever the address (the lines past `len` may lie
-                    // beyond the allocation; they are only hinted, never read).
-                    unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(k * LINE)) };
+                    prefetch(p.wrapping_add(k * LINE));
                 }
             }
         }

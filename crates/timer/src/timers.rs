@@ -419,6 +419,7 @@ impl Timers {
                         when,
                         keep,
                     } => {
+                        h.prefetch_root_timer();
                         drop(h);
                         if let Some(p) = payload {
                             p.run(when);
