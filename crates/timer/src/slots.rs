@@ -91,15 +91,12 @@ impl Slots {
     /// level's line in flight while it compares this level's children.
     #[inline]
     pub(crate) fn prefetch_grandchildren(&self, i: usize) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let g = 16 * i + 5;
-            if g < self.len {
-                // The lines past `len` may lie beyond the allocation: a hint, never read.
-                let p = self.first_slot().wrapping_add(g).cast::<u8>();
-                for k in 0..4 {
-                    prefetch(p.wrapping_add(k * LINE));
-                }
+        let g = 16 * i + 5;
+        if g < self.len {
+            // The lines past `len` may lie beyond the allocation: a hint, never read.
+            let p = self.first_slot().wrapping_add(g).cast::<u8>();
+            for k in 0..4 {
+                prefetch(p.wrapping_add(k * LINE));
             }
         }
     }
