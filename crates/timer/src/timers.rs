@@ -51,7 +51,11 @@ pub struct TimerStats {
 }
 
 /// The shared state of a [`Timers`]; boxed so that its address, which timers record as their
-/// owner, survives moves of the `Timers` value.
+/// owner, survives moves of the `Timers` value. Aligned to whole cache-line pairs (the
+/// spatial prefetcher's unit on x86) so that no neighbouring allocation that someone writes
+/// shares a line with `timer0_when`, which every M loads in every scheduling round (its own
+/// P's, and a peer's in `help_peer`).
+#[repr(align(128))]
 pub(crate) struct Shared {
     id: usize,
     /// Go's `timersLock` + `timers`.
@@ -463,6 +467,7 @@ impl Timers {
 
     /// Go's `nobarrierWakeTime`: the minimum non-zero of the root key and the modified-earliest
     /// bound; 0 = no timers. Lock-free; never later than the earliest pending deadline.
+    #[inline]
     pub fn wake_time(&self) -> Nanos {
         // SeqCst: the poller's half of the hand-off described at `update_timer0_when`.
         let next = self.shared.timer0_when.load(SeqCst);
