@@ -17,9 +17,11 @@ use std::sync::Arc;
 /// checked in the last round only, as Go does, so that a spinning M first looks for tasks.
 const STEAL_TRIES: usize = 4;
 
-/// Every this many scheduling rounds an M looks at one other P for due timers its holder is
-/// not getting to (`watch_peer`).
-const WATCH_INTERVAL: u32 = 4;
+/// How often an M whose P has timers looks at one other P for due timers its holder is not
+/// getting to (`watch_peer`), in ns of the clock it reads anyway. The look loads the other
+/// P's `timer0_when`, a line its holder writes whenever its earliest timer changes: a cache
+/// miss that cost T6 5 % of its CPU when it came every 4th round.
+const WATCH_EVERY: Nanos = 25_000;
 /// How long a P's holder must have begun no scheduling round, with a timer due, before
 /// another M runs that timer (ns). Shorter would take timers from holders that are merely
 /// in a task of a few microseconds, and contend on their heap (T3 lost 30 % to that).
@@ -43,6 +45,8 @@ struct Watch {
     next: usize,
     /// Per P id: its round count when this M first saw it with a timer due, and when.
     seen: Vec<(u32, Nanos)>,
+    /// When `watch_peer` last looked.
+    last_look: Nanos,
 }
 
 /// Entry point of every M thread.
@@ -190,11 +194,12 @@ impl M {
                 }
                 poll_until = shared.run_timers(&p.timers, now, true).next;
             }
-            let round = p.note_round();
+            p.note_round();
             if due == 0 {
                 self.help_peer(shared, p, &mut now);
-            } else if round % WATCH_INTERVAL == 0 {
-                self.watch_peer(shared, p, &mut now);
+            } else if now - self.watch.last_look >= WATCH_EVERY {
+                self.watch.last_look = now;
+                self.watch_peer(shared, p, now);
             }
 
             // SAFETY: this M holds `p`.
@@ -333,17 +338,17 @@ impl M {
         }
     }
 
-    /// Every `WATCH_INTERVAL` rounds of this P, a look at one other P (in turn): if it is
+    /// Every `WATCH_EVERY` (25 µs), a P that has timers looks at one other P (in turn): if it is
     /// running, has timers due, and its holder has begun no scheduling round for `STALL`
     /// (stuck in one long task, in a long timer batch, or preempted by the OS), this M runs
     /// those timers, unless someone holds that heap's lock (then they are being run); the
     /// tasks they wake come to this P. Go leaves a busy P's timers to its holder (and to
     /// preemption after 10 ms); Tokio's one timer wheel is driven by whichever worker gets
-    /// there. The look is one load when the other P has no timers due; the round counter
-    /// (on the holder's line) is read only when it has, and the clock only when this P has no
-    /// timers of its own.
+    /// there. The look is one load when the other P has no timers due (the clock was read
+    /// for this P's own timers); the round counter (on the holder's line) is read only when
+    /// it has.
     #[cold]
-    fn watch_peer(&mut self, shared: &Shared, p: &P, now: &mut Nanos) {
+    fn watch_peer(&mut self, shared: &Shared, p: &P, now: Nanos) {
         let w = &mut self.watch;
         let n = shared.nallp();
         if n <= 1 {
@@ -360,10 +365,7 @@ impl M {
         if due == 0 || q.status() != P_RUNNING {
             return;
         }
-        if *now == 0 {
-            *now = nanotime();
-        }
-        if due > *now {
+        if due > now {
             return;
         }
         if w.seen.len() < n {
@@ -373,11 +375,11 @@ impl M {
         let rounds = q.rounds();
         let seen = &mut w.seen[id];
         if seen.0 != rounds || seen.1 == 0 {
-            *seen = (rounds, *now);
+            *seen = (rounds, now);
             return;
         }
-        if *now - seen.1 >= STALL {
-            shared.try_run_timers(&q.timers, *now);
+        if now - seen.1 >= STALL {
+            shared.try_run_timers(&q.timers, now);
         }
     }
 

@@ -219,18 +219,46 @@ fn a_task_woken_by_a_timer_runs_while_its_m_is_stalled_in_the_timer_batch() {
 
 #[test]
 fn a_busy_m_runs_the_due_timers_of_a_p_stuck_in_one_task() {
-    // One task arms 20 timers on its P, then holds the P for 300 ms without a scheduling
-    // point (a hog, or an M the OS preempted); another task keeps a second M busy yielding.
-    // Nobody idle steals timers, and sysmon steps in only 500 µs after a deadline: the busy
-    // M must notice that the stuck P has not begun a round and run its due timers itself
-    // (`watch_peer`). Each payload records which thread ran it.
+    // The busy M's P has no timers: it looks at the stuck P in every round (`help_peer`).
+    busy_m_runs_the_timers_of_a_stuck_p(false);
+}
+
+#[test]
+fn a_busy_m_with_timers_of_its_own_runs_the_due_timers_of_a_p_stuck_in_one_task() {
+    // The busy M's P has a timer of its own: it looks every 25 µs and runs the stuck P's
+    // timers once that P has begun no round for 100 µs (`watch_peer`).
+    busy_m_runs_the_timers_of_a_stuck_p(true);
+}
+
+/// One task arms 20 timers on its P, then holds the P for 300 ms without a scheduling point
+/// (a hog, or an M the OS preempted); another task keeps a second M busy yielding (and, with
+/// `own_timer`, first arms an hour-long timer on that M's P). Nobody idle steals timers, and
+/// sysmon steps in only 500 µs after a deadline: the busy M must run the stuck P's due
+/// timers itself. Each payload records which thread ran it.
+fn busy_m_runs_the_timers_of_a_stuck_p(own_timer: bool) {
+    // The two variants each keep two threads spinning: run them one at a time, or each
+    // takes the other's CPUs and sysmon ends up running the timers.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let rt = Builder::new().procs(2).build().unwrap();
     let ran_on = Arc::new(Mutex::new(Vec::new()));
     let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
+    let hogging = Arc::new(AtomicBool::new(false));
+    let (s, h) = (stop.clone(), hogging.clone());
     let yielder = rt.spawn(async move {
+        let mut mine = None;
         while !s.load(SeqCst) {
+            if own_timer && mine.is_none() && h.load(SeqCst) {
+                // The hog holds the other P, so this task's P is the one the timer joins.
+                let t = Timer::new();
+                let when = deadline_after(nanotime(), Duration::from_secs(3600));
+                with_home(|home, host| modify(&t, when, 0, home, host)).expect("in a runtime");
+                mine = Some(t);
+            }
             gort_sched::yield_now().await;
+        }
+        if let Some(t) = mine {
+            assert!(gort_timer::del(&t), "the hour-long timer was not pending");
         }
     });
     let r = ran_on.clone();
@@ -247,6 +275,7 @@ fn a_busy_m_runs_the_due_timers_of_a_p_stuck_in_one_task() {
             with_home(|home, host| modify(&t, when, 0, home, host)).expect("in a runtime");
             ts.push(t);
         }
+        hogging.store(true, SeqCst);
         let end = Instant::now() + Duration::from_millis(300);
         while Instant::now() < end {
             std::hint::spin_loop();
@@ -262,9 +291,13 @@ fn a_busy_m_runs_the_due_timers_of_a_p_stuck_in_one_task() {
         20,
         "not every timer fired while its P was stuck"
     );
+    // `help_peer` runs a due timer at the busy M's next round. `watch_peer` waits for 100 µs
+    // without a round, a race with sysmon (500 µs) that sysmon can win for timers whose due
+    // time finds the busy M descheduled (other tests share the two CPUs): some, not most.
     let by_m = ran_on.iter().filter(|n| n.starts_with("gort-m")).count();
+    let least = if own_timer { 1 } else { 10 };
     assert!(
-        by_m >= 10,
+        by_m >= least,
         "only {by_m} of 20 timers of the stuck P were run by the busy M: {ran_on:?}"
     );
     drop(timers);
