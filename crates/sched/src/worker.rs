@@ -303,21 +303,17 @@ impl M {
         }
     }
 
-    /// A P with no timers of its own looks at one other P (in turn) in every round and runs
-    /// that P's due timers, unless someone holds that heap's lock (then they are being run).
-    /// A timer then waits for
-    /// the first of the two Ps to end its current task, not for its own P's (T5_busy: a tick
-    /// due while every P runs a 50 µs slice waited half a slice on average; Go 1.19 waits the
-    /// same). The tasks they wake come to this P. A P that has timers never does this:
-    /// there, every M runs due timers all the time, and Ms reaching into each other's heaps
-    /// contended (T3_1M and T4 lost 14 % of their CPU when every P helped in every round,
-    /// sixth session). The cost is one load when the other P has no timers, and a clock read
-    /// when it has (what a P with a timer of its own pays in every round, here and in Go).
+    /// The next P other than `p`, in turn, if it is running and has timers: the P, its id and
+    /// its `wake_time`. An idle P's timers are the poller's.
     #[inline]
-    fn help_peer(&mut self, shared: &Shared, p: &P, now: &mut Nanos) {
+    fn next_peer_with_timers<'a>(
+        &mut self,
+        shared: &'a Shared,
+        p: &P,
+    ) -> Option<(&'a P, usize, Nanos)> {
         let n = shared.nallp();
         if n <= 1 {
-            return;
+            return None;
         }
         let w = &mut self.watch;
         let mut id = w.next % n;
@@ -325,11 +321,28 @@ impl M {
             id = (id + 1) % n;
         }
         w.next = id + 1;
-        let Some(q) = shared.p(id) else { return };
+        let q = shared.p(id)?;
         let due = q.timers.wake_time();
         if due == 0 || q.status() != P_RUNNING {
-            return;
+            return None;
         }
+        Some((q, id, due))
+    }
+
+    /// A P with no timers of its own looks at one other P (in turn) in every round and runs
+    /// that P's due timers, unless someone holds that heap's lock (then they are being run).
+    /// A timer then waits for the first of the two Ps to end its current task, not for its
+    /// own P's (T5_busy: a tick due while every P runs a 50 µs slice waited half a slice on
+    /// average; Go 1.19 waits the same). The tasks they wake come to this P. A P that has timers never does this:
+    /// there, every M runs due timers all the time, and Ms reaching into each other's heaps
+    /// contended (T3_1M and T4 lost 14 % of their CPU when every P helped in every round,
+    /// sixth session). The cost is one load when the other P has no timers, and a clock read
+    /// when it has (what a P with a timer of its own pays in every round, here and in Go).
+    #[inline]
+    fn help_peer(&mut self, shared: &Shared, p: &P, now: &mut Nanos) {
+        let Some((q, _, due)) = self.next_peer_with_timers(shared, p) else {
+            return;
+        };
         if *now == 0 {
             *now = nanotime();
         }
@@ -349,27 +362,15 @@ impl M {
     /// it has.
     #[cold]
     fn watch_peer(&mut self, shared: &Shared, p: &P, now: Nanos) {
-        let w = &mut self.watch;
-        let n = shared.nallp();
-        if n <= 1 {
+        let Some((q, id, due)) = self.next_peer_with_timers(shared, p) else {
             return;
-        }
-        let mut id = w.next % n;
-        if id == p.id {
-            id = (id + 1) % n;
-        }
-        w.next = id + 1;
-        let Some(q) = shared.p(id) else { return };
-        // An idle P's timers are the poller's.
-        let due = q.timers.wake_time();
-        if due == 0 || q.status() != P_RUNNING {
-            return;
-        }
+        };
         if due > now {
             return;
         }
-        if w.seen.len() < n {
-            w.seen.resize(n, (0, 0));
+        let w = &mut self.watch;
+        if w.seen.len() <= id {
+            w.seen.resize(id + 1, (0, 0));
         }
         // When this M first saw the holder's current round count with a timer due.
         let rounds = q.rounds();
