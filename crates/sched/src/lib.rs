@@ -87,10 +87,11 @@ where
     let Some(shared) = context::current() else {
         panic!("gort::spawn_blocking {OUTSIDE}");
     };
-    let cell = task::Cell::new(BlockingTask::new(f), shared.blocking.clone());
+    let raw = task::Cell::spawn(BlockingTask::new(f), shared.blocking.clone());
     use task::Schedule;
-    shared.blocking.schedule(cell.clone());
-    JoinHandle::new(cell)
+    shared.blocking.schedule(task::Task::Raw(raw.clone()));
+    // SAFETY: the cell's future is a `BlockingTask<F>`, whose output is `R`.
+    unsafe { JoinHandle::new(raw) }
 }
 
 /// Runs `f`, which may block, on the current thread after handing this thread's P to another
@@ -176,7 +177,7 @@ pub mod timer_api {
     pub fn run_callback<C: Callback>(c: std::sync::Arc<C>) -> Result<(), std::sync::Arc<C>> {
         crate::context::with_current(|s| match s {
             Some(s) => {
-                crate::task::Schedule::schedule(s, c);
+                crate::task::Schedule::schedule(s, crate::task::Task::from(c));
                 Ok(())
             }
             None => Err(c),

@@ -299,17 +299,17 @@ where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    let cell = Cell::new(future, shared.clone());
-    let task: Task = cell.clone();
-    cell.set_slot(shared.registry.insert(task.clone()));
+    let raw = Cell::spawn(future, shared.clone());
+    Cell::<F, Arc<Shared>>::set_slot(&raw, shared.registry.insert(raw.clone()));
     if shared.is_shutdown() {
-        task.shutdown();
+        raw.clone().shutdown();
     } else {
         // Go's newproc: the new task goes to runnext. What it pushes out of a full ring is
         // new work, behind started work in the global queue (runq.rs, "Two lanes").
-        shared.push_task(task, true, Lane::Fresh);
+        shared.push_task(Task::Raw(raw.clone()), true, Lane::Fresh);
     }
-    JoinHandle::new(cell)
+    // SAFETY: the cell's future is an `F`.
+    unsafe { JoinHandle::new(raw) }
 }
 
 /// Wakes the thread parked in `block_on`.

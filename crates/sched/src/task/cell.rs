@@ -1,15 +1,19 @@
-//! The task cell: one allocation holding a spawned future, its state word and its output.
+//! The task cell: one allocation holding a spawned future, its header (state word, reference
+//! count, vtable) and its output.
 
-use super::join::{JoinError, JoinTarget};
-use super::state::{AfterPoll, State, Wake as WakeAction, CANCELLED, COMPLETE};
-use super::{Runnable, Schedule, Task};
+use super::cache;
+use super::join::JoinError;
+use super::raw::{Header, RawTask, Vtable};
+use super::state::{AfterPoll, CANCELLED, COMPLETE};
+use super::{Schedule, Task};
 use gort_sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use gort_sync::{Mutex, UnsafeCell};
+use std::alloc::Layout;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::ptr::NonNull;
+use std::task::{Context, Poll, Waker};
 
 enum Stage<F: Future> {
     Running(F),
@@ -18,8 +22,10 @@ enum Stage<F: Future> {
 }
 
 /// A spawned task. `S` says where it is queued when woken (a runtime's Ps, or the blocking pool).
+/// `#[repr(C)]` with the header first: the header pointer the queues hold is the cell's.
+#[repr(C)]
 pub(crate) struct Cell<F: Future, S> {
-    state: State,
+    header: Header,
     sched: S,
     /// Slot in the owner's task registry; written once right after creation, before the task
     /// is queued (so every later reader sees it through the queue's synchronisation).
@@ -30,34 +36,58 @@ pub(crate) struct Cell<F: Future, S> {
     join_waker: Mutex<Option<Waker>>,
 }
 
-// SAFETY: the future is only touched by the one thread that owns RUNNING (invariant 2 of
-// state.rs), so moving it across threads needs only `F: Send`; the output is handed from the
-// runner to the JoinHandle through the COMPLETE Release/Acquire pair, so `F::Output: Send`.
-unsafe impl<F: Future + Send, S: Send + Sync> Sync for Cell<F, S> where F::Output: Send {}
-
 impl<F, S> Cell<F, S>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
     S: Schedule,
 {
-    pub(crate) fn new(future: F, sched: S) -> Arc<Self> {
-        Arc::new(Cell {
-            state: State::new_scheduled(),
+    const VTABLE: &'static Vtable = &Vtable {
+        run: Self::run,
+        shutdown: Self::shutdown,
+        schedule: Self::schedule,
+        poll_join: Self::poll_join,
+        dealloc: Self::dealloc,
+    };
+
+    /// Allocates a cell (from the cell cache) holding `future`; the task starts scheduled.
+    pub(crate) fn spawn(future: F, sched: S) -> RawTask {
+        let cell = Cell {
+            header: Header::new(Self::VTABLE),
             sched,
             slot: AtomicUsize::new(usize::MAX),
             stage: UnsafeCell::new(Stage::Running(future)),
             join_waker: Mutex::new(None),
-        })
+        };
+        let ptr = cache::alloc(Layout::new::<Self>()).cast::<Self>();
+        // SAFETY: `ptr` is fresh memory with this type's layout; the header is the first
+        // field, and `Header::new` counted the reference adopted here.
+        unsafe {
+            ptr.as_ptr().write(cell);
+            RawTask::from_raw(ptr.cast())
+        }
     }
 
-    pub(crate) fn set_slot(&self, slot: usize) {
-        self.slot.store(slot, Relaxed);
+    /// The cell behind a header of this vtable.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` heads a live `Cell<F, S>` (its vtable is `Self::VTABLE`).
+    unsafe fn from_header<'a>(ptr: NonNull<Header>) -> &'a Self {
+        // SAFETY: the caller's contract; the header is the first field of a `repr(C)` cell.
+        unsafe { ptr.cast::<Self>().as_ref() }
+    }
+
+    pub(crate) fn set_slot(task: &RawTask, slot: usize) {
+        // SAFETY: `task` was made by `Cell::<F, S>::new`.
+        unsafe { Self::from_header(task.ptr()) }
+            .slot
+            .store(slot, Relaxed);
     }
 
     /// Stores the output (dropping the future first), publishes COMPLETE, wakes the joiner and
     /// leaves the registry. Caller owns RUNNING.
-    fn finish(self: &Arc<Self>, output: Result<F::Output, JoinError>) {
+    fn finish(&self, output: Result<F::Output, JoinError>) {
         self.stage.with_mut(|stage| {
             // A panicking destructor of the future must not take the worker down with it.
             // SAFETY: the caller owns RUNNING, so no other thread touches the stage.
@@ -65,121 +95,104 @@ where
             // SAFETY: as above.
             unsafe { *stage = Stage::Finished(output) };
         });
-        self.state.complete();
+        self.header.state.complete();
         let waker = self.join_waker.lock().take();
         if let Some(w) = waker {
             w.wake();
         }
         self.sched.release(self.slot.load(Relaxed));
     }
-}
 
-impl<F, S> Runnable for Cell<F, S>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-    S: Schedule,
-{
-    fn run(self: Arc<Self>) {
-        let prev = self.state.start_poll();
+    /// `Vtable::run`.
+    unsafe fn run(task: RawTask) {
+        // SAFETY: the vtable is this type's.
+        let this = unsafe { Self::from_header(task.ptr()) };
+        let prev = this.header.state.start_poll();
         if prev & CANCELLED != 0 {
-            self.finish(Err(JoinError::cancelled()));
+            this.finish(Err(JoinError::cancelled()));
             return;
         }
-        let waker = Waker::from(self.clone());
+        let waker = task.waker_ref();
         let mut cx = Context::from_waker(&waker);
-        let res = self.stage.with_mut(|stage| {
+        let res = this.stage.with_mut(|stage| {
             // SAFETY: start_poll gave this thread RUNNING: exclusive access to the stage.
             let Stage::Running(fut) = (unsafe { &mut *stage }) else {
                 unreachable!("gort: a task was polled after it completed");
             };
-            // SAFETY: the future lives inside the Arc'd cell and is never moved until dropped.
+            // SAFETY: the future lives inside the cell and is never moved until dropped.
             let fut = unsafe { Pin::new_unchecked(fut) };
             catch_unwind(AssertUnwindSafe(|| fut.poll(&mut cx)))
         });
         match res {
             Ok(Poll::Pending) => {
-                if self.state.end_poll() == AfterPoll::Requeue {
-                    let sched = &self.sched;
-                    sched.yield_task(self.clone());
+                if this.header.state.end_poll() == AfterPoll::Requeue {
+                    this.sched.yield_task(Task::Raw(task));
                 }
             }
-            Ok(Poll::Ready(out)) => self.finish(Ok(out)),
+            Ok(Poll::Ready(out)) => this.finish(Ok(out)),
             Err(payload) => {
-                self.sched.on_panic();
-                self.finish(Err(JoinError::panic(payload)))
+                this.sched.on_panic();
+                this.finish(Err(JoinError::panic(payload)))
             }
         }
     }
 
-    fn shutdown(self: Arc<Self>) {
+    /// `Vtable::shutdown`.
+    unsafe fn shutdown(task: RawTask) {
+        // SAFETY: the vtable is this type's.
+        let this = unsafe { Self::from_header(task.ptr()) };
         // The runtime's threads are gone; claim the future as `run` would and drop it.
-        if self.state.claim_for_shutdown() {
-            self.finish(Err(JoinError::cancelled()));
-        }
-    }
-}
-
-impl<F, S> Wake for Cell<F, S>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-    S: Schedule,
-{
-    fn wake(self: Arc<Self>) {
-        if self.state.wake() == WakeAction::Schedule {
-            let task: Task = self.clone();
-            self.sched.schedule(task);
+        if this.header.state.claim_for_shutdown() {
+            this.finish(Err(JoinError::cancelled()));
         }
     }
 
-    fn wake_by_ref(self: &Arc<Self>) {
-        if self.state.wake() == WakeAction::Schedule {
-            self.sched.schedule(self.clone() as Task);
-        }
+    /// `Vtable::schedule`.
+    unsafe fn schedule(task: RawTask) {
+        // SAFETY: the vtable is this type's.
+        let this = unsafe { Self::from_header(task.ptr()) };
+        this.sched.schedule(Task::Raw(task));
     }
-}
 
-impl<F, S> JoinTarget<F::Output> for Cell<F, S>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-    S: Schedule,
-{
-    fn poll_join(&self, cx: &mut Context<'_>) -> Poll<Result<F::Output, JoinError>> {
-        if self.state.load() & COMPLETE == 0 {
+    /// `Vtable::poll_join`.
+    unsafe fn poll_join(ptr: NonNull<Header>, out: *mut (), cx: &mut Context<'_>) {
+        // SAFETY: the vtable is this type's, and the JoinHandle's reference keeps it alive.
+        let this = unsafe { Self::from_header(ptr) };
+        let out = out.cast::<Poll<Result<F::Output, JoinError>>>();
+        if this.header.state.load() & COMPLETE == 0 {
             {
-                let mut slot = self.join_waker.lock();
+                let mut slot = this.join_waker.lock();
                 match &*slot {
                     Some(w) if w.will_wake(cx.waker()) => {}
                     _ => *slot = Some(cx.waker().clone()),
                 }
             }
             // Re-check after publishing the waker: `finish` sets COMPLETE before taking it.
-            if self.state.load() & COMPLETE == 0 {
-                return Poll::Pending;
+            if this.header.state.load() & COMPLETE == 0 {
+                return;
             }
         }
-        let stage = self.stage.with_mut(|stage| {
+        let stage = this.stage.with_mut(|stage| {
             // SAFETY: COMPLETE was observed with Acquire: the runner is done with the stage,
             // and only this (unique) JoinHandle reads it from now on.
             unsafe { std::mem::replace(&mut *stage, Stage::Consumed) }
         });
         match stage {
-            Stage::Finished(out) => Poll::Ready(out),
+            // SAFETY: `out` is the JoinHandle's `Poll` of this cell's output type.
+            Stage::Finished(res) => unsafe { *out = Poll::Ready(res) },
             _ => panic!("gort: JoinHandle polled after it returned Ready"),
         }
     }
 
-    fn abort(self: Arc<Self>) {
-        if self.state.cancel() {
-            // The task was idle: queue it so that a worker drops the future.
-            let sched = &self.sched;
-            sched.schedule(self.clone() as Task);
+    /// `Vtable::dealloc`.
+    unsafe fn dealloc(ptr: NonNull<Header>) {
+        let cell = ptr.cast::<Self>();
+        // SAFETY: the last reference went: nothing else can reach the cell. A panicking
+        // destructor (of a future dropped here, or of the scheduler handle) must not leak
+        // the memory into an unwinding worker.
+        unsafe {
+            let _ = catch_unwind(AssertUnwindSafe(|| std::ptr::drop_in_place(cell.as_ptr())));
+            cache::free(cell.cast(), Layout::new::<Self>());
         }
-    }
-
-    fn is_finished(&self) -> bool {
-        self.state.load() & COMPLETE != 0
     }
 }

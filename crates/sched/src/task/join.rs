@@ -1,18 +1,13 @@
 //! `JoinHandle` and `JoinError`: how a spawner learns what became of its task.
 
+use super::raw::RawTask;
+use super::state::COMPLETE;
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
-
-/// The object behind a [`JoinHandle`]: the task cell, seen through its output type.
-pub(crate) trait JoinTarget<T>: Send + Sync {
-    fn poll_join(&self, cx: &mut Context<'_>) -> Poll<Result<T, JoinError>>;
-    fn abort(self: Arc<Self>);
-    fn is_finished(&self) -> bool;
-}
 
 /// An owned permission to await a spawned task's output; returned by [`spawn`](crate::spawn).
 ///
@@ -27,24 +22,38 @@ pub(crate) trait JoinTarget<T>: Send + Sync {
 /// assert_eq!(n, 42);
 /// ```
 pub struct JoinHandle<T> {
-    raw: Arc<dyn JoinTarget<T>>,
+    raw: RawTask,
+    /// The output type the cell's `poll_join` writes (a `JoinHandle` is `Send + Sync`, as the
+    /// cell is, whatever `T`).
+    output: PhantomData<fn() -> T>,
 }
 
 impl<T> JoinHandle<T> {
-    pub(crate) fn new(raw: Arc<dyn JoinTarget<T>>) -> Self {
-        JoinHandle { raw }
+    /// The handle of the task `raw`, whose future's output is `T`.
+    ///
+    /// # Safety
+    ///
+    /// `raw`'s cell has a future whose output type is `T`.
+    pub(crate) unsafe fn new(raw: RawTask) -> Self {
+        JoinHandle {
+            raw,
+            output: PhantomData,
+        }
     }
 
     /// Cancels the task: its future is dropped at its next scheduling point (at once if it is
     /// not running) and awaiting the handle yields a cancelled [`JoinError`]. A task that has
     /// already completed is not affected.
     pub fn abort(&self) {
-        self.raw.clone().abort()
+        if self.raw.header().state.cancel() {
+            // The task was idle: queue it so that a worker drops the future.
+            self.raw.clone().schedule();
+        }
     }
 
     /// Whether the task has finished: completed, panicked, or been cancelled.
     pub fn is_finished(&self) -> bool {
-        self.raw.is_finished()
+        self.raw.header().state.load() & COMPLETE != 0
     }
 }
 
@@ -52,7 +61,18 @@ impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.raw.poll_join(cx)
+        let mut out: Poll<Result<T, JoinError>> = Poll::Pending;
+        let poll_join = self.raw.header().vtable.poll_join;
+        // SAFETY: the cell's output type is `T` (`new`'s contract), which is what its
+        // `poll_join` writes to `out`; this handle's reference keeps the cell alive.
+        unsafe {
+            poll_join(
+                self.raw.ptr(),
+                (&mut out as *mut Poll<Result<T, JoinError>>).cast(),
+                cx,
+            )
+        };
+        out
     }
 }
 

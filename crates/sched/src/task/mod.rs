@@ -1,28 +1,61 @@
-//! Tasks: Go's G. A task is one heap cell ([`cell::Cell`]) holding the future, a state word
-//! ([`state`]) and the output, shared by the run queues (as [`Task`]), its wakers, the owner's
-//! registry and the [`JoinHandle`].
+//! Tasks: Go's G. A task is one cell ([`cell::Cell`]) holding a header (state word
+//! ([`state`]), reference count, vtable: [`raw`]), the future and the output, shared by the
+//! run queues (as [`Task`]), its wakers, the owner's registry and the [`JoinHandle`]. Cells
+//! come from and go back to per-thread free lists ([`cache`]), Go's `gfree`.
 
+mod cache;
 mod callback;
 mod cell;
 mod join;
+mod raw;
 mod registry;
 pub(crate) mod state;
 
 pub use callback::Callback;
 pub(crate) use cell::Cell;
 pub use join::{JoinError, JoinHandle};
+pub(crate) use raw::RawTask;
 pub(crate) use registry::Registry;
 
 use std::sync::Arc;
 
-/// A runnable task as the queues see it.
-pub(crate) type Task = Arc<dyn Runnable>;
+/// A unit of work as the queues see it.
+pub(crate) enum Task {
+    /// A spawned task.
+    Raw(RawTask),
+    /// A callback (an `after_func` firing): runs, no future, no registry slot.
+    Callback(Arc<dyn Runnable>),
+}
 
-/// The type-erased face of a task cell.
+impl Task {
+    /// Runs it once (the caller took it from a run queue).
+    pub(crate) fn run(self) {
+        match self {
+            Task::Raw(t) => t.run(),
+            Task::Callback(c) => c.run(),
+        }
+    }
+
+    /// Drops a task that will never run again (runtime teardown).
+    pub(crate) fn shutdown(self) {
+        match self {
+            Task::Raw(t) => t.shutdown(),
+            Task::Callback(c) => c.shutdown(),
+        }
+    }
+}
+
+impl<C: Callback> From<Arc<C>> for Task {
+    fn from(c: Arc<C>) -> Task {
+        Task::Callback(c)
+    }
+}
+
+/// The face of a callback the queues run.
 pub(crate) trait Runnable: Send + Sync + 'static {
-    /// Polls the future once (the caller took it from a run queue).
+    /// Runs it once (the caller took it from a run queue).
     fn run(self: Arc<Self>);
-    /// Drops the future of a task that will never run again (runtime teardown).
+    /// Drops it without running (runtime teardown).
     fn shutdown(self: Arc<Self>);
 }
 

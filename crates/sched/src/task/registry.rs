@@ -7,7 +7,7 @@
 //! once. Sharding by the inserting thread put every task of a spawn loop in one shard, whose
 //! lock the spawner and every finishing M then fought over.
 
-use super::Task;
+use super::RawTask;
 use parking_lot::Mutex;
 use std::cell::Cell;
 
@@ -16,7 +16,7 @@ const SHARD_BITS: u32 = SHARDS.trailing_zeros();
 
 #[derive(Default)]
 struct Shard {
-    slots: Vec<Option<Task>>,
+    slots: Vec<Option<RawTask>>,
     free: Vec<u32>,
     spawned: u64,
 }
@@ -51,7 +51,7 @@ impl Registry {
     }
 
     /// Registers a live task; returns its slot key.
-    pub(crate) fn insert(&self, task: Task) -> usize {
+    pub(crate) fn insert(&self, task: RawTask) -> usize {
         let shard = Self::next_shard();
         let mut s = self.shards[shard].lock();
         s.spawned += 1;
@@ -84,7 +84,7 @@ impl Registry {
     }
 
     /// Takes every registered task (runtime teardown).
-    pub(crate) fn drain(&self) -> Vec<Task> {
+    pub(crate) fn drain(&self) -> Vec<RawTask> {
         let mut out = Vec::new();
         for shard in self.shards.iter() {
             let mut s = shard.lock();
@@ -114,14 +114,16 @@ impl Registry {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::task::Runnable;
+    use crate::task::{Cell, Schedule, Task};
     use std::collections::HashSet;
-    use std::sync::Arc;
 
+    /// A scheduler that never runs anything: the registry only holds references.
     struct Idle;
-    impl Runnable for Idle {
-        fn run(self: Arc<Self>) {}
-        fn shutdown(self: Arc<Self>) {}
+    impl Schedule for Idle {
+        fn schedule(&self, _: Task) {}
+        fn yield_task(&self, _: Task) {}
+        fn release(&self, _: usize) {}
+        fn on_panic(&self) {}
     }
 
     /// One spawning thread's tasks spread over every shard, so the Ms that finish them do
@@ -130,7 +132,7 @@ mod tests {
     fn one_threads_inserts_spread_over_every_shard() {
         let reg = Registry::new();
         let keys: Vec<usize> = (0..2 * SHARDS)
-            .map(|_| reg.insert(Arc::new(Idle)))
+            .map(|_| reg.insert(Cell::spawn(std::future::pending::<()>(), Idle)))
             .collect();
         let shards: HashSet<usize> = keys.iter().map(|k| k & (SHARDS - 1)).collect();
         assert_eq!(shards.len(), SHARDS, "inserts from one thread share shards");
