@@ -10,7 +10,7 @@
 //! batch from there before it calls the allocator. So one lock is taken per `BATCH` cells that
 //! change threads, as Go's `gfput` moves Gs to `sched.gFree` 32 at a time.
 //!
-//! Cells larger than the last class, or more aligned than a cache line, go straight to the
+//! Cells larger than the last class, or more aligned than 16 bytes, go straight to the
 //! allocator. The pool holds at most [`POOL_BYTES`] per class, the rest is freed; a thread's
 //! list goes to the pool (or is freed) when the thread exits. Under loom every cell goes
 //! straight to the allocator.
@@ -18,10 +18,12 @@
 use std::alloc::Layout;
 use std::ptr::NonNull;
 
-/// Size step between classes: one cache line, so a cell never shares a line it does not own.
-const STEP: usize = 64;
+/// Size step between classes (a cell wastes less than this to rounding).
+const STEP: usize = 32;
+/// Alignment of every class: the allocator's own (larger ones cost padding per block).
+const ALIGN: usize = 16;
 /// Number of classes: cells up to 1 KiB are kept.
-const CLASSES: usize = 16;
+const CLASSES: usize = 32;
 /// Cells moved between a thread's list and the pool at once (Go moves 32 Gs).
 #[cfg_attr(loom, allow(dead_code))]
 const BATCH: usize = 32;
@@ -31,13 +33,13 @@ const POOL_BYTES: usize = 1 << 20;
 
 /// The class of a cell with `layout`, if it is kept.
 fn class_of(layout: Layout) -> Option<usize> {
-    (layout.align() <= STEP && layout.size() <= STEP * CLASSES)
+    (layout.align() <= ALIGN && layout.size() <= STEP * CLASSES)
         .then(|| layout.size().max(1).div_ceil(STEP) - 1)
 }
 
 /// The layout every cell of class `c` is allocated with.
 fn class_layout(c: usize) -> Layout {
-    Layout::from_size_align((c + 1) * STEP, STEP).expect("a class layout is valid")
+    Layout::from_size_align((c + 1) * STEP, ALIGN).expect("a class layout is valid")
 }
 
 /// Allocates memory for a cell with `layout` (never zero-sized: a cell has a header).
@@ -201,7 +203,7 @@ mod lists {
             .try_with(|local| {
                 let list = &local.0[c];
                 let mut l = list.get();
-                // SAFETY: the block is free and at least a cache line long: its first word
+                // SAFETY: the block is free and at least 32 bytes long: its first word
                 // becomes the link.
                 unsafe { *p.as_ptr().cast::<*mut u8>() = l.head };
                 l.head = p.as_ptr();
@@ -223,15 +225,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn classes_round_up_to_cache_lines_and_stop_at_one_kib() {
+    fn classes_round_up_to_32_bytes_and_stop_at_one_kib() {
         let l = |size, align| Layout::from_size_align(size, align).unwrap();
         assert_eq!(class_of(l(1, 1)), Some(0));
-        assert_eq!(class_of(l(64, 8)), Some(0));
-        assert_eq!(class_of(l(65, 8)), Some(1));
-        assert_eq!(class_of(l(1024, 64)), Some(15));
+        assert_eq!(class_of(l(32, 8)), Some(0));
+        assert_eq!(class_of(l(33, 8)), Some(1));
+        assert_eq!(class_of(l(1024, 16)), Some(31));
         assert_eq!(class_of(l(1025, 8)), None);
-        assert_eq!(class_of(l(64, 128)), None);
-        assert_eq!(class_layout(1), l(128, 64));
+        assert_eq!(class_of(l(64, 64)), None);
+        assert_eq!(class_layout(1), l(64, 16));
     }
 
     /// Blocks freed on one thread are reused by another through the pool, and every block
