@@ -122,14 +122,6 @@ impl Drop for RawTask {
     }
 }
 
-impl std::fmt::Debug for RawTask {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RawTask")
-            .field("state", &self.header().state.load())
-            .finish()
-    }
-}
-
 // ---- wakers: one counted reference each -----------------------------------------------------
 
 static WAKER: RawWakerVTable =
