@@ -1,24 +1,22 @@
 //! The 4-ary min-heap of one `Timers`: Go's `siftupTimer`/`siftdownTimer` with the key stored
 //! inline (Go 1.23's `timerWhen`), plus the counters kept under the same lock.
 //!
-//! Every routine here runs with the heap lock held. Each entry's timer records its slot in
-//! `Timer::index` (written here on every move) so that a modified-earlier timer can be
-//! re-sifted in place in O(log n) instead of being found by a scan (go#41699).
+//! Every routine here runs with the heap lock held. An indexed entry's timer records its slot
+//! in `Timer::index` (written here on every move) so that a modified-earlier timer can be
+//! re-sifted in place in O(log n) instead of being found by a scan (go#41699); other
+//! entries' timers are never touched by a sift (see `entry.rs`).
+
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
 
 use gort_sync::atomic::Ordering::Relaxed;
-use gort_sync::Arc;
+use gort_sync::{Arc, MutexGuard};
 
 use crate::clock::Nanos;
+pub(crate) use crate::entry::Entry;
 use crate::slots::Slots;
 use crate::status::bad;
 use crate::timer::Timer;
-
-/// One heap slot: the key inline, so comparisons never dereference a timer. 16 bytes outside
-/// loom, so a node's four children fill one 64-byte cache line (`Slots` aligns them).
-pub(crate) struct Entry {
-    pub(crate) when: Nanos,
-    pub(crate) timer: Arc<Timer>,
-}
 
 /// Counters that only lock holders touch, so they are plain integers.
 #[derive(Clone, Copy, Debug, Default)]
@@ -37,7 +35,48 @@ pub(crate) struct Heap {
     pub(crate) v: Slots,
     /// Scratch for the drained modified-earlier list, kept to reuse its allocation.
     pub(crate) spare: Vec<Arc<Timer>>,
+    /// Stale entries taken out of the heap, dropped by [`Locked`] after unlocking: one may
+    /// hold the last reference to a timer whose payload is user code (a fired `after_func`
+    /// whose handle is gone), which must not run under the heap lock.
+    pub(crate) dead: Vec<Entry>,
     pub(crate) c: Counters,
+}
+
+/// The heap lock's guard: unlocks, then drops what the holder put in [`Heap::dead`].
+pub(crate) struct Locked<'a>(ManuallyDrop<MutexGuard<'a, Heap>>);
+
+impl<'a> Locked<'a> {
+    pub(crate) fn new(g: MutexGuard<'a, Heap>) -> Locked<'a> {
+        Locked(ManuallyDrop::new(g))
+    }
+}
+
+impl Deref for Locked<'_> {
+    type Target = Heap;
+    #[inline]
+    fn deref(&self) -> &Heap {
+        &self.0
+    }
+}
+
+impl DerefMut for Locked<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Heap {
+        &mut self.0
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        let dead = if self.0.dead.is_empty() {
+            Vec::new()
+        } else {
+            std::mem::take(&mut self.0.dead)
+        };
+        // SAFETY: the guard is taken exactly once, here, and `self` is not used after.
+        drop(unsafe { ManuallyDrop::take(&mut self.0) });
+        drop(dead);
+    }
 }
 
 impl Heap {
@@ -45,10 +84,14 @@ impl Heap {
         self.v.len()
     }
 
-    /// Records slot `i` in the timer now stored there.
+    /// Records slot `i` in the timer now stored there, if that entry is indexed.
+    #[inline]
     fn note(&self, i: usize) {
-        // Relaxed: `index` is read and written only under this heap's lock.
-        self.v[i].timer.index.store(i as u32, Relaxed);
+        let e = &self.v[i];
+        if e.indexed() {
+            // Relaxed: `index` is written only under this heap's lock (see `entry.rs`).
+            e.timer().index.store(i as u32, Relaxed);
+        }
     }
 
     /// Appends `e` and sifts it up; returns its final slot.
@@ -152,18 +195,18 @@ impl Heap {
     /// Changes the key of slot `i` and restores the heap order: O(log n).
     pub(crate) fn rekey(&mut self, i: usize, when: Nanos) {
         self.v[i].when = when;
-        self.v[i].timer.when.store(when, Relaxed);
+        self.v[i].timer().when.store(when, Relaxed);
         let j = self.siftup(i);
         if j == i {
             self.siftdown(i);
         }
     }
 
-    /// The slot of `t`, from its recorded index, checked.
+    /// The slot of the promoted timer `t`, from its recorded index, checked.
     pub(crate) fn slot_of(&self, t: &Timer) -> usize {
         let i = t.index.load(Relaxed) as usize;
         match self.v.get(i) {
-            Some(e) if std::ptr::eq(&*e.timer, t) => i,
+            Some(e) if e.indexed() && std::ptr::eq(e.as_ptr(), t) => i,
             _ => bad("timer index does not match its heap slot"),
         }
     }
@@ -172,7 +215,7 @@ impl Heap {
     /// overlaps the payload run between the two (a large heap's timers are cold).
     pub(crate) fn prefetch_root_timer(&self) {
         if let Some(e) = self.v.first() {
-            crate::slots::prefetch(Arc::as_ptr(&e.timer).cast());
+            crate::slots::prefetch(e.as_ptr().cast());
         }
     }
 

@@ -174,6 +174,7 @@
 #![warn(missing_docs)]
 
 mod clock;
+mod entry;
 mod heap;
 mod lifecycle;
 mod ops;

@@ -5,10 +5,15 @@ use gort_sync::atomic::Ordering::*;
 use gort_sync::{yield_now, Arc};
 
 use crate::clock::{Nanos, NEVER};
+use crate::entry::{Entry, UNINDEXED};
 use crate::heap::Heap;
 use crate::status::{bad, Status};
 use crate::timer::{Payload, Timer};
 use crate::timers::{min_nonzero, Shared};
+
+/// How many slots ahead `clear_deleted` prefetches a timer: about the misses a core keeps
+/// in flight, at the walk's few nanoseconds per slot.
+const CLEAR_PREFETCH: usize = 16;
 
 /// What `runtimer` did with the root.
 pub(crate) enum Run {
@@ -41,7 +46,9 @@ impl Shared {
     /// it re-sifts only the timers on the modified-earlier list, O(k log n) for k of them.
     /// Runs only once the earliest modified deadline is due, as in Go. Go's
     /// `addAdjustedTimers` is folded in: each listed timer goes Moving -> re-sift in place ->
-    /// Waiting, instead of being removed during a scan and re-added after it.
+    /// Waiting, instead of being removed during a scan and re-added after it. The first time
+    /// a timer is listed it has no recorded slot: it is promoted instead, a second entry
+    /// pushed and the first left stale (`entry.rs`).
     pub(crate) fn adjust(&self, h: &mut Heap, now: Nanos) {
         let first = self.modified_earliest.load(SeqCst);
         if first == 0 || first > now {
@@ -59,23 +66,26 @@ impl Shared {
             }
             loop {
                 match t.status() {
-                    Status::Waiting => break, // re-keyed at the root already
-                    s @ Status::Deleted => {
-                        if !t.cas(s, Status::Removing) {
-                            continue;
-                        }
-                        let i = h.slot_of(&t);
-                        self.dodeltimer(h, i);
-                        t.cas_owned(Status::Removing, Status::Removed, "adjust: lost Removing");
-                        self.deleted.fetch_sub(1, Relaxed);
-                        break;
-                    }
+                    // Re-keyed at the root already, or stopped since: a stopped timer's
+                    // entry goes lazily, like any other.
+                    Status::Waiting | Status::Deleted => break,
                     s @ (Status::ModifiedEarlier | Status::ModifiedLater) => {
                         if !t.cas(s, Status::Moving) {
                             continue;
                         }
-                        let i = h.slot_of(&t);
-                        h.rekey(i, t.nextwhen.load(Relaxed));
+                        let when = t.nextwhen.load(Relaxed);
+                        if t.index.load(Relaxed) == UNINDEXED {
+                            // First time: promote. The old entry turns stale and counts as
+                            // deleted; the new one is indexed from its push on.
+                            t.index.store(0, Relaxed);
+                            self.deleted.fetch_add(1, Relaxed);
+                            t.when.store(when, Relaxed);
+                            h.push(Entry::new(when, t.clone()));
+                            self.note_len(h);
+                        } else {
+                            let i = h.slot_of(&t);
+                            h.rekey(i, when);
+                        }
                         h.c.modified += 1;
                         h.c.adjusted += 1;
                         t.cas_owned(Status::Moving, Status::Waiting, "adjust: lost Moving");
@@ -111,19 +121,24 @@ impl Shared {
             let Some(e) = h.v.first() else {
                 return Run::Empty;
             };
-            self.check_owner(&e.timer, "runtimer: bad owner");
-            match e.timer.status() {
+            if e.is_stale() {
+                self.drop_stale_root(h);
+                continue;
+            }
+            let t = e.timer();
+            self.check_owner(t, "runtimer: bad owner");
+            match t.status() {
                 s @ Status::Waiting => {
                     if e.when > now {
                         return Run::Next(e.when);
                     }
-                    if !e.timer.cas(s, Status::Running) {
+                    if !t.cas(s, Status::Running) {
                         continue;
                     }
                     return self.run_one(h, now);
                 }
                 s @ Status::Deleted => {
-                    if !e.timer.cas(s, Status::Removing) {
+                    if !t.cas(s, Status::Removing) {
                         continue;
                     }
                     self.remove_root_deleted(h);
@@ -132,7 +147,7 @@ impl Shared {
                     }
                 }
                 s @ (Status::ModifiedEarlier | Status::ModifiedLater) => {
-                    if !e.timer.cas(s, Status::Moving) {
+                    if !t.cas(s, Status::Moving) {
                         continue;
                     }
                     self.rekey_root(h);
@@ -147,17 +162,17 @@ impl Shared {
     /// or removes (one-shot) the timer, and leaves `Running`, all before the lock is dropped.
     fn run_one(&self, h: &mut Heap, now: Nanos) -> Run {
         let when = h.v[0].when;
-        let period = h.v[0].timer.period.load(Relaxed);
+        let period = h.v[0].timer().period.load(Relaxed);
         // Claimed while Running: a racing `del` waits for us, then returns false, so the
         // payload it would drop is one we already hold.
-        let payload = h.v[0].timer.claim_payload(period > 0);
+        let payload = h.v[0].timer().claim_payload(period > 0);
         h.c.fired += 1;
         if period > 0 {
             let next = next_period(when, period, now);
             h.v[0].when = next;
-            h.v[0].timer.when.store(next, Relaxed);
+            h.v[0].timer().when.store(next, Relaxed);
             let j = h.siftdown(0);
-            h.v[j].timer.cas_owned(
+            h.v[j].timer().cas_owned(
                 Status::Running,
                 Status::Waiting,
                 "runOneTimer: lost Running",
@@ -196,9 +211,22 @@ impl Shared {
         let mut to = 0;
         let mut changed = false;
         let mut cdel = 0;
+        let mut stale = 0;
         for i in 0..n {
+            // A large heap's timers are cold: start loading one a few slots ahead, so the
+            // misses of this walk overlap instead of queueing one per slot.
+            if let Some(e) = h.v.get(i + CLEAR_PREFETCH) {
+                crate::slots::prefetch(e.as_ptr().cast());
+            }
+            if h.v[i].is_stale() {
+                // Dropped with the deleted ones; its timer's status is the live entry's.
+                cdel += 1;
+                stale += 1;
+                changed = true;
+                continue;
+            }
             loop {
-                let t = &h.v[i].timer;
+                let t = h.v[i].timer();
                 match t.status() {
                     Status::Waiting => {
                         if changed {
@@ -220,7 +248,7 @@ impl Shared {
                         to += 1;
                         changed = true;
                         h.c.modified += 1;
-                        h.v[j].timer.cas_owned(
+                        h.v[j].timer().cas_owned(
                             Status::Moving,
                             Status::Waiting,
                             "clear: lost Moving",
@@ -243,6 +271,14 @@ impl Shared {
             }
         }
         // The dropped entries were swapped into [to, n); their timers' owners are cleared.
+        // Removed timers hold no payload (`del` dropped it), but a stale entry may hold
+        // the last reference to one, so those wait for the unlock (see `Heap::dead`).
+        if stale > 0 {
+            while h.v.len() > to {
+                let e = h.v.swap_remove(h.v.len() - 1);
+                h.dead.push(e);
+            }
+        }
         h.v.truncate(to);
         self.deleted.fetch_sub(cdel, Relaxed);
         self.note_len(h);

@@ -179,10 +179,7 @@ mod tests {
     use crate::timer::Timer;
 
     fn entry(when: i64) -> Entry {
-        Entry {
-            when,
-            timer: Timer::new(),
-        }
+        Entry::new(when, Timer::new())
     }
 
     #[test]
@@ -214,7 +211,7 @@ mod tests {
         s.truncate(50);
         model.truncate(50);
         assert_eq!(s.iter().map(|e| e.when).collect::<Vec<_>>(), model);
-        let t = s[3].timer.clone();
+        let t = s[3].clone_timer();
         assert_eq!(std::sync::Arc::strong_count(&t), 2);
         drop(std::mem::take(&mut s));
         assert_eq!(

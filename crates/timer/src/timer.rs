@@ -92,7 +92,9 @@ impl Payload {
 pub struct Timer {
     /// A [`Status`] word; every transition is a CAS (see the crate docs).
     pub(crate) status: AtomicU32,
-    /// Heap index; written and read only under the owner's heap lock.
+    /// Heap slot of the live entry once the timer was promoted (see `entry.rs`), else
+    /// `UNINDEXED`, to which it never returns. Written only under the lock of the heap
+    /// holding the live indexed entry.
     pub(crate) index: AtomicU32,
     /// Go's `t.pp`: the heap holding this timer, null when in none. Written only under that
     /// heap's lock by the owner of a transient status; dereferenced only by the owner of
@@ -119,7 +121,7 @@ impl Timer {
     pub fn new() -> Arc<Timer> {
         Arc::new(Timer {
             status: AtomicU32::new(Status::NoStatus as u32),
-            index: AtomicU32::new(0),
+            index: AtomicU32::new(crate::entry::UNINDEXED),
             owner: AtomicPtr::new(std::ptr::null_mut()),
             when: AtomicI64::new(0),
             nextwhen: AtomicI64::new(0),

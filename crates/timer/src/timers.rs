@@ -7,10 +7,10 @@
 use std::fmt;
 
 use gort_sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering::*};
-use gort_sync::{Arc, Mutex, MutexGuard};
+use gort_sync::{Arc, Mutex};
 
 use crate::clock::{nanotime, Nanos};
-use crate::heap::{Entry, Heap};
+use crate::heap::{Entry, Heap, Locked};
 use crate::run::Run;
 use crate::status::{bad, Status};
 use crate::timer::{Host, Timer};
@@ -31,7 +31,8 @@ pub struct Checked {
 pub struct TimerStats {
     /// Live (not stopped) timers in the heap.
     pub pending: u64,
-    /// Stopped timers still in the heap (lazily removed).
+    /// Entries waiting for lazy removal: stopped timers, and the stale entries that promoted
+    /// timers left behind (each timer leaves at most one).
     pub deleted: u64,
     /// Callbacks run from this heap.
     pub fired: u64,
@@ -69,7 +70,8 @@ pub(crate) struct Shared {
     pub(crate) timer0_slack: AtomicI64,
     /// Go's `numTimers`: the heap length, stored under the lock. A hint for lock-free readers.
     pub(crate) num: AtomicUsize,
-    /// Go's `deletedTimers` (signed: a hint that may be transiently off). See `del`.
+    /// Go's `deletedTimers` plus the stale entries (signed: a hint that may be transiently
+    /// off). See `del` and `entry.rs`.
     pub(crate) deleted: AtomicI64,
     /// `del` calls that stopped a timer here (stats only).
     pub(crate) stopped: AtomicU64,
@@ -154,7 +156,7 @@ impl Shared {
         // "I sleep" and then loads `wake_time`; we publish a deadline and then, via
         // `Host::wake_netpoller`, load its state). Also pairs with `wake_time`.
         self.timer0_when.store(h.root_when(), SeqCst);
-        let slack = h.v.first().map_or(0, |e| e.timer.slack.load(Relaxed));
+        let slack = h.v.first().map_or(0, |e| e.timer().slack.load(Relaxed));
         self.timer0_slack.store(slack, Relaxed);
     }
 
@@ -195,7 +197,7 @@ impl Shared {
         t.owner.store(self.ptr(), Relaxed);
         t.when.store(when, Relaxed);
         h.c.added += 1;
-        if h.push(Entry { when, timer: t }) == 0 {
+        if h.push(Entry::new(when, t)) == 0 {
             self.update_timer0_when(h);
         }
         self.num.store(h.len(), Relaxed);
@@ -204,14 +206,14 @@ impl Shared {
     /// Go's `dodeltimer` (lock held): removes slot `i`; returns the timer and the smallest
     /// index whose content changed.
     pub(crate) fn dodeltimer(&self, h: &mut Heap, i: usize) -> (Arc<Timer>, usize) {
-        self.check_owner(&h.v[i].timer, "dodeltimer: wrong owner");
-        h.v[i].timer.owner.store(std::ptr::null_mut(), Relaxed);
+        self.check_owner(h.v[i].timer(), "dodeltimer: wrong owner");
+        h.v[i].timer().owner.store(std::ptr::null_mut(), Relaxed);
         let (e, smallest) = h.remove_at(i);
         if i == 0 {
             self.update_timer0_when(h);
         }
         self.note_len(h);
-        (e.timer, smallest)
+        (e.into_timer(), smallest)
     }
 
     /// Go's `dodeltimer0` (lock held).
@@ -241,21 +243,36 @@ impl Shared {
         t
     }
 
+    /// Drops the stale entry at the root (lock held; see `entry.rs`). Its timer's status
+    /// belongs to the live entry and is not touched.
+    pub(crate) fn drop_stale_root(&self, h: &mut Heap) {
+        let (e, _) = h.remove_at(0);
+        h.dead.push(e);
+        self.deleted.fetch_sub(1, Relaxed);
+        self.update_timer0_when(h);
+        self.note_len(h);
+    }
+
     /// Go's `cleantimers` (lock held; from `add`): purge deleted and re-key modified timers
     /// at the root, so create/stop churn does not pile up there. (Go also bails out when the
     /// G must be preempted; tasks here are never preempted inside this crate.)
     pub(crate) fn cleantimers(&self, h: &mut Heap) {
         while let Some(e) = h.v.first() {
-            self.check_owner(&e.timer, "cleantimers: bad owner");
-            match e.timer.status() {
+            if e.is_stale() {
+                self.drop_stale_root(h);
+                continue;
+            }
+            let t = e.timer();
+            self.check_owner(t, "cleantimers: bad owner");
+            match t.status() {
                 s @ Status::Deleted => {
-                    if !e.timer.cas(s, Status::Removing) {
+                    if !t.cas(s, Status::Removing) {
                         continue;
                     }
                     self.remove_root_deleted(h);
                 }
                 s @ (Status::ModifiedEarlier | Status::ModifiedLater) => {
-                    if !e.timer.cas(s, Status::Moving) {
+                    if !t.cas(s, Status::Moving) {
                         continue;
                     }
                     self.rekey_root(h);
@@ -309,7 +326,8 @@ impl Shared {
         self.modified_earliest.store(0, SeqCst);
     }
 
-    /// `deleted > len / 4`: Go's trigger for `clearDeletedTimers`.
+    /// `deleted > len / 4`: Go's trigger for `clearDeletedTimers` (stale entries count as
+    /// deleted).
     pub(crate) fn too_many_deleted(&self, len: usize) -> bool {
         self.deleted.load(Relaxed) > (len / 4) as i64
     }
@@ -339,8 +357,8 @@ impl Timers {
         self.shared.id
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Heap> {
-        self.shared.heap.lock()
+    pub(crate) fn lock(&self) -> Locked<'_> {
+        Locked::new(self.shared.heap.lock())
     }
 
     /// Go's `addtimer`: arms the fresh timer `t` at `when` (> 0) with `period` (0 = one-shot)
@@ -406,11 +424,11 @@ impl Timers {
         if next == 0 || now < next {
             return Some(Checked { next, ran: 0 });
         }
-        let h = self.shared.heap.try_lock()?;
+        let h = Locked::new(self.shared.heap.try_lock()?);
         Some(self.check_locked(h, now, false))
     }
 
-    fn check_locked<'a>(&'a self, mut h: MutexGuard<'a, Heap>, now: Nanos, local: bool) -> Checked {
+    fn check_locked<'a>(&'a self, mut h: Locked<'a>, now: Nanos, local: bool) -> Checked {
         let s = &*self.shared;
         let mut ran = 0;
         let mut next = 0;

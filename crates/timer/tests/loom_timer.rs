@@ -162,6 +162,41 @@ fn del_vs_adjust() {
     });
 }
 
+/// A stale entry (left by the promotion of the first earlier reset that `adjust` applied)
+/// dropped at the root while another thread stops or re-arms the live timer: the drop never
+/// touches the timer's status, so the stop or reset acts on the live entry alone.
+#[test]
+fn stale_root_vs_del_and_modify() {
+    for stop in [true, false] {
+        loom::model(move || {
+            let ts = Arc::new(Timers::new(0));
+            let (t, probe, _) = timer_with_probe();
+            ts.add(&t, 100, 0, &nohost());
+            modify(&t, 50, 0, &ts, &nohost());
+            modify(&t, 60, 0, &ts, &nohost()); // summary stays 50: adjust runs at 50
+            ts.check(50, false); // promoted: live entry at 60, stale one at 100
+            assert_eq!(ts.deleted(), 1);
+            modify(&t, 300, 0, &ts, &nohost()); // later: lazy, the root re-keys it
+            let (t2, ts2) = (t.clone(), ts.clone());
+            let h = thread::spawn(move || {
+                if stop {
+                    del(&t2)
+                } else {
+                    modify(&t2, 200, 0, &ts2, &nohost())
+                }
+            });
+            let ran = ts.check(150, false).ran; // re-keys the live entry, drops the stale one
+            assert!(h.join().unwrap(), "the timer was pending throughout");
+            assert_eq!(ran + probe.fired.load(SeqCst), 0, "nothing due by 150");
+            ts.verify();
+            ts.check(1000, true);
+            assert_eq!(probe.fired.load(SeqCst), usize::from(!stop));
+            assert!(ts.is_empty());
+            ts.verify();
+        });
+    }
+}
+
 /// modify-later vs runtimer: either the run wins (and modify re-arms a fired timer, false)
 /// or modify wins (and the run re-keys instead of firing, true). One more run at 20 either way.
 #[test]

@@ -178,6 +178,80 @@ fn modify_earlier_is_lazy_and_wakes() {
     ts.verify();
 }
 
+/// The first earlier reset that `adjust` applies promotes the timer (a second, indexed entry;
+/// the first turns stale and counts as deleted); later ones re-key it in place. The stale
+/// entry never fires, not even after the timer is re-armed behind it. (Non-local checks:
+/// a local one would apply the 1/4 rule to these tiny heaps and clear the stale entry.)
+#[test]
+fn modify_earlier_promotes_once_and_the_stale_entry_never_fires() {
+    let ts = Timers::new(0);
+    let log = Log::new();
+    let t = armed(&ts, &log, 0, 1000);
+    let _u = armed(&ts, &log, 1, 2000);
+    let _v = armed(&ts, &log, 2, 990); // keeps the stale entry off the root below
+    assert!(modify(&t, 900, 0, &ts, &quiet()));
+    assert!(modify(&t, 950, 0, &ts, &quiet())); // still earlier than the key 1000
+    let c = ts.check(900, false);
+    assert_eq!((c.ran, c.next), (0, 950), "promoted, not due");
+    let s = ts.stats();
+    assert_eq!(
+        (ts.len(), s.deleted, s.pending),
+        (4, 1, 3),
+        "one stale entry"
+    );
+    ts.verify();
+
+    assert!(modify(&t, 920, 0, &ts, &quiet()));
+    assert_eq!(ts.check(920, false).ran, 1);
+    assert_eq!(log.take(), vec![(0, 920)]);
+    assert_eq!(ts.len(), 3, "re-keyed in place: no third entry of t");
+    ts.verify();
+
+    // Fired; re-armed later than its stale entry's key 1000.
+    assert!(!modify(&t, 1500, 0, &ts, &quiet()));
+    ts.verify();
+    let c = ts.check(1000, false);
+    assert_eq!(
+        (c.ran, c.next),
+        (1, 1500),
+        "the stale entry is dropped, not run"
+    );
+    assert_eq!(log.take(), vec![(2, 990)]);
+    assert_eq!((ts.len(), ts.deleted()), (2, 0));
+    ts.verify();
+    assert_eq!(ts.check(2000, false).ran, 2);
+    assert_eq!(log.take(), vec![(0, 1500), (1, 2000)]);
+    assert!(ts.is_empty());
+}
+
+/// `move_to` leaves stale entries behind, and a promoted timer stays indexed in its new heap.
+#[test]
+fn move_drops_stale_entries_and_keeps_promoted_timers_indexed() {
+    let (a, b) = (Timers::new(0), Timers::new(1));
+    let log = Log::new();
+    let t = armed(&a, &log, 0, 1000);
+    let _u = armed(&a, &log, 1, 2000);
+    modify(&t, 900, 0, &a, &quiet());
+    modify(&t, 950, 0, &a, &quiet());
+    assert_eq!(a.check(900, false).ran, 0);
+    assert_eq!(a.deleted(), 1);
+    a.move_to(&b, &quiet());
+    assert!(a.is_empty());
+    assert_eq!(
+        (b.len(), b.deleted()),
+        (2, 0),
+        "the stale entry stayed behind"
+    );
+    b.verify();
+    // In place again: an earlier reset adds no entry.
+    modify(&t, 930, 0, &b, &quiet());
+    assert_eq!(b.check(920, false).ran, 0);
+    assert_eq!((b.len(), b.deleted()), (2, 0));
+    b.verify();
+    assert_eq!(b.check(2000, false).ran, 2);
+    assert_eq!(log.take(), vec![(0, 930), (1, 2000)]);
+}
+
 #[test]
 fn modify_later_does_not_wake_and_fires_late() {
     let ts = Timers::new(0);

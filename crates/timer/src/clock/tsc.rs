@@ -196,7 +196,7 @@ pub(super) fn read_and_anchor(cal: &Calibration, read: impl Fn() -> Nanos) -> Na
 }
 
 /// Whether this thread's readings are being extrapolated (for tests).
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 pub(super) fn anchored() -> bool {
     ANCHOR.get().window != 0
 }
