@@ -13,8 +13,8 @@
 //!
 //! Every (shape, runtime) pair runs in a child process (this binary re-executed with
 //! `--child ID RUNTIME`), so peak RSS is per runtime and a crash or hang of one runtime
-//! (killed after a time limit) costs only its own row. The sub-second shapes run three
-//! children per runtime and report the median of each figure. Both runtimes use W =
+//! (killed after a time limit) costs only its own row. The sub-second shapes, T3_100k
+//! and T5 run three children per runtime and report the median of each figure. Both runtimes use W =
 //! `available_parallelism` workers.
 
 #![warn(missing_docs)]
@@ -50,8 +50,10 @@ pub struct Shape {
     pub group: &'static str,
     /// Metric keys shown, in order; the unit is the key's suffix (see `report::unit`).
     pub metrics: &'static [&'static str],
-    /// Child runs per runtime; each figure is the median over them (3 for the sub-second
-    /// shapes, whose figures are most sensitive to a noisy machine).
+    /// Child runs per runtime; each figure is the median over them: 3 for the sub-second
+    /// shapes, whose figures are most sensitive to a noisy machine, and for T3_100k and T5,
+    /// whose tails a single run on this VM cannot settle (a plain `thread::sleep` loop sees
+    /// its 2,000-sample maximum move between 1.2 and 6.8 ms from run to run).
     pub reps: usize,
     /// The gort side.
     pub gort: fn(&Params) -> Figures,
@@ -95,7 +97,7 @@ pub static SHAPES: &[Shape] = &[
         name: "sleep_fanout 100k",
         group: "timer",
         metrics: FANOUT,
-        reps: 1,
+        reps: 3,
         gort: timer_gort::t3_100k,
         tokio: timer_tokio::t3_100k,
     },
@@ -122,7 +124,7 @@ pub static SHAPES: &[Shape] = &[
         name: "ticker_jitter idle",
         group: "timer",
         metrics: TICKS,
-        reps: 1,
+        reps: 3,
         gort: timer_gort::t5_idle,
         tokio: timer_tokio::t5_idle,
     },
@@ -131,7 +133,7 @@ pub static SHAPES: &[Shape] = &[
         name: "ticker_jitter busy",
         group: "timer",
         metrics: TICKS,
-        reps: 1,
+        reps: 3,
         gort: timer_gort::t5_busy,
         tokio: timer_tokio::t5_busy,
     },

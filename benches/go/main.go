@@ -68,7 +68,7 @@ func (p params) split(n int) (int, int) {
 }
 
 // shape is one workload of SHAPES.md; reps child runs are made and each figure is the
-// median over them (3 for the sub-second shapes, as on the Rust side).
+// median over them (3 for the sub-second shapes and for T3_100k and T5, as on the Rust side).
 type shape struct {
 	id, name, group string
 	metrics         []string
@@ -82,11 +82,11 @@ var ticks = []string{"late_p50_us", "late_p99_us", "late_max_us", "dropped"}
 var shapes = []shape{
 	{"T1", "start_stop", "timer", []string{"per_op_ns"}, 3, t1StartStop},
 	{"T2", "reset", "timer", []string{"per_op_ns"}, 3, t2Reset},
-	{"T3_100k", "sleep_fanout 100k", "timer", fanout, 1, func(p params) []figure { return t3SleepFanout(p, p.n(100_000)) }},
+	{"T3_100k", "sleep_fanout 100k", "timer", fanout, 3, func(p params) []figure { return t3SleepFanout(p, p.n(100_000)) }},
 	{"T3_1M", "sleep_fanout 1M", "timer", fanout, 1, func(p params) []figure { return t3SleepFanout(p, p.n(1_000_000)) }},
 	{"T4", "after_func_storm", "timer", []string{"last_fired_ms", "cpu_ms", "late_p99_us"}, 1, t4AfterFuncStorm},
-	{"T5_idle", "ticker_jitter idle", "timer", ticks, 1, func(p params) []figure { return t5TickerJitter(p, false) }},
-	{"T5_busy", "ticker_jitter busy", "timer", ticks, 1, func(p params) []figure { return t5TickerJitter(p, true) }},
+	{"T5_idle", "ticker_jitter idle", "timer", ticks, 3, func(p params) []figure { return t5TickerJitter(p, false) }},
+	{"T5_busy", "ticker_jitter busy", "timer", ticks, 3, func(p params) []figure { return t5TickerJitter(p, true) }},
 	{"T6", "timeout_rpc", "timer", []string{"per_op_ns"}, 3, t6TimeoutRPC},
 	{"T7", "mass_cancel", "timer", []string{"cpu_ms", "rss_mib", "fired"}, 1, t7MassCancel},
 	{"T8", "simultaneous", "timer", []string{"last_p50_us", "last_max_us"}, 3, t8Simultaneous},
