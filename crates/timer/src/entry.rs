@@ -60,7 +60,9 @@ impl Entry {
     #[inline]
     pub(crate) fn as_ptr(&self) -> *const Timer {
         let p = self.tagged.as_ptr().cast::<u8>();
-        p.wrapping_sub(p as usize & INDEXED).cast::<Timer>().cast_const()
+        p.wrapping_sub(p as usize & INDEXED)
+            .cast::<Timer>()
+            .cast_const()
     }
 
     #[inline]
