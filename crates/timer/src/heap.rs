@@ -68,12 +68,8 @@ impl DerefMut for Locked<'_> {
 
 impl Drop for Locked<'_> {
     fn drop(&mut self) {
-        let dead = if self.0.dead.is_empty() {
-            Vec::new()
-        } else {
-            std::mem::take(&mut self.0.dead)
-        };
-        // SAFETY: the guard is taken exactly once, here, and `self` is not used after.
+        let dead = std::mem::take(&mut self.0.dead); // free when empty: no allocation
+                                                     // SAFETY: the guard is taken exactly once, here, and `self` is not used after.
         drop(unsafe { ManuallyDrop::take(&mut self.0) });
         drop(dead);
     }

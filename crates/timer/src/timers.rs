@@ -203,25 +203,18 @@ impl Shared {
         self.num.store(h.len(), Relaxed);
     }
 
-    /// Go's `dodeltimer` (lock held): removes slot `i`; returns the timer and the smallest
-    /// index whose content changed.
-    pub(crate) fn dodeltimer(&self, h: &mut Heap, i: usize) -> (Arc<Timer>, usize) {
-        self.check_owner(h.v[i].timer(), "dodeltimer: wrong owner");
-        h.v[i].timer().owner.store(std::ptr::null_mut(), Relaxed);
-        let (e, smallest) = h.remove_at(i);
-        if i == 0 {
-            self.update_timer0_when(h);
-        }
-        self.note_len(h);
-        (e.into_timer(), smallest)
-    }
-
-    /// Go's `dodeltimer0` (lock held).
+    /// Go's `dodeltimer0` (lock held): removes the root and returns its timer. (Go's
+    /// `dodeltimer` of any slot has no caller left: `adjust` leaves stopped timers lazily.)
     pub(crate) fn dodeltimer0(&self, h: &mut Heap) -> Arc<Timer> {
         if h.v.is_empty() {
             bad("dodeltimer0 on an empty heap");
         }
-        self.dodeltimer(h, 0).0
+        self.check_owner(h.v[0].timer(), "dodeltimer: wrong owner");
+        h.v[0].timer().owner.store(std::ptr::null_mut(), Relaxed);
+        let (e, _) = h.remove_at(0);
+        self.update_timer0_when(h);
+        self.note_len(h);
+        e.into_timer()
     }
 
     /// Re-keys the root `ModifiedEarlier/Later` timer `t` that the caller moved to `Moving`:
