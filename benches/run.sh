@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every benchmark shape of SHAPES.md for gort and Tokio (`cargo bench --bench shapes`)
-# and, when Go is available (`go` on PATH or /usr/lib/go-1.19/bin/go), for Go
-# (benches/go), then prints one table: gort, tokio, go, tokio/gort, go/gort
-# (a ratio above 1 means gort is faster or leaner).
+# and, when Go is available (`go` on PATH or /usr/lib/go-1.19/bin/go), for Go (the program
+# of benches/go, whose child runs the Rust runner interleaves with its own), then prints
+# one table: gort, tokio, go, tokio/gort, go/gort (a ratio above 1 means gort is faster or
+# leaner).
 #
 # Exits 1 if any runtime crashed, hung or failed a correctness check on any shape.
 #
@@ -27,27 +28,30 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 rust_args=(--json)
-go_args=(-json)
 if [ -n "$quick" ]; then
     rust_args+=(--quick)
-    go_args+=(-quick)
 fi
-# A failed child (crash, hang, failed check) makes a runner exit 1: keep going, report it
-# in the table (ERR / the value), and exit 1 at the end.
-status=0
-(cd "$root" && cargo bench --bench shapes -- "${rust_args[@]}" ${filters[@]+"${filters[@]}"}) >"$tmp/rust.jsonl" || status=1
-
 go_bin=$(command -v go || true)
 if [ -z "$go_bin" ] && [ -x /usr/lib/go-1.19/bin/go ]; then
     go_bin=/usr/lib/go-1.19/bin/go
 fi
+# Go's children take their turns with gort's and Tokio's inside the Rust runner (--go), so
+# that a noisy spell of the machine falls on every runtime alike.
+: >"$tmp/go.jsonl"
 if [ -n "$go_bin" ]; then
     (cd "$root/benches/go" && "$go_bin" build -o "$tmp/gobench" .)
-    GOMAXPROCS=${GOMAXPROCS:-$(nproc)} "$tmp/gobench" "${go_args[@]}" ${filters[@]+"${filters[@]}"} >"$tmp/go.jsonl" || status=1
+    export GOMAXPROCS=${GOMAXPROCS:-$(nproc)}
+    rust_args+=(--go "$tmp/gobench")
+    printf '{"meta":true,"source":"go","go":"%s","gomaxprocs":%s}\n' \
+        "$("$go_bin" env GOVERSION)" "$GOMAXPROCS" >"$tmp/go.jsonl"
 else
     echo "run.sh: no Go toolchain found, the Go column stays empty" >&2
-    : >"$tmp/go.jsonl"
 fi
+
+# A failed child (crash, hang, failed check) makes the runner exit 1: keep going, report
+# it in the table (ERR / the value), and exit 1 at the end.
+status=0
+(cd "$root" && cargo bench --bench shapes -- "${rust_args[@]}" ${filters[@]+"${filters[@]}"}) >"$tmp/rust.jsonl" || status=1
 
 if [ -n "$json" ]; then
     cat "$tmp/rust.jsonl" "$tmp/go.jsonl"

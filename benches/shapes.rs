@@ -13,9 +13,15 @@
 //!
 //! Every (shape, runtime) pair runs in a child process (this binary re-executed with
 //! `--child ID RUNTIME`), so peak RSS is per runtime and a crash or hang of one runtime
-//! (killed after a time limit) costs only its own row. The sub-second shapes, T3_100k
-//! and T5 run three children per runtime and report the median of each figure. Both runtimes use W =
-//! `available_parallelism` workers.
+//! (killed after a time limit) costs only its own row. The sub-second shapes and T3_100k
+//! run three children per runtime, T5 five, and each figure is the median over them. The
+//! runtimes take turns (gort, tokio, gort, ... with the order rotated each round), so that
+//! a noisy spell of the machine falls on all of them, not on one runtime's row. Both
+//! runtimes use W = `available_parallelism` workers.
+//!
+//! * `--go PATH`: also run the Go program of `benches/go` (built at `PATH`) as a third
+//!   runtime, its children taking their turns with the others (`GOMAXPROCS` = W unless
+//!   set); `benches/run.sh` does this.
 
 #![warn(missing_docs)]
 
@@ -51,9 +57,10 @@ pub struct Shape {
     /// Metric keys shown, in order; the unit is the key's suffix (see `report::unit`).
     pub metrics: &'static [&'static str],
     /// Child runs per runtime; each figure is the median over them: 3 for the sub-second
-    /// shapes, whose figures are most sensitive to a noisy machine, and for T3_100k and T5,
-    /// whose tails a single run on this VM cannot settle (a plain `thread::sleep` loop sees
-    /// its 2,000-sample maximum move between 1.2 and 6.8 ms from run to run).
+    /// shapes, whose figures are most sensitive to a noisy machine, and for T3_100k; 5 for
+    /// T5, whose tails a single run on this VM cannot settle (a plain `thread::sleep` loop
+    /// sees its 2,000-sample maximum move between 1.2 and 6.8 ms from run to run). The
+    /// runtimes' runs alternate, so a noisy spell of the machine hits each of them.
     pub reps: usize,
     /// The gort side.
     pub gort: fn(&Params) -> Figures,
@@ -124,7 +131,7 @@ pub static SHAPES: &[Shape] = &[
         name: "ticker_jitter idle",
         group: "timer",
         metrics: TICKS,
-        reps: 3,
+        reps: 5,
         gort: timer_gort::t5_idle,
         tokio: timer_tokio::t5_idle,
     },
@@ -133,7 +140,7 @@ pub static SHAPES: &[Shape] = &[
         name: "ticker_jitter busy",
         group: "timer",
         metrics: TICKS,
-        reps: 3,
+        reps: 5,
         gort: timer_gort::t5_busy,
         tokio: timer_tokio::t5_busy,
     },
@@ -218,6 +225,8 @@ struct Opts {
     json: bool,
     filters: Vec<String>,
     child: Option<(String, String)>,
+    /// The Go program's binary, run as a third runtime.
+    go: Option<std::path::PathBuf>,
 }
 
 fn parse_args() -> Opts {
@@ -229,13 +238,14 @@ fn parse_args() -> Opts {
             "--json" => o.json = true,
             // cargo bench passes --bench to harness = false targets.
             "--bench" => {}
+            "--go" => o.go = Some(args.next().expect("--go needs a path").into()),
             "--child" => {
                 let id = args.next().expect("--child needs a shape id");
                 let rt = args.next().expect("--child needs a runtime");
                 o.child = Some((id, rt));
             }
             "-h" | "--help" => {
-                eprintln!("usage: shapes [FILTER...] [--quick] [--json]");
+                eprintln!("usage: shapes [FILTER...] [--quick] [--json] [--go PATH]");
                 let ids: Vec<_> = SHAPES.iter().map(|s| s.id).collect();
                 eprintln!("shapes: {}", ids.join(" "));
                 std::process::exit(0);
@@ -265,6 +275,7 @@ fn child(p: &Params, id: &str, rt: &str) {
     let run = match rt.parse::<Runtime>().expect("unknown runtime") {
         Runtime::Gort => shape.gort,
         Runtime::Tokio => shape.tokio,
+        Runtime::Go => panic!("Go children are the Go program's (--go PATH)"),
     };
     let mut figures = run(p);
     figures.push(("rss_mib", common::peak_rss_mib()));
@@ -274,13 +285,28 @@ fn child(p: &Params, id: &str, rt: &str) {
 }
 
 /// Parent: run `shape` on `rt` in a child process, killing it after `limit`.
-fn spawn_child(shape: &Shape, rt: Runtime, quick: bool, limit: Duration) -> Outcome {
-    let exe = std::env::current_exe().expect("current_exe");
-    let mut cmd = Command::new(exe);
-    cmd.args(["--child", shape.id, rt.name()]);
-    if quick {
-        cmd.arg("--quick");
-    }
+fn spawn_child(shape: &Shape, rt: Runtime, opts: &Opts, p: &Params, limit: Duration) -> Outcome {
+    let mut cmd = match (rt, &opts.go) {
+        (Runtime::Go, Some(go)) => {
+            let mut cmd = Command::new(go);
+            cmd.args(["-child", shape.id]);
+            if opts.quick {
+                cmd.arg("-quick");
+            }
+            if std::env::var_os("GOMAXPROCS").is_none() {
+                cmd.env("GOMAXPROCS", p.workers.to_string());
+            }
+            cmd
+        }
+        _ => {
+            let mut cmd = Command::new(std::env::current_exe().expect("current_exe"));
+            cmd.args(["--child", shape.id, rt.name()]);
+            if opts.quick {
+                cmd.arg("--quick");
+            }
+            cmd
+        }
+    };
     let mut proc = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -337,16 +363,31 @@ fn main() {
     if !opts.json {
         eprintln!("{}", meta.headline());
     }
+    let mut runtimes = vec![Runtime::Gort, Runtime::Tokio];
+    if opts.go.is_some() {
+        runtimes.push(Runtime::Go);
+    }
     let mut results = Vec::new();
     for shape in SHAPES.iter().filter(|s| selected(s, &opts.filters)) {
-        let outcomes: Vec<Outcome> = [Runtime::Gort, Runtime::Tokio]
+        // Round r runs every runtime once, starting with runtimes[r % n].
+        let n = runtimes.len();
+        let mut runs: Vec<Vec<Outcome>> = runtimes.iter().map(|_| Vec::new()).collect();
+        for round in 0..shape.reps {
+            for k in 0..n {
+                let i = (round + k) % n;
+                runs[i].push(spawn_child(shape, runtimes[i], &opts, &params, limit));
+            }
+        }
+        let outcomes: Vec<Outcome> = runs
             .into_iter()
-            .map(|rt| {
-                let runs: Vec<Outcome> = (0..shape.reps)
-                    .map(|_| spawn_child(shape, rt, opts.quick, limit))
-                    .collect();
-                let o = report::median_of(runs);
-                eprintln!("  {:<8} {:<6} {:>7.1} s", shape.id, rt.name(), o.secs);
+            .map(|r| {
+                let o = report::median_of(r);
+                eprintln!(
+                    "  {:<8} {:<6} {:>7.1} s",
+                    shape.id,
+                    o.runtime.name(),
+                    o.secs
+                );
                 o
             })
             .collect();

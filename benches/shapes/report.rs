@@ -1,5 +1,5 @@
-//! Output of a run: the machine/versions headline, the gort vs Tokio table and the JSON
-//! lines read by `benches/run.sh` (the Go program prints the same records).
+//! Output of a run: the machine/versions headline, the gort vs Tokio (vs Go) table and the
+//! JSON lines read by `benches/run.sh`.
 //!
 //! JSON lines: first `{"meta":true,...}`, then per shape, metric and runtime
 //! `{"runtime":"gort","shape":"T1","name":"start_stop","metric":"per_op_ns","value":12.3}`;
@@ -18,6 +18,8 @@ pub enum Runtime {
     Gort,
     /// Tokio multi-thread runtime.
     Tokio,
+    /// Go 1.19's runtime: the program of `benches/go`, run with `--go PATH`.
+    Go,
 }
 
 impl Runtime {
@@ -26,6 +28,7 @@ impl Runtime {
         match self {
             Runtime::Gort => "gort",
             Runtime::Tokio => "tokio",
+            Runtime::Go => "go",
         }
     }
 }
@@ -36,6 +39,7 @@ impl FromStr for Runtime {
         match s {
             "gort" => Ok(Runtime::Gort),
             "tokio" => Ok(Runtime::Tokio),
+            "go" => Ok(Runtime::Go),
             _ => Err(format!("unknown runtime {s}")),
         }
     }
@@ -209,19 +213,33 @@ fn num(v: Result<f64, String>) -> String {
     }
 }
 
-/// Prints the gort vs Tokio table (ratio > 1 = gort faster or leaner).
+/// Prints the table: gort, then each peer that ran (Tokio, and Go with `--go`), then each
+/// peer's ratio `peer / gort` (> 1 = gort faster or leaner).
 pub fn print_table(meta: &Meta, results: &[(&Shape, Vec<Outcome>)]) {
+    let peers: Vec<Runtime> = [Runtime::Tokio, Runtime::Go]
+        .into_iter()
+        .filter(|&rt| {
+            results
+                .iter()
+                .any(|(_, os)| os.iter().any(|o| o.runtime == rt))
+        })
+        .collect();
     let mut out = String::new();
     let _ = writeln!(out, "{}", meta.headline());
-    let _ = writeln!(
-        out,
-        "{:<24} {:<16} {:<5} {:>10} {:>10} {:>10}",
-        "shape", "metric", "unit", "gort", "tokio", "tokio/gort"
+    let mut head = format!(
+        "{:<24} {:<16} {:<5} {:>10}",
+        "shape", "metric", "unit", "gort"
     );
+    for rt in &peers {
+        let _ = write!(head, " {:>10}", rt.name());
+    }
+    for rt in &peers {
+        let _ = write!(head, " {:>10}", format!("{}/gort", rt.name()));
+    }
+    let _ = writeln!(out, "{head}");
     let mut errors = Vec::new();
     for (shape, outcomes) in results {
         let by = |rt| outcomes.iter().find(|o| o.runtime == rt);
-        let (g, t) = (by(Runtime::Gort), by(Runtime::Tokio));
         for o in outcomes {
             match &o.figures {
                 Err(e) => errors.push(format!("{} {}: {e}", shape.id, o.runtime.name())),
@@ -232,22 +250,26 @@ pub fn print_table(meta: &Meta, results: &[(&Shape, Vec<Outcome>)]) {
             }
         }
         for (i, key) in shape.metrics.iter().enumerate() {
-            let get = |o: Option<&Outcome>| o.map_or(Err("not run".into()), |o| o.get(key));
+            let get = |rt| by(rt).map_or(Err("not run".into()), |o: &Outcome| o.get(key));
             let title = if i == 0 {
                 format!("{} {}", shape.id, shape.name)
             } else {
                 String::new()
             };
-            let _ = writeln!(
-                out,
-                "{:<24} {:<16} {:<5} {:>10} {:>10} {:>10}",
+            let mut line = format!(
+                "{:<24} {:<16} {:<5} {:>10}",
                 title,
                 label(key),
                 unit(key),
-                num(get(g)),
-                num(get(t)),
-                ratio(key, get(g), get(t)),
+                num(get(Runtime::Gort))
             );
+            for &rt in &peers {
+                let _ = write!(line, " {:>10}", num(get(rt)));
+            }
+            for &rt in &peers {
+                let _ = write!(line, " {:>10}", ratio(key, get(Runtime::Gort), get(rt)));
+            }
+            let _ = writeln!(out, "{line}");
         }
     }
     for e in errors {
