@@ -89,7 +89,7 @@ function num(v) {
     return sprintf("%.2f", v)
 }
 function ratio(m, g, p) {
-    if (m == "fired" || g == "" || p == "" || g == "null" || p == "null") return "-"
+    if (m == "fired" || m == "steal_ms" || g == "" || p == "" || g == "null" || p == "null") return "-"
     if (g + 0 <= 0 || p + 0 <= 0) return "-"
     return sprintf("%.2f", (p + 0) / (g + 0))
 }

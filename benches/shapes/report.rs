@@ -190,9 +190,10 @@ fn label(key: &str) -> String {
     base.replace('_', " ")
 }
 
-/// Whether a smaller value is better (all but the `fired` correctness count).
+/// Whether a smaller value is better and says something about the runtime (all but the
+/// `fired` correctness count and the hypervisor's `steal`).
 fn lower_is_better(key: &str) -> bool {
-    key != "fired"
+    key != "fired" && key != "steal_ms"
 }
 
 /// `peer / gort` when meaningful (both positive and lower-is-better).
