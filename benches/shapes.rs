@@ -14,11 +14,13 @@
 //! Every (shape, runtime) pair runs in a child process (this binary re-executed with
 //! `--child ID RUNTIME`), so peak RSS is per runtime and a crash or hang of one runtime
 //! (killed after a time limit) costs only its own row. The sub-second shapes and T3_100k
-//! run three children per runtime, T5 five, and each figure is the median over them. The
+//! run three children per runtime, T5 eleven, and each figure is the median over them. The
 //! runtimes take turns (gort, tokio, gort, ... with the order rotated each round), so that
 //! a noisy spell of the machine falls on all of them, not on one runtime's row. Both
 //! runtimes use W = `available_parallelism` workers.
 //!
+//! * `--reps N`: N rounds per shape instead of each shape's own count (to settle a close
+//!   figure).
 //! * `--go PATH`: also run the Go program of `benches/go` (built at `PATH`) as a third
 //!   runtime, its children taking their turns with the others (`GOMAXPROCS` = W unless
 //!   set); `benches/run.sh` does this.
@@ -59,9 +61,10 @@ pub struct Shape {
     /// Metric keys shown, in order; the unit is the key's suffix (see `report::unit`).
     pub metrics: &'static [&'static str],
     /// Child runs per runtime; each figure is the median over them: 3 for the sub-second
-    /// shapes, whose figures are most sensitive to a noisy machine, and for T3_100k; 5 for
+    /// shapes, whose figures are most sensitive to a noisy machine, and for T3_100k; 11 for
     /// T5, whose tails a single run on this VM cannot settle (a plain `thread::sleep` loop
-    /// sees its 2,000-sample maximum move between 1.2 and 6.8 ms from run to run). The
+    /// sees its 2,000-sample maximum move between 1.2 and 6.8 ms from run to run), and whose
+    /// busy p50 is within a few µs of Go's (5 rounds left it on either side). The
     /// runtimes' runs alternate, so a noisy spell of the machine hits each of them.
     pub reps: usize,
     /// Whether only rounds the hypervisor left alone count (see `steal`): for the shapes
@@ -147,7 +150,7 @@ pub static SHAPES: &[Shape] = &[
         name: "ticker_jitter idle",
         group: "timer",
         metrics: TICKS,
-        reps: 5,
+        reps: 11,
         quiet: true,
         gort: timer_gort::t5_idle,
         tokio: timer_tokio::t5_idle,
@@ -157,7 +160,7 @@ pub static SHAPES: &[Shape] = &[
         name: "ticker_jitter busy",
         group: "timer",
         metrics: TICKS,
-        reps: 5,
+        reps: 11,
         quiet: true,
         gort: timer_gort::t5_busy,
         tokio: timer_tokio::t5_busy,
@@ -253,6 +256,8 @@ struct Opts {
     child: Option<(String, String)>,
     /// The Go program's binary, run as a third runtime.
     go: Option<std::path::PathBuf>,
+    /// Rounds per shape instead of each shape's own `reps`.
+    reps: Option<usize>,
 }
 
 fn parse_args() -> Opts {
@@ -265,13 +270,17 @@ fn parse_args() -> Opts {
             // cargo bench passes --bench to harness = false targets.
             "--bench" => {}
             "--go" => o.go = Some(args.next().expect("--go needs a path").into()),
+            "--reps" => {
+                let n = args.next().and_then(|n| n.parse().ok());
+                o.reps = Some(n.filter(|&n| n > 0).expect("--reps needs a count above 0"));
+            }
             "--child" => {
                 let id = args.next().expect("--child needs a shape id");
                 let rt = args.next().expect("--child needs a runtime");
                 o.child = Some((id, rt));
             }
             "-h" | "--help" => {
-                eprintln!("usage: shapes [FILTER...] [--quick] [--json] [--go PATH]");
+                eprintln!("usage: shapes [FILTER...] [--quick] [--json] [--go PATH] [--reps N]");
                 let ids: Vec<_> = SHAPES.iter().map(|s| s.id).collect();
                 eprintln!("shapes: {}", ids.join(" "));
                 std::process::exit(0);
@@ -403,14 +412,10 @@ fn main() {
         // keeps running rounds until `reps` of them were quiet (or 3 x reps were run), and
         // then keeps the quietest `reps`.
         let n = runtimes.len();
-        let max_rounds = if shape.quiet {
-            3 * shape.reps
-        } else {
-            shape.reps
-        };
+        let reps = opts.reps.unwrap_or(shape.reps);
+        let max_rounds = if shape.quiet { 3 * reps } else { reps };
         let mut rounds: Vec<Vec<Outcome>> = Vec::new();
-        while rounds.len() < max_rounds
-            && rounds.iter().filter(|r| steal::quiet(r)).count() < shape.reps
+        while rounds.len() < max_rounds && rounds.iter().filter(|r| steal::quiet(r)).count() < reps
         {
             let mut round: Vec<Option<Outcome>> = runtimes.iter().map(|_| None).collect();
             for k in 0..n {
@@ -419,17 +424,17 @@ fn main() {
             }
             rounds.push(round.into_iter().flatten().collect());
         }
-        if rounds.len() > shape.reps {
+        if rounds.len() > reps {
             eprintln!(
                 "  {:<8} {} rounds run for {} quiet ones (no child losing over {} % to steal)",
                 shape.id,
                 rounds.len(),
-                shape.reps,
+                reps,
                 steal::QUIET_PERCENT
             );
         }
         rounds.sort_by_key(|r| steal::worst(r));
-        rounds.truncate(shape.reps);
+        rounds.truncate(reps);
         let mut runs: Vec<Vec<Outcome>> = runtimes.iter().map(|_| Vec::new()).collect();
         for round in rounds {
             for (i, o) in round.into_iter().enumerate() {

@@ -68,7 +68,7 @@ func (p params) split(n int) (int, int) {
 }
 
 // shape is one workload of SHAPES.md; reps child runs are made and each figure is the
-// median over them (3 for the sub-second shapes and T3_100k, 5 for T5, as on the Rust side).
+// median over them (3 for the sub-second shapes and T3_100k, 11 for T5, as on the Rust side).
 // benches/run.sh runs the children through the Rust runner instead (--go), interleaved
 // with gort's and Tokio's.
 type shape struct {
@@ -87,8 +87,8 @@ var shapes = []shape{
 	{"T3_100k", "sleep_fanout 100k", "timer", fanout, 3, func(p params) []figure { return t3SleepFanout(p, p.n(100_000)) }},
 	{"T3_1M", "sleep_fanout 1M", "timer", fanout, 1, func(p params) []figure { return t3SleepFanout(p, p.n(1_000_000)) }},
 	{"T4", "after_func_storm", "timer", []string{"last_fired_ms", "cpu_ms", "late_p99_us"}, 1, t4AfterFuncStorm},
-	{"T5_idle", "ticker_jitter idle", "timer", ticks, 5, func(p params) []figure { return t5TickerJitter(p, false) }},
-	{"T5_busy", "ticker_jitter busy", "timer", ticks, 5, func(p params) []figure { return t5TickerJitter(p, true) }},
+	{"T5_idle", "ticker_jitter idle", "timer", ticks, 11, func(p params) []figure { return t5TickerJitter(p, false) }},
+	{"T5_busy", "ticker_jitter busy", "timer", ticks, 11, func(p params) []figure { return t5TickerJitter(p, true) }},
 	{"T6", "timeout_rpc", "timer", []string{"per_op_ns"}, 3, t6TimeoutRPC},
 	{"T7", "mass_cancel", "timer", []string{"cpu_ms", "rss_mib", "fired"}, 1, t7MassCancel},
 	{"T8", "simultaneous", "timer", []string{"last_p50_us", "last_max_us"}, 3, t8Simultaneous},
