@@ -16,6 +16,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
+/// How often shutdown breaks the poller again while it waits for the Ms to exit.
+const SHUTDOWN_REBREAK: Duration = Duration::from_millis(10);
+
 /// Configures a [`Runtime`].
 ///
 /// # Examples
@@ -236,17 +239,20 @@ impl Runtime {
         shared.poller.break_poll();
         sysmon.stop();
         let _ = sysmon_thread.join();
-        // 2. Wait for the Ms to leave their loops (each finishes the poll it is in).
+        // 2. Wait for the Ms to leave their loops (each finishes the poll it is in). Break
+        //    the poller again now and then: the break above wakes whichever M polls at that
+        //    instant, and `find_runnable` re-checks for shutdown before it blocks, but a
+        //    repeat costs nothing and does not lean on that ordering argument alone.
         let all_exited = {
             let mut live = shared.live_ms.lock();
             while *live > 0 {
-                match deadline {
-                    Some(d) => {
-                        if shared.ms_exited.wait_until(&mut live, d).timed_out() {
-                            break;
-                        }
+                let rebreak = Instant::now() + SHUTDOWN_REBREAK;
+                let until = deadline.map_or(rebreak, |d| d.min(rebreak));
+                if shared.ms_exited.wait_until(&mut live, until).timed_out() {
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        break;
                     }
-                    None => shared.ms_exited.wait(&mut live),
+                    shared.poller.break_poll();
                 }
             }
             *live == 0

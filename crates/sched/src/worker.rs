@@ -280,6 +280,13 @@ impl M {
             }
 
             if poll_until != 0 && shared.idle.lastpoll.swap(0, SeqCst) != 0 {
+                // Shutdown breaks the poller once. An M that passed the shutdown check above
+                // before it was set, and took the poller role after the previous poller used
+                // up that break, would sleep to its earliest timer (an hour, say).
+                if shared.is_shutdown() {
+                    shared.idle.lastpoll.store(nanotime(), SeqCst);
+                    return None;
+                }
                 // We are the poller: sleep until the earliest timer or a break.
                 shared.idle.poll_until.store(poll_until, SeqCst);
                 if poll_until > now {

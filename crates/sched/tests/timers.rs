@@ -302,3 +302,35 @@ fn busy_m_runs_the_timers_of_a_stuck_p(own_timer: bool) {
     );
     drop(timers);
 }
+
+#[test]
+fn shutdown_wakes_an_m_that_polls_for_an_hour_long_timer() {
+    // An hour-long timer makes an idle M sleep in the poller for an hour, so dropping the
+    // runtime depends on shutdown reaching that M. Once (CI, eleventh session) an M took the
+    // poller role just after shutdown's one break had been used up by the previous poller,
+    // and slept on. That interleaving is rare: many rounds here, with different amounts of
+    // scheduling before the drop, make it likelier but do not force it.
+    for round in 0..200 {
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = Builder::new().procs(2).build().unwrap();
+            let task = rt.spawn(async move {
+                let t = Timer::new();
+                let when = deadline_after(nanotime(), Duration::from_secs(3600));
+                with_home(|home, host| modify(&t, when, 0, home, host)).expect("in a runtime");
+                for _ in 0..round % 7 {
+                    gort_sched::yield_now().await;
+                }
+                t
+            });
+            let t = rt.block_on(task).unwrap();
+            drop(rt);
+            drop(t);
+            let _ = done_tx.send(());
+        });
+        assert!(
+            done_rx.recv_timeout(Duration::from_secs(30)).is_ok(),
+            "round {round}: dropping the runtime did not return within 30 s"
+        );
+    }
+}
