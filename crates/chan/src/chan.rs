@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use gort_sync::Mutex;
+use gort_loom::Mutex;
 
 use crate::core::Core;
 use crate::wake::Deferred;

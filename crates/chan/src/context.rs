@@ -9,7 +9,7 @@
 
 use std::cell::Cell;
 
-use gort_sync::Arc;
+use gort_loom::Arc;
 
 use crate::group::{Group, GroupRef};
 

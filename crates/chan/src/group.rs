@@ -46,8 +46,8 @@
 //! channel's lock, and the owner reads the outcome by locking that channel when it polls the
 //! arm, so the lock provides the happens-before edge (the loom models check this).
 
-use gort_sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use gort_sync::Arc;
+use gort_loom::atomic::{AtomicUsize, Ordering::Relaxed};
+use gort_loom::Arc;
 
 /// The select has returned; no waiter of it may complete.
 const FINISHED: usize = usize::MAX - 2;

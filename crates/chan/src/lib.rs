@@ -97,7 +97,7 @@ mod select;
 mod sender;
 mod wake;
 
-use gort_sync::Arc;
+use gort_loom::Arc;
 
 pub use crate::error::{SendError, TryRecvError, TrySendError};
 pub use crate::receiver::{Receiver, RecvFuture};

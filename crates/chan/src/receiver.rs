@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
-use gort_sync::Arc;
+use gort_loom::Arc;
 
 use crate::chan::Chan;
 use crate::context;

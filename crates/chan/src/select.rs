@@ -26,7 +26,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use gort_sync::Arc;
+use gort_loom::Arc;
 
 use crate::context::{self, rand_below};
 use crate::group::Group;

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use gort_sync::Arc;
+use gort_loom::Arc;
 
 use crate::chan::Chan;
 use crate::context;

@@ -13,7 +13,7 @@
 use crate::runq::{self, Global, Lane, Stealer, Take};
 use crate::task::Task;
 use crossbeam_utils::CachePadded;
-use gort_sync::atomic::{AtomicU32, AtomicU8, Ordering::*};
+use gort_loom::atomic::{AtomicU32, AtomicU8, Ordering::*};
 use gort_timer::Timers;
 use std::cell::UnsafeCell;
 

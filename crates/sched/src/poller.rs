@@ -29,7 +29,7 @@
 //! precision. The gap counts from the previous *target*, not from when the thread woke, so a
 //! ticker whose period equals the gap does not drift by the wake-up delay.
 
-use gort_sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use gort_loom::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use gort_timer::{nanotime, Nanos};
 use mio::{Events, Poll, Token, Waker};
 use parking_lot::Mutex;

@@ -37,8 +37,8 @@
 //!
 //! Indices are `u32` counters that wrap; a slot is `index % LOCAL_CAP`.
 
-use gort_sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
-use gort_sync::{Arc, Mutex, UnsafeCell};
+use gort_loom::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
+use gort_loom::{Arc, Mutex, UnsafeCell};
 use std::collections::VecDeque;
 use std::mem::MaybeUninit;
 use std::ptr;
@@ -421,7 +421,7 @@ impl<T> Default for Global<T> {
 }
 
 impl<T> Global<T> {
-    fn lock(&self) -> gort_sync::MutexGuard<'_, Lanes<T>> {
+    fn lock(&self) -> gort_loom::MutexGuard<'_, Lanes<T>> {
         self.queue.lock()
     }
 

@@ -1,5 +1,5 @@
 //! Loom models of the run queues (`src/runq.rs`): the real source, compiled here against
-//! loom's atomics, cells and mutex (`gort_sync` under `--cfg loom`), with a 4-slot ring so
+//! loom's atomics, cells and mutex (`gort_loom` under `--cfg loom`), with a 4-slot ring so
 //! that overflow to the global queue is reached in a few pushes.
 //!
 //! Each model checks that every task pushed comes out exactly once (popped by the owner,

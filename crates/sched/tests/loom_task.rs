@@ -1,5 +1,5 @@
 //! Loom models of the task cell (`src/task/`): the real source, compiled here against loom's
-//! atomics, cells and mutex (`gort_sync` under `--cfg loom`); cells go straight to the
+//! atomics, cells and mutex (`gort_loom` under `--cfg loom`); cells go straight to the
 //! allocator under loom (`cache.rs`).
 //!
 //! They check the state word and the reference count together: a wake racing the poll that

@@ -5,7 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gort_sync::Arc as SyncArc;
+use gort_loom::Arc as SyncArc;
 use gort_timer::{del, nanotime, Fire, Nanos, Timer, NEVER};
 
 use crate::rt::{arm_fire, nanos, slack};

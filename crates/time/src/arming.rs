@@ -41,7 +41,7 @@
 //! still on its way, and the older tick can arrive second. Each accepted fire therefore raises
 //! the floor just past its deadline: ticks are delivered in increasing order or dropped.
 
-use gort_sync::Mutex;
+use gort_loom::Mutex;
 use gort_timer::Nanos;
 
 use crate::Instant;

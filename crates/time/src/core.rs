@@ -11,7 +11,7 @@
 use std::fmt;
 
 use gort_chan::{Receiver, Sender};
-use gort_sync::Arc as SyncArc;
+use gort_loom::Arc as SyncArc;
 use gort_timer::{deadline_after, del, nanotime, Fire, Nanos, Timer as RtTimer, NEVER};
 
 use crate::arming::{Arming, Sink};

@@ -1,8 +1,8 @@
 //! The one place this crate reaches into the scheduler: arming a runtime timer on the
 //! caller's P.
 
+use gort_loom::Arc;
 use gort_sched::timer_api::with_home;
-use gort_sync::Arc;
 use gort_timer::{modify, modify_fire, Fire, Nanos, Timer};
 
 /// Arms (or re-arms) `t` at `when` with `period` on the current P's heap: Go's

@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use gort_sync::Arc;
+use gort_loom::Arc;
 use gort_timer::{del, nanotime, Nanos, Timer, NEVER};
 
 use crate::rt::{arm, slack};

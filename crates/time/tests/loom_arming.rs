@@ -16,8 +16,8 @@
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p gort-time --test loom_arming`
 #![cfg(loom)]
 
-use gort_sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use gort_sync::{thread, Arc, Mutex};
+use gort_loom::atomic::{AtomicUsize, Ordering::SeqCst};
+use gort_loom::{thread, Arc, Mutex};
 use gort_time::arming::{Arming, Sink};
 use gort_time::Instant;
 

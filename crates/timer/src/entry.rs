@@ -12,8 +12,8 @@
 
 use std::ptr::NonNull;
 
-use gort_sync::atomic::Ordering::Relaxed;
-use gort_sync::Arc;
+use gort_loom::atomic::Ordering::Relaxed;
+use gort_loom::Arc;
 
 use crate::clock::Nanos;
 use crate::timer::Timer;

@@ -9,8 +9,8 @@
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 
-use gort_sync::atomic::Ordering::Relaxed;
-use gort_sync::{Arc, MutexGuard};
+use gort_loom::atomic::Ordering::Relaxed;
+use gort_loom::{Arc, MutexGuard};
 
 use crate::clock::Nanos;
 pub(crate) use crate::entry::Entry;

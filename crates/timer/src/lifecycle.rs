@@ -1,8 +1,8 @@
 //! Moving a heap's timers elsewhere (Go's `moveTimers`), shutting a heap down, and the
 //! debugging views: `stats` and `verify` (Go's `verifyTimerHeap`).
 
-use gort_sync::atomic::Ordering::*;
-use gort_sync::yield_now;
+use gort_loom::atomic::Ordering::*;
+use gort_loom::yield_now;
 
 use crate::status::{bad, Status};
 use crate::timer::Host;

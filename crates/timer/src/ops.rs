@@ -1,8 +1,8 @@
 //! The lock-free half of the state machine: Go's `deltimer`, `modtimer` and `resettimer`.
 //! They own a timer through `Modifying` and never lock a heap that holds it.
 
-use gort_sync::atomic::Ordering::Relaxed;
-use gort_sync::{yield_now, Arc};
+use gort_loom::atomic::Ordering::Relaxed;
+use gort_loom::{yield_now, Arc};
 
 use crate::clock::Nanos;
 use crate::status::{bad, Status};

@@ -1,8 +1,8 @@
 //! The run path of a heap, all under its lock: Go's `adjusttimers` (rewritten for
 //! go#41699), `runtimer`, `runOneTimer` and `clearDeletedTimers`.
 
-use gort_sync::atomic::Ordering::*;
-use gort_sync::{yield_now, Arc};
+use gort_loom::atomic::Ordering::*;
+use gort_loom::{yield_now, Arc};
 
 use crate::clock::{Nanos, NEVER};
 use crate::entry::{Entry, UNINDEXED};

@@ -1,8 +1,8 @@
 //! White-box tests of the heap helpers and corruption checks (the behaviour tests live in
 //! `tests/`).
 
-use gort_sync::atomic::Ordering::Relaxed;
-use gort_sync::Arc;
+use gort_loom::atomic::Ordering::Relaxed;
+use gort_loom::Arc;
 
 use crate::entry::UNINDEXED;
 use crate::heap::{Entry, Heap};

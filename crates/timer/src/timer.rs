@@ -3,8 +3,8 @@
 use std::fmt;
 use std::task::Waker;
 
-use gort_sync::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering::*};
-use gort_sync::{yield_now, Arc, Mutex};
+use gort_loom::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering::*};
+use gort_loom::{yield_now, Arc, Mutex};
 
 use crate::clock::Nanos;
 use crate::status::{bad, Status};

@@ -6,8 +6,8 @@
 
 use std::fmt;
 
-use gort_sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering::*};
-use gort_sync::{Arc, Mutex};
+use gort_loom::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering::*};
+use gort_loom::{Arc, Mutex};
 
 use crate::clock::{nanotime, Nanos};
 use crate::heap::{Entry, Heap, Locked};

@@ -77,7 +77,7 @@ struct Mt {
 
 struct World {
     heaps: [Timers; 2],
-    timers: Vec<gort_sync::Arc<Timer>>,
+    timers: Vec<gort_loom::Arc<Timer>>,
     model: Vec<Mt>,
     log: std::sync::Arc<Log>,
     now: Nanos,

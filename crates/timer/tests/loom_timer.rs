@@ -5,8 +5,8 @@
 //! whole file explores in seconds.
 #![cfg(loom)]
 
-use gort_sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use gort_sync::{thread, Arc};
+use gort_loom::atomic::{AtomicUsize, Ordering::SeqCst};
+use gort_loom::{thread, Arc};
 use gort_timer::*;
 
 /// A payload counting its runs and its drops.

@@ -3,7 +3,7 @@
 //! not by `Arc`, so that a freed cell can serve the next spawn on the same thread.
 
 use super::state::{State, Wake};
-use gort_sync::atomic::{fence, AtomicUsize, Ordering::*};
+use gort_loom::atomic::{fence, AtomicUsize, Ordering::*};
 use std::ptr::NonNull;
 use std::task::{Context, RawWaker, RawWakerVTable, Waker};
 

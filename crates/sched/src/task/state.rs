@@ -16,7 +16,7 @@
 //! 3. The output slot is written once before `COMPLETE` is published (Release) and read only by
 //!    the `JoinHandle` after it observed `COMPLETE` (Acquire).
 
-use gort_sync::atomic::{AtomicUsize, Ordering::*};
+use gort_loom::atomic::{AtomicUsize, Ordering::*};
 
 pub(crate) const SCHEDULED: usize = 1;
 pub(crate) const RUNNING: usize = 1 << 1;

@@ -58,7 +58,7 @@ impl Drop for Counted {
 }
 
 /// A fresh timer logging to `log` as `id`, added to `ts` at `when`.
-pub fn armed(ts: &Timers, log: &Arc<Log>, id: usize, when: Nanos) -> gort_sync::Arc<Timer> {
+pub fn armed(ts: &Timers, log: &Arc<Log>, id: usize, when: Nanos) -> gort_loom::Arc<Timer> {
     let t = Timer::new();
     t.set_fire(log.fire_for(id));
     ts.add(&t, when, 0, &quiet());

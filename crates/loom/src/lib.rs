@@ -2,7 +2,7 @@
 //! that gort's concurrent cores use.
 //!
 //! Code in gort never names `std::sync::atomic`, `parking_lot` or `std::cell::UnsafeCell`
-//! directly in a data structure that a loom model covers; it names `gort_sync::...` instead, so
+//! directly in a data structure that a loom model covers; it names `gort_loom::...` instead, so
 //! that `RUSTFLAGS="--cfg loom"` swaps in loom's instrumented versions (the habit of
 //! `tokio/src/loom/mod.rs`). Under loom, [`Mutex`] is loom's mutex wrapped to keep
 //! parking_lot's non-poisoning API, and [`UnsafeCell`] exposes loom's `with`/`with_mut` access
