@@ -1,4 +1,4 @@
-//! Benchmark shapes of `/work/shared/bench/SHAPES.md`, gort vs Tokio, in one run.
+//! Benchmark shapes of `benches/SHAPES.md`, gort vs Tokio, in one run.
 //!
 //! ```text
 //! cargo bench --bench shapes -- [FILTER...] [--quick] [--json]

@@ -124,7 +124,7 @@
 //!    insertion (Go stores `Waiting` up front on a timer it assumes unpublished; an `Arc`
 //!    may already be shared). A non-fresh timer panics instead of corrupting a heap.
 //! 7. `del` counts the deleted entry before leaving Modifying (Go: after), so the count
-//!    never goes below the truth (go-timers.md §7.7) and the owner is never touched after
+//!    never goes below the truth (design/reference/go-timers.md §7.7) and the owner is never touched after
 //!    Modifying ends.
 //! 8. `move_to` removes stopped timers through Removing (Go: Deleted → Removed directly,
 //!    safe only under stop-the-world), zeroes every summary of the source (1.23's `take`),

@@ -39,7 +39,7 @@ pub fn del(t: &Timer) -> bool {
                 // SAFETY: we own Modifying, taken from a heaped status (see `owner_ref`).
                 let owner = unsafe { t.owner_ref() };
                 // Counted before leaving Modifying (Go counts after): a remover can then never
-                // decrement first (go-timers.md §7.7), and the owner is not touched after
+                // decrement first (design/reference/go-timers.md §7.7), and the owner is not touched after
                 // Modifying ends, when it might be freed.
                 owner.deleted.fetch_add(1, Relaxed);
                 owner.stopped.fetch_add(1, Relaxed);

@@ -1,5 +1,5 @@
 //! Cost of one `nanotime` (extrapolated where the machine allows, see clock/tsc.rs) against
-//! std's `Instant::now`: `cargo run --release -p gort-timer --example clockprobe`.
+//! std's `Instant::now`: `cargo run --release --example clockprobe`.
 use std::time::{Duration, Instant};
 
 fn main() {

@@ -1,7 +1,7 @@
 //! Micro-benchmark of one large heap: adds 1M timers with random deadlines to one `Timers`,
 //! then runs them all in one `check`. Prints the best of three rounds, per timer.
 //!
-//! `cargo run --release -p gort-timer --example heap_pop` (numbers in design/PERFORMANCE.md).
+//! `cargo run --release --example heap_pop` (numbers in design/PERFORMANCE.md).
 
 use gort_timer::{Fire, Host, Nanos, Timer, Timers};
 use std::sync::Arc;
