@@ -91,6 +91,7 @@ function num(v) {
 function ratio(m, g, p) {
     if (m == "fired" || m == "steal_ms" || g == "" || p == "" || g == "null" || p == "null") return "-"
     if (g + 0 <= 0 || p + 0 <= 0) return "-"
+    if (m == "received") return sprintf("%.2f", (g + 0) / (p + 0))
     return sprintf("%.2f", (p + 0) / (g + 0))
 }
 /"meta":true/ {

@@ -85,6 +85,7 @@ const FANOUT: &[&str] = &[
     "late_max_us",
     "rss_mib",
 ];
+const COARSE_TICKS: &[&str] = &["late_p50_us", "late_p99_us", "late_max_us", "received"];
 const TICKS: &[&str] = &[
     "late_p50_us",
     "late_p99_us",
@@ -204,6 +205,26 @@ pub static SHAPES: &[Shape] = &[
         quiet: false,
         gort: timer_gort::t9_reset_earlier,
         tokio: timer_tokio::t9_reset_earlier,
+    },
+    Shape {
+        id: "T10_1ms",
+        name: "ticker_coarse 1ms slices",
+        group: "timer",
+        metrics: COARSE_TICKS,
+        reps: 3,
+        quiet: false,
+        gort: timer_gort::t10_slice_1ms,
+        tokio: timer_tokio::t10_slice_1ms,
+    },
+    Shape {
+        id: "T10_10ms",
+        name: "ticker_coarse 10ms slices",
+        group: "timer",
+        metrics: COARSE_TICKS,
+        reps: 3,
+        quiet: false,
+        gort: timer_gort::t10_slice_10ms,
+        tokio: timer_tokio::t10_slice_10ms,
     },
     Shape {
         id: "R1",

@@ -80,6 +80,7 @@ type shape struct {
 
 var fanout = []string{"wall_ms", "cpu_ms", "late_p50_us", "late_p99_us", "late_max_us", "rss_mib"}
 var ticks = []string{"late_p50_us", "late_p99_us", "late_max_us", "dropped"}
+var coarseTicks = []string{"late_p50_us", "late_p99_us", "late_max_us", "received"}
 
 var shapes = []shape{
 	{"T1", "start_stop", "timer", []string{"per_op_ns"}, 3, t1StartStop},
@@ -93,6 +94,8 @@ var shapes = []shape{
 	{"T7", "mass_cancel", "timer", []string{"cpu_ms", "rss_mib", "fired"}, 1, t7MassCancel},
 	{"T8", "simultaneous", "timer", []string{"last_p50_us", "last_max_us"}, 3, t8Simultaneous},
 	{"T9", "reset_earlier", "timer", []string{"per_op_ns", "cpu_ms"}, 1, t9ResetEarlier},
+	{"T10_1ms", "ticker_coarse 1ms slices", "timer", coarseTicks, 3, func(p params) []figure { return t10TickerCoarse(p, time.Millisecond) }},
+	{"T10_10ms", "ticker_coarse 10ms slices", "timer", coarseTicks, 3, func(p params) []figure { return t10TickerCoarse(p, 10*time.Millisecond) }},
 	{"R1", "spawn_many", "sched", []string{"per_task_ns"}, 3, r1SpawnMany},
 	{"R2", "yield_many", "sched", []string{"per_yield_ns"}, 3, r2YieldMany},
 	{"R3", "ping_pong", "sched", []string{"per_round_trip_ns"}, 3, r3PingPong},

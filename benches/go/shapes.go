@@ -124,11 +124,10 @@ func t5TickerJitter(p params, busy bool) []figure {
 	period := time.Millisecond
 	t0 := time.Now()
 	tk := time.NewTicker(period)
-	type rec struct{ due, got time.Time }
-	recs := make([]rec, 0, n)
+	recs := make([]tickRec, 0, n)
 	for i := 0; i < n; i++ {
 		v := <-tk.C
-		recs = append(recs, rec{v, time.Now()})
+		recs = append(recs, tickRec{v, time.Now()})
 	}
 	tk.Stop()
 	atomic.StoreInt32(&stop, 1)
@@ -139,8 +138,21 @@ func t5TickerJitter(p params, busy bool) []figure {
 		}
 		return int64(d / period)
 	}
-	// Lateness from the schedule: for each grid point up to the last receipt, the time to
-	// the first receipt at or after it (common.rs tick_figures explains why).
+	pc := tickLateness(t0, period, recs)
+	dropped := grid(recs[len(recs)-1].due) - grid(recs[0].due) + 1 - int64(len(recs))
+	if dropped < 0 {
+		dropped = 0
+	}
+	return []figure{{"late_p50_us", pc[0]}, {"late_p99_us", pc[1]}, {"late_max_us", pc[2]},
+		{"dropped", float64(dropped)}}
+}
+
+// tickRec is one receipt of a ticker: the value delivered and when it arrived.
+type tickRec struct{ due, got time.Time }
+
+// tickLateness: lateness from the schedule, for each grid point up to the last receipt, the
+// time to the first receipt at or after it (common.rs tick_figures explains why); p50, p99, max.
+func tickLateness(t0 time.Time, period time.Duration, recs []tickRec) [3]float64 {
 	lates := make([]int64, 0, len(recs))
 	last := recs[len(recs)-1].got
 	next := 0
@@ -154,13 +166,35 @@ func t5TickerJitter(p params, busy bool) []figure {
 		}
 		lates = append(lates, late(ideal, recs[next].got))
 	}
-	pc := percentilesUs(lates)
-	dropped := grid(recs[len(recs)-1].due) - grid(recs[0].due) + 1 - int64(len(recs))
-	if dropped < 0 {
-		dropped = 0
+	return percentilesUs(lates)
+}
+
+// T10: one 1 ms Ticker read by one goroutine for a window (2 s, 0.4 s quick) while W other
+// goroutines spin on CPU work in slices of `slice` between yields.
+func t10TickerCoarse(p params, slice time.Duration) []figure {
+	window := time.Duration(p.pick(2000, 400)) * time.Millisecond
+	var stop int32
+	for i := 0; i < p.workers; i++ {
+		go func() {
+			for atomic.LoadInt32(&stop) == 0 {
+				spinFor(slice)
+				runtime.Gosched()
+			}
+		}()
 	}
+	period := time.Millisecond
+	t0 := time.Now()
+	tk := time.NewTicker(period)
+	recs := make([]tickRec, 0, int(window/period))
+	for time.Since(t0) < window {
+		v := <-tk.C
+		recs = append(recs, tickRec{v, time.Now()})
+	}
+	tk.Stop()
+	atomic.StoreInt32(&stop, 1)
+	pc := tickLateness(t0, period, recs)
 	return []figure{{"late_p50_us", pc[0]}, {"late_p99_us", pc[1]}, {"late_max_us", pc[2]},
-		{"dropped", float64(dropped)}}
+		{"received", float64(len(recs))}}
 }
 
 // T6: N calls wrapped in a 1 s timeout, each completing after one yield, over W

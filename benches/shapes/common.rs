@@ -263,7 +263,22 @@ pub fn tick_figures(t0: Instant, period: Duration, recs: &[(Instant, Instant)]) 
     ]
 }
 
-/// Busy CPU work for `d` (the spinning tasks of T5).
+/// T10's figures: T5's lateness quantiles and how many ticks arrived in the window (a runtime
+/// that lets the ticker's task wait behind spinners receives few; `dropped` says less here,
+/// since the window, not a tick count, ends the run).
+pub fn coarse_tick_figures(t0: Instant, period: Duration, recs: &[(Instant, Instant)]) -> Figures {
+    let mut f = tick_figures(t0, period, recs);
+    f.retain(|(k, _)| *k != "dropped");
+    f.push(("received", recs.len() as f64));
+    f
+}
+
+/// T10's window: the ticker is read for 2 s (0.4 s quick).
+pub fn coarse_window(p: &Params) -> Duration {
+    Duration::from_millis(p.pick(2000, 400))
+}
+
+/// Busy CPU work for `d` (the spinning tasks of T5 and T10).
 pub fn spin_for(d: Duration) {
     let end = Instant::now() + d;
     let mut x = 1u64;

@@ -193,7 +193,7 @@ fn label(key: &str) -> String {
 /// Whether a smaller value is better and says something about the runtime (all but the
 /// `fired` correctness count and the hypervisor's `steal`).
 fn lower_is_better(key: &str) -> bool {
-    key != "fired" && key != "steal_ms"
+    key != "fired" && key != "steal_ms" && !higher_is_better(key)
 }
 
 /// Whether `peer`'s figure `key` means what gort's does. T5's `dropped` does not for Tokio:
@@ -204,9 +204,17 @@ fn comparable(key: &str, peer: Runtime) -> bool {
     !(key == "dropped" && peer == Runtime::Tokio)
 }
 
-/// `peer / gort` when meaningful (both positive, lower-is-better, comparable).
+/// Whether a larger value is better (T10's ticks received): its ratio is `gort / peer`, so
+/// that above 1 still means gort did better.
+fn higher_is_better(key: &str) -> bool {
+    key == "received"
+}
+
+/// `peer / gort` when meaningful (both positive, lower-is-better, comparable); `gort / peer`
+/// for a higher-is-better figure.
 fn ratio(key: &str, peer: Runtime, gort: Result<f64, String>, p: Result<f64, String>) -> String {
     match (gort, p) {
+        (Ok(g), Ok(p)) if higher_is_better(key) && g > 0.0 && p > 0.0 => format!("{:.2}", g / p),
         (Ok(g), Ok(p)) if lower_is_better(key) && comparable(key, peer) && g > 0.0 && p > 0.0 => {
             format!("{:.2}", p / g)
         }

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use gort::time::{after_func, sleep_until, AfterFunc, Ticker};
 
 use crate::common::{
-    check, durations, median, ms, spin_for, tick_figures, us, Figures, Latch, Meter, Params, Rng,
-    Samples, Signal, HOUR, SEED,
+    check, coarse_tick_figures, coarse_window, durations, median, ms, spin_for, tick_figures, us,
+    Figures, Latch, Meter, Params, Rng, Samples, Signal, HOUR, SEED,
 };
 
 /// The runtime every gort shape runs on: procs = W.
@@ -241,6 +241,47 @@ pub fn t5_idle(p: &Params) -> Figures {
 /// T5 while W tasks spin.
 pub fn t5_busy(p: &Params) -> Figures {
     t5_ticker_jitter(p, true)
+}
+
+/// T10: one 1 ms `Ticker` read by one task for a window while W tasks spin on CPU work in
+/// slices of `slice` between yields: a task woken by a timer must not wait behind tasks
+/// that yield only every `slice`.
+pub fn t10_ticker_coarse(p: &Params, slice: Duration) -> Figures {
+    let window = coarse_window(p);
+    let w = p.workers;
+    run(p, move || async move {
+        let stop = Arc::new(AtomicBool::new(false));
+        for _ in 0..w {
+            let stop = stop.clone();
+            go(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    spin_for(slice);
+                    gort::yield_now().await;
+                }
+            });
+        }
+        let period = Duration::from_millis(1);
+        let t0 = Instant::now();
+        let ticker = Ticker::new(period);
+        let mut recs = Vec::with_capacity(window.as_millis() as usize);
+        while t0.elapsed() < window {
+            let due = ticker.c().recv().await.expect("the ticker channel closed");
+            recs.push((Instant::from(due), Instant::now()));
+        }
+        ticker.stop();
+        stop.store(true, Ordering::Relaxed);
+        coarse_tick_figures(t0, period, &recs)
+    })
+}
+
+/// T10 with 1 ms slices.
+pub fn t10_slice_1ms(p: &Params) -> Figures {
+    t10_ticker_coarse(p, Duration::from_millis(1))
+}
+
+/// T10 with 10 ms slices.
+pub fn t10_slice_10ms(p: &Params) -> Figures {
+    t10_ticker_coarse(p, Duration::from_millis(10))
 }
 
 /// T6: N calls wrapped in a 1 s timeout, each completing after one yield, over W tasks.

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use tokio::time::{sleep, sleep_until, Instant as TInstant, MissedTickBehavior};
 
 use crate::common::{
-    check, durations, ms, poll_once, spin_for, tick_figures, us, Figures, Latch, Meter, Params,
-    Rng, Samples, HOUR, SEED,
+    check, coarse_tick_figures, coarse_window, durations, ms, poll_once, spin_for, tick_figures,
+    us, Figures, Latch, Meter, Params, Rng, Samples, HOUR, SEED,
 };
 
 /// The runtime every Tokio shape runs on: multi-thread, W workers, all drivers.
@@ -234,6 +234,46 @@ pub fn t5_idle(p: &Params) -> Figures {
 /// T5 while W tasks spin.
 pub fn t5_busy(p: &Params) -> Figures {
     t5_ticker_jitter(p, true)
+}
+
+/// T10: one 1 ms interval (Skip) read by one task for a window while W tasks spin on CPU
+/// work in slices of `slice` between yields.
+pub fn t10_ticker_coarse(p: &Params, slice: Duration) -> Figures {
+    let window = coarse_window(p);
+    let w = p.workers;
+    run(p, move || async move {
+        let stop = Arc::new(AtomicBool::new(false));
+        for _ in 0..w {
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    spin_for(slice);
+                    tokio::task::yield_now().await;
+                }
+            });
+        }
+        let period = Duration::from_millis(1);
+        let t0 = Instant::now();
+        let mut iv = tokio::time::interval_at(TInstant::from_std(t0 + period), period);
+        iv.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        let mut recs = Vec::with_capacity(window.as_millis() as usize);
+        while t0.elapsed() < window {
+            let due = iv.tick().await.into_std();
+            recs.push((due, Instant::now()));
+        }
+        stop.store(true, Ordering::Relaxed);
+        coarse_tick_figures(t0, period, &recs)
+    })
+}
+
+/// T10 with 1 ms slices.
+pub fn t10_slice_1ms(p: &Params) -> Figures {
+    t10_ticker_coarse(p, Duration::from_millis(1))
+}
+
+/// T10 with 10 ms slices.
+pub fn t10_slice_10ms(p: &Params) -> Figures {
+    t10_ticker_coarse(p, Duration::from_millis(10))
 }
 
 /// T6: N calls wrapped in a 1 s timeout, each completing after one yield, over W tasks.
