@@ -18,18 +18,18 @@ use std::sync::Arc;
 const STEAL_TRIES: usize = 4;
 
 /// How often an M whose P has timers looks at one other P for due timers its holder is not
-/// getting to (`watch_peer`), in ns of the clock it reads anyway. The look loads the other
-/// P's `timer0_when`, a line its holder writes whenever its earliest timer changes: a cache
-/// miss that cost T6 5 % of its CPU when it came every 4th round.
+/// getting to (`watch_peer`), in ns of the clock it reads anyway. Not every round: the look
+/// loads the other P's `timer0_when`, a line its holder writes whenever its earliest timer
+/// changes, and that cache miss is paid by the watcher's own round.
 const WATCH_EVERY: Nanos = 25_000;
 /// How long a P's holder must have begun no scheduling round, with a timer due, before
 /// another M runs that timer (ns). Shorter would take timers from holders that are merely
-/// in a task of a few microseconds, and contend on their heap (T3 lost 30 % to that).
+/// in a task of a few microseconds, and contend on their heap.
 const STALL: Nanos = 100_000;
 
 /// An M's own state. The runtime's `Shared` is passed to every method rather than kept as
-/// a field: cloning its `Arc` in the scheduling loop made the reference count's cache line,
-/// shared by every M, the hottest spot of the yield benchmark (R2).
+/// a field: cloning its `Arc` in the scheduling loop would bounce the reference count's cache
+/// line, shared by every M, on every round.
 struct M {
     handle: Arc<MHandle>,
     p: Option<Arc<P>>,
@@ -47,6 +47,35 @@ struct Watch {
     seen: Vec<(u32, Nanos)>,
     /// When `watch_peer` last looked.
     last_look: Nanos,
+}
+
+/// What one scheduling round has learned about time.
+#[derive(Default)]
+struct Round {
+    /// Whether this P had timers at the start of the round.
+    own_timers: bool,
+    /// The clock, read once per round and only when needed (0 = not read yet).
+    now: Nanos,
+    /// The earliest deadline seen on any heap this round (0 = none): the poller's deadline.
+    poll_until: Nanos,
+}
+
+/// The outcome of the stealing phase.
+enum Stolen {
+    Task(Task),
+    /// Other Ps' timers ran and may have readied tasks onto this P: start the round again.
+    TimersRan,
+    Nothing,
+}
+
+/// The outcome of the polling phase.
+enum Polled {
+    /// The M took an idle P back: start the round again.
+    HoldsP,
+    /// The runtime shuts down.
+    Shutdown,
+    /// Nothing to do: park.
+    Park,
 }
 
 /// Entry point of every M thread.
@@ -151,9 +180,9 @@ impl M {
     /// waiting where another M could take it, wake another so that a burst is spread.
     ///
     /// Go wakes one unconditionally; when the task found was the only one (a timer woke one
-    /// task, a message arrived), that M spins, finds nothing and parks again, a futex round
-    /// trip per event that was most of gort's CPU time in T3/T4. Work that arrives later
-    /// wakes an M itself (`push_task`), so only work already queued needs this wake-up.
+    /// task, a message arrived), that M spins, finds nothing and parks again: a futex round
+    /// trip per event. Work that arrives later wakes an M itself (`push_task`), so only work
+    /// already queued needs this wake-up.
     fn reset_spinning(&mut self, shared: &Arc<Shared>) {
         self.spinning = false;
         if shared.idle.dec_spinning() == 0 && self.more_work_queued(shared) {
@@ -169,145 +198,184 @@ impl M {
         !shared.global.is_empty() || self.p.as_ref().is_some_and(|p| p.stealer.len() > 1)
     }
 
-    /// Go's `findrunnable`. Returns `None` when the M lost its P (it parked and will retry)
-    /// or the runtime shuts down.
+    /// Go's `findrunnable`: the phases below, in Go's order, until one yields a task. Returns
+    /// `None` when the runtime shuts down or the M holds no P (it parked and will retry).
     fn find_runnable(&mut self, shared: &Arc<Shared>) -> Option<Task> {
         loop {
             let p = self.held_p(shared)?;
             if shared.is_shutdown() || p.id >= shared.nprocs() {
                 return None;
             }
-            // checkTimers(pp, 0): run this P's due timers before picking a task, so that the
-            // tasks they wake are found just below. As in Go, the clock is read only when the
-            // P has timers (a clock read costs more than a yield's whole scheduling round).
-            let mut now = 0;
-            let mut poll_until = 0;
-            let due = p.timers.wake_time();
-            if due != 0 {
-                now = nanotime();
-                if self.spinning && due <= now {
-                    // Due timers are work found: stop counting as a spinner before running
-                    // them. A spinner that stays counted through a long batch keeps
-                    // `push_task` from waking a helper and, if the OS preempts it, keeps the
-                    // other Ms from stealing the tasks it queued (the spinning limit below).
-                    self.reset_spinning(shared);
-                }
-                poll_until = shared.run_timers(&p.timers, now, true).next;
-            }
-            p.note_round();
-            if due == 0 {
-                self.help_peer(shared, p, &mut now);
-            } else if now - self.watch.last_look >= WATCH_EVERY {
-                self.watch.last_look = now;
-                self.watch_peer(shared, p, now);
-            }
-
-            // SAFETY: this M holds `p`.
-            if let Some(t) = unsafe { p.next_local(&shared.global) } {
+            let mut round = self.run_own_timers(shared, p);
+            self.look_at_a_peer(shared, p, &mut round);
+            if let Some(t) = self.local_work(shared, p) {
                 return Some(t);
             }
-            // Go's globrunqget(pp, 0): a share of the global queue, at most half a ring. Only
-            // started work here: new work waits until no P has any to steal (runq.rs, "Two
-            // lanes").
-            if let Some(t) = self.refill(shared, p, Take::Only(Lane::Ready)) {
+            if let Some(t) = self.global_work(shared, p) {
                 return Some(t);
             }
-
-            // Limit spinning Ms to half the busy Ps (Go): spinning costs CPU that busy Ps
-            // could use, and one spinner finds new work as well as many.
-            let busy = shared.nprocs().saturating_sub(shared.idle.npidle());
-            if self.spinning || 2 * shared.idle.nmspinning() < busy {
-                if !self.spinning {
-                    self.spinning = true;
-                    shared.idle.inc_spinning();
-                }
-                if now == 0 {
-                    now = nanotime();
-                }
-                let (task, next, ran) = self.steal_work(shared, p, now);
-                if task.is_some() {
-                    return task;
-                }
-                poll_until = min_nonzero(poll_until, next);
-                if ran {
-                    // Stolen timers may have readied tasks (onto our runnext): look again.
-                    continue;
-                }
+            match self.steal(shared, p, &mut round) {
+                Stolen::Task(t) => return Some(t),
+                Stolen::TimersRan => continue,
+                Stolen::Nothing => {}
             }
-            if let Some(t) = self.refill(shared, p, Take::First(Lane::Ready)) {
+            if let Some(t) = self.new_work(shared, p) {
                 return Some(t);
             }
-
-            // Nothing to do: give the P up unless the global queue refilled meanwhile.
-            let p = self.take_p().expect("gort: M lost its P");
-            if let Err(p) = shared.idle.release_p(p, || !shared.global.is_empty()) {
-                self.acquire(p);
+            let Some(was_spinning) = self.release_and_recheck(shared) else {
                 continue;
-            }
-            // The delicate dance (Go): drop nmspinning *then* re-check every source. Unlike Go,
-            // non-spinning Ms re-check too: the global queue is pushed to without the scheduler
-            // lock, so the check in `release_p` is not atomic with a push (found by the
-            // `loom_park` model; see idle.rs).
-            let was_spinning = std::mem::take(&mut self.spinning);
-            if was_spinning {
-                shared.idle.dec_spinning();
-            } else {
-                shared.idle.idle_fence();
-            }
-            // Work that appeared is work to steal, so the M comes back as a spinner whatever
-            // it was: a non-spinner would find the spinning limit closed while the spinner
-            // that holds it is the M the OS preempted with that work queued, and would loop
-            // here until that M ran again (T8, a scheduler tick of 4 ms).
-            if self.work_appeared(shared) && self.reacquire(shared, true) {
-                continue;
-            }
-            // The earliest timer over every P, including ones added while we searched. A
-            // timer that is already due belongs to a P we could not steal from (the spinning
-            // limit): run it here rather than loop back to the top until its owner gets to it
-            // (Go's findrunnable spins in that case; it cost gort 4.5M empty rounds per 100k
-            // sleeps). We hold no P, so the tasks it wakes go to the global queue, with a wakep.
-            // Also the latest instant each heap's earliest timer tolerates (its slack), for
-            // the poller's coalescing.
-            now = nanotime();
-            let mut latest = 0;
-            for p2 in shared.all_ps() {
-                let mut w = p2.timers.wake_time();
-                if w != 0 && w <= now {
-                    w = shared.run_timers(&p2.timers, now, false).next;
-                }
-                poll_until = min_nonzero(poll_until, w);
-                latest = min_nonzero(latest, p2.timers.wake_bound());
-            }
-
-            if poll_until != 0 && shared.idle.lastpoll.swap(0, SeqCst) != 0 {
-                // Shutdown breaks the poller once. An M that passed the shutdown check above
-                // before it was set, and took the poller role after the previous poller used
-                // up that break, would sleep to its earliest timer (an hour, say).
-                if shared.is_shutdown() {
-                    shared.idle.lastpoll.store(nanotime(), SeqCst);
-                    return None;
-                }
-                // We are the poller: sleep until the earliest timer or a break.
-                shared.idle.poll_until.store(poll_until, SeqCst);
-                if poll_until > now {
-                    shared.poller.poll(poll_until, latest.max(poll_until));
-                }
-                shared.idle.poll_until.store(0, SeqCst);
-                shared.idle.lastpoll.store(nanotime(), SeqCst);
-                if self.reacquire(shared, was_spinning) {
-                    continue;
-                }
-            } else if poll_until != 0 {
-                // Another M polls: make sure it does not oversleep our earliest timer.
-                let theirs = shared.idle.poll_until.load(SeqCst);
-                if theirs == 0 || theirs > poll_until {
-                    shared.poller.break_poll();
-                }
+            };
+            match self.poll(shared, round.poll_until, was_spinning) {
+                Polled::HoldsP => continue,
+                Polled::Shutdown => return None,
+                Polled::Park => {}
             }
             if !self.stopm(shared) {
                 return None;
             }
         }
+    }
+
+    /// Phase 1, Go's `checkTimers(pp, 0)`: runs this P's due timers before any task is picked,
+    /// so that the tasks they wake are found by the next phase. The clock is read only when the
+    /// P has timers, as in Go: a clock read costs more than a yield's whole scheduling round.
+    ///
+    /// A spinner that finds timers due stops counting as a spinner before running them: they
+    /// are work found, and a spinner counted through a long batch keeps `push_task` from waking
+    /// a helper and, if the OS preempts it, keeps other Ms from stealing the tasks it queued
+    /// (the spinning limit of [`M::steal`]).
+    fn run_own_timers(&mut self, shared: &Arc<Shared>, p: &P) -> Round {
+        let mut round = Round::default();
+        let due = p.timers.wake_time();
+        if due != 0 {
+            round.own_timers = true;
+            round.now = nanotime();
+            if self.spinning && due <= round.now {
+                self.reset_spinning(shared);
+            }
+            round.poll_until = shared.run_timers(&p.timers, round.now, true).next;
+        }
+        round
+    }
+
+    /// Phase 1, continued (gort's, not Go's): counts the round on the P's holder line, then
+    /// looks at one other P for due timers its holder is not getting to: in every round when
+    /// this P has no timers (`help_peer`), every `WATCH_EVERY` when it has (`watch_peer`).
+    fn look_at_a_peer(&mut self, shared: &Shared, p: &P, round: &mut Round) {
+        p.note_round();
+        if !round.own_timers {
+            self.help_peer(shared, p, &mut round.now);
+        } else if round.now - self.watch.last_look >= WATCH_EVERY {
+            self.watch.last_look = round.now;
+            self.watch_peer(shared, p, round.now);
+        }
+    }
+
+    /// Phase 2, the local queue: `runnext`, the P's ring, and every 61st tick the global queue
+    /// first so that it cannot starve (`P::next_local`).
+    fn local_work(&self, shared: &Shared, p: &P) -> Option<Task> {
+        // SAFETY: this M holds `p`.
+        unsafe { p.next_local(&shared.global) }
+    }
+
+    /// Phase 3, Go's `globrunqget(pp, 0)`: a share of the global queue's started work, at most
+    /// half a ring. New work waits until no P has any to steal (runq.rs, "Two lanes").
+    fn global_work(&self, shared: &Shared, p: &P) -> Option<Task> {
+        self.refill(shared, p, Take::Only(Lane::Ready))
+    }
+
+    /// Phase 4, Go's `stealWork`, for at most half the busy Ps' worth of spinning Ms (Go's
+    /// limit): spinning costs CPU that busy Ps could use, and one spinner finds new work as
+    /// well as many. Folds the earliest timer seen into `round.poll_until`.
+    fn steal(&mut self, shared: &Shared, p: &P, round: &mut Round) -> Stolen {
+        let busy = shared.nprocs().saturating_sub(shared.idle.npidle());
+        if !self.spinning && 2 * shared.idle.nmspinning() >= busy {
+            return Stolen::Nothing;
+        }
+        if !self.spinning {
+            self.spinning = true;
+            shared.idle.inc_spinning();
+        }
+        if round.now == 0 {
+            round.now = nanotime();
+        }
+        let (task, next, ran) = self.steal_work(shared, p, round.now);
+        if let Some(t) = task {
+            return Stolen::Task(t);
+        }
+        round.poll_until = min_nonzero(round.poll_until, next);
+        if ran {
+            // Stolen timers may have readied tasks (onto our runnext): look again.
+            return Stolen::TimersRan;
+        }
+        Stolen::Nothing
+    }
+
+    /// Phase 4, continued: the global queue again, both lanes, started work first: new work
+    /// (a spawn that overflowed) is taken only here, once nothing was left to steal.
+    fn new_work(&self, shared: &Shared, p: &P) -> Option<Task> {
+        self.refill(shared, p, Take::First(Lane::Ready))
+    }
+
+    /// Phase 5, Go's "the delicate dance": gives the P up (refused if the global queue refilled,
+    /// checked under the scheduler lock), stops spinning, fences, then re-checks every queue.
+    /// Returns whether the M was spinning, or `None` when it holds a P again.
+    ///
+    /// Every idle M re-checks, not only spinners as in Go: gort's global queue is pushed to
+    /// under a lock of its own, not the scheduler's, so the check in `release_p` is not atomic
+    /// with a push (idle.rs, "The no-lost-wake-up argument"). Work that appeared is work to
+    /// steal, so the M comes back as a spinner whatever it was: a non-spinner would find the
+    /// spinning limit closed by the very spinner whose queue holds the work, and loop here
+    /// until the OS ran that M again.
+    fn release_and_recheck(&mut self, shared: &Shared) -> Option<bool> {
+        let p = self.take_p().expect("gort: M lost its P");
+        if let Err(p) = shared.idle.release_p(p, || !shared.global.is_empty()) {
+            self.acquire(p);
+            return None;
+        }
+        let was_spinning = std::mem::take(&mut self.spinning);
+        if was_spinning {
+            shared.idle.dec_spinning();
+        } else {
+            shared.idle.idle_fence();
+        }
+        if self.work_appeared(shared) && self.reacquire(shared, true) {
+            return None;
+        }
+        Some(was_spinning)
+    }
+
+    /// Phase 6, Go's `netpoll(delay)` at the end of `findrunnable`: with the earliest timer of
+    /// every P as deadline, claim the poller role (`lastpoll.swap(0)`) and block in the poller
+    /// until that deadline or a break, then take an idle P back; if another M polls, break its
+    /// poll when it would oversleep our deadline. Without a deadline the M just parks.
+    fn poll(&mut self, shared: &Shared, poll_until: Nanos, was_spinning: bool) -> Polled {
+        let now = nanotime();
+        let (poll_until, latest) = run_idle_timers(shared, poll_until, now);
+        if poll_until != 0 && shared.idle.lastpoll.swap(0, SeqCst) != 0 {
+            // Shutdown breaks the poller once. An M that passed the shutdown check above
+            // before it was set, and took the poller role after the previous poller used
+            // up that break, would sleep to its earliest timer (an hour, say).
+            if shared.is_shutdown() {
+                shared.idle.lastpoll.store(nanotime(), SeqCst);
+                return Polled::Shutdown;
+            }
+            shared.idle.poll_until.store(poll_until, SeqCst);
+            if poll_until > now {
+                shared.poller.poll(poll_until, latest.max(poll_until));
+            }
+            shared.idle.poll_until.store(0, SeqCst);
+            shared.idle.lastpoll.store(nanotime(), SeqCst);
+            if self.reacquire(shared, was_spinning) {
+                return Polled::HoldsP;
+            }
+        } else if poll_until != 0 {
+            let theirs = shared.idle.poll_until.load(SeqCst);
+            if theirs == 0 || theirs > poll_until {
+                shared.poller.break_poll();
+            }
+        }
+        Polled::Park
     }
 
     /// The next P other than `p`, in turn, if it is running and has timers: the P, its id and
@@ -322,8 +390,8 @@ impl M {
         if n <= 1 {
             return None;
         }
-        // `next <= n` (`nallp` never shrinks), so wrapping needs no division (a `div` in
-        // every scheduling round was ~1 % of R3's samples).
+        // `next <= n` (`nallp` never shrinks), so wrapping needs no division (this runs in
+        // every scheduling round).
         let w = &mut self.watch;
         let wrap = |id: usize| if id >= n { 0 } else { id };
         let mut id = wrap(w.next);
@@ -342,12 +410,11 @@ impl M {
     /// A P with no timers of its own looks at one other P (in turn) in every round and runs
     /// that P's due timers, unless someone holds that heap's lock (then they are being run).
     /// A timer then waits for the first of the two Ps to end its current task, not for its
-    /// own P's (T5_busy: a tick due while every P runs a 50 µs slice waited half a slice on
-    /// average; Go 1.19 waits the same). The tasks they wake come to this P. A P that has timers never does this:
+    /// own P's. The tasks they wake come to this P. A P that has timers never does this:
     /// there, every M runs due timers all the time, and Ms reaching into each other's heaps
-    /// contended (T3_1M and T4 lost 14 % of their CPU when every P helped in every round,
-    /// sixth session). The cost is one load when the other P has no timers, and a clock read
-    /// when it has (what a P with a timer of its own pays in every round, here and in Go).
+    /// all the time would contend on their locks. The cost is one load when the other P has
+    /// no timers, and a clock read when it has (what a P with a timer of its own pays in
+    /// every round, here and in Go).
     #[inline]
     fn help_peer(&mut self, shared: &Shared, p: &P, now: &mut Nanos) {
         let Some((q, _, due)) = self.next_peer_with_timers(shared, p) else {
@@ -361,7 +428,7 @@ impl M {
         }
     }
 
-    /// Every `WATCH_EVERY` (25 µs), a P that has timers looks at one other P (in turn): if it is
+    /// Every `WATCH_EVERY`, a P that has timers looks at one other P (in turn): if it is
     /// running, has timers due, and its holder has begun no scheduling round for `STALL`
     /// (stuck in one long task, in a long timer batch, or preempted by the OS), this M runs
     /// those timers, unless someone holds that heap's lock (then they are being run); the
@@ -476,7 +543,7 @@ impl M {
         (None, next, ran)
     }
 
-    /// Go's `stopm`: park until handed a P. Returns false on shutdown.
+    /// Phase 7, Go's `stopm`: park until handed a P. Returns false on shutdown.
     fn stopm(&mut self, shared: &Arc<Shared>) -> bool {
         debug_assert!(self.p.is_none() && !self.spinning);
         loop {
@@ -556,6 +623,25 @@ impl M {
             }
         }
     }
+}
+
+/// The earliest timer over every P, including ones added while the M searched, and the latest
+/// instant each heap's earliest timer tolerates (its slack, for the poller's coalescing).
+/// Timers already due belong to a P the M could not steal from (the spinning limit): they run
+/// here, P-less, rather than the M looping back until their owner gets to them (Go's
+/// `findrunnable` loops: design/ARCHITECTURE.md, "Why these rules"). The tasks
+/// they wake go to the global queue, with a `wakep`.
+fn run_idle_timers(shared: &Shared, mut poll_until: Nanos, now: Nanos) -> (Nanos, Nanos) {
+    let mut latest = 0;
+    for p in shared.all_ps() {
+        let mut w = p.timers.wake_time();
+        if w != 0 && w <= now {
+            w = shared.run_timers(&p.timers, now, false).next;
+        }
+        poll_until = min_nonzero(poll_until, w);
+        latest = min_nonzero(latest, p.timers.wake_bound());
+    }
+    (poll_until, latest)
 }
 
 /// `a` or `b`, whichever is earlier, treating 0 as "none".
