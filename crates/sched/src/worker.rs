@@ -5,7 +5,8 @@
 
 use crate::context;
 use crate::idle::{MHandle, Woken, PARK_BACKSTOP};
-use crate::p::{P, P_DEAD, P_RUNNING};
+use crate::p::{P, P_DEAD};
+use crate::peers::Watch;
 use crate::runq::{Lane, Take};
 use crate::shared::{DeferredHost, Shared};
 use crate::task::Task;
@@ -17,16 +18,6 @@ use std::sync::Arc;
 /// checked in the last round only, as Go does, so that a spinning M first looks for tasks.
 const STEAL_TRIES: usize = 4;
 
-/// How often an M whose P has timers looks at one other P for due timers its holder is not
-/// getting to (`watch_peer`), in ns of the clock it reads anyway. Not every round: the look
-/// loads the other P's `timer0_when`, a line its holder writes whenever its earliest timer
-/// changes, and that cache miss is paid by the watcher's own round.
-const WATCH_EVERY: Nanos = 25_000;
-/// How long a P's holder must have begun no scheduling round, with a timer due, before
-/// another M runs that timer (ns). Shorter would take timers from holders that are merely
-/// in a task of a few microseconds, and contend on their heap.
-const STALL: Nanos = 100_000;
-
 /// An M's own state. The runtime's `Shared` is passed to every method rather than kept as
 /// a field: cloning its `Arc` in the scheduling loop would bounce the reference count's cache
 /// line, shared by every M, on every round.
@@ -36,17 +27,6 @@ struct M {
     spinning: bool,
     rng: u64,
     watch: Watch,
-}
-
-/// What `watch_peer` remembers between looks.
-#[derive(Default)]
-struct Watch {
-    /// The P to look at next.
-    next: usize,
-    /// Per P id: its round count when this M first saw it with a timer due, and when.
-    seen: Vec<(u32, Nanos)>,
-    /// When `watch_peer` last looked.
-    last_look: Nanos,
 }
 
 /// What one scheduling round has learned about time.
@@ -207,7 +187,8 @@ impl M {
                 return None;
             }
             let mut round = self.run_own_timers(shared, p);
-            self.look_at_a_peer(shared, p, &mut round);
+            self.watch
+                .look_at_a_peer(shared, p, round.own_timers, &mut round.now);
             if let Some(t) = self.local_work(shared, p) {
                 return Some(t);
             }
@@ -243,7 +224,8 @@ impl M {
     /// A spinner that finds timers due stops counting as a spinner before running them: they
     /// are work found, and a spinner counted through a long batch keeps `push_task` from waking
     /// a helper and, if the OS preempts it, keeps other Ms from stealing the tasks it queued
-    /// (the spinning limit of [`M::steal`]).
+    /// (the spinning limit of [`M::steal`]). Then the M looks at one other P's timers
+    /// ([`Watch::look_at_a_peer`]).
     fn run_own_timers(&mut self, shared: &Arc<Shared>, p: &P) -> Round {
         let mut round = Round::default();
         let due = p.timers.wake_time();
@@ -256,19 +238,6 @@ impl M {
             round.poll_until = shared.run_timers(&p.timers, round.now, true).next;
         }
         round
-    }
-
-    /// Phase 1, continued (gort's, not Go's): counts the round on the P's holder line, then
-    /// looks at one other P for due timers its holder is not getting to: in every round when
-    /// this P has no timers (`help_peer`), every `WATCH_EVERY` when it has (`watch_peer`).
-    fn look_at_a_peer(&mut self, shared: &Shared, p: &P, round: &mut Round) {
-        p.note_round();
-        if !round.own_timers {
-            self.help_peer(shared, p, &mut round.now);
-        } else if round.now - self.watch.last_look >= WATCH_EVERY {
-            self.watch.last_look = round.now;
-            self.watch_peer(shared, p, round.now);
-        }
     }
 
     /// Phase 2, the local queue: `runnext`, the P's ring, and every 61st tick the global queue
@@ -376,89 +345,6 @@ impl M {
             }
         }
         Polled::Park
-    }
-
-    /// The next P other than `p`, in turn, if it is running and has timers: the P, its id and
-    /// its `wake_time`. An idle P's timers are the poller's.
-    #[inline]
-    fn next_peer_with_timers<'a>(
-        &mut self,
-        shared: &'a Shared,
-        p: &P,
-    ) -> Option<(&'a P, usize, Nanos)> {
-        let n = shared.nallp();
-        if n <= 1 {
-            return None;
-        }
-        // `next <= n` (`nallp` never shrinks), so wrapping needs no division (this runs in
-        // every scheduling round).
-        let w = &mut self.watch;
-        let wrap = |id: usize| if id >= n { 0 } else { id };
-        let mut id = wrap(w.next);
-        if id == p.id {
-            id = wrap(id + 1);
-        }
-        w.next = id + 1;
-        let q = shared.p(id)?;
-        let due = q.timers.wake_time();
-        if due == 0 || q.status() != P_RUNNING {
-            return None;
-        }
-        Some((q, id, due))
-    }
-
-    /// A P with no timers of its own looks at one other P (in turn) in every round and runs
-    /// that P's due timers, unless someone holds that heap's lock (then they are being run).
-    /// A timer then waits for the first of the two Ps to end its current task, not for its
-    /// own P's. The tasks they wake come to this P. A P that has timers never does this:
-    /// there, every M runs due timers all the time, and Ms reaching into each other's heaps
-    /// all the time would contend on their locks. The cost is one load when the other P has
-    /// no timers, and a clock read when it has (what a P with a timer of its own pays in
-    /// every round, here and in Go).
-    #[inline]
-    fn help_peer(&mut self, shared: &Shared, p: &P, now: &mut Nanos) {
-        let Some((q, _, due)) = self.next_peer_with_timers(shared, p) else {
-            return;
-        };
-        if *now == 0 {
-            *now = nanotime();
-        }
-        if due <= *now {
-            shared.try_run_timers(&q.timers, *now);
-        }
-    }
-
-    /// Every `WATCH_EVERY`, a P that has timers looks at one other P (in turn): if it is
-    /// running, has timers due, and its holder has begun no scheduling round for `STALL`
-    /// (stuck in one long task, in a long timer batch, or preempted by the OS), this M runs
-    /// those timers, unless someone holds that heap's lock (then they are being run); the
-    /// tasks they wake come to this P. Go leaves a busy P's timers to its holder (and to
-    /// preemption after 10 ms); Tokio's one timer wheel is driven by whichever worker gets
-    /// there. The look is one load when the other P has no timers due (the clock was read
-    /// for this P's own timers); the round counter (on the holder's line) is read only when
-    /// it has.
-    #[cold]
-    fn watch_peer(&mut self, shared: &Shared, p: &P, now: Nanos) {
-        let Some((q, id, due)) = self.next_peer_with_timers(shared, p) else {
-            return;
-        };
-        if due > now {
-            return;
-        }
-        let w = &mut self.watch;
-        if w.seen.len() <= id {
-            w.seen.resize(id + 1, (0, 0));
-        }
-        // When this M first saw the holder's current round count with a timer due.
-        let rounds = q.rounds();
-        let seen = &mut w.seen[id];
-        if seen.0 != rounds || seen.1 == 0 {
-            *seen = (rounds, now);
-            return;
-        }
-        if now - seen.1 >= STALL {
-            shared.try_run_timers(&q.timers, now);
-        }
     }
 
     /// Go's `globrunqget(pp, 0)`: a fair share of the global queue's lanes (as `take` says),
