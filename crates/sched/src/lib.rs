@@ -16,6 +16,7 @@ mod blocking;
 mod context;
 mod idle;
 mod p;
+mod park;
 mod peers;
 mod poller;
 mod procs;

@@ -4,14 +4,14 @@
 //! park.
 
 use crate::context;
-use crate::idle::{MHandle, Woken, PARK_BACKSTOP};
+use crate::idle::MHandle;
 use crate::p::{P, P_DEAD};
+use crate::park::{self, Back, Polled};
 use crate::peers::Watch;
 use crate::runq::{Lane, Take};
 use crate::shared::{DeferredHost, Shared};
 use crate::task::Task;
 use gort_timer::{nanotime, Nanos};
-use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
 
 /// Rounds of stealing before an M gives up (Go's `stealTries`); timers of other Ps are
@@ -22,7 +22,7 @@ const STEAL_TRIES: usize = 4;
 /// a field: cloning its `Arc` in the scheduling loop would bounce the reference count's cache
 /// line, shared by every M, on every round.
 struct M {
-    handle: Arc<MHandle>,
+    handle: Arc<MHandle<P>>,
     p: Option<Arc<P>>,
     spinning: bool,
     rng: u64,
@@ -48,18 +48,8 @@ enum Stolen {
     Nothing,
 }
 
-/// The outcome of the polling phase.
-enum Polled {
-    /// The M took an idle P back: start the round again.
-    HoldsP,
-    /// The runtime shuts down.
-    Shutdown,
-    /// Nothing to do: park.
-    Park,
-}
-
 /// Entry point of every M thread.
-pub(crate) fn m_main(shared: Arc<Shared>, handle: Arc<MHandle>, p: Arc<P>, spinning: bool) {
+pub(crate) fn m_main(shared: Arc<Shared>, handle: Arc<MHandle<P>>, p: Arc<P>, spinning: bool) {
     let _ctx = context::enter(shared.clone());
     let rng = (Arc::as_ptr(&handle) as u64) ^ nanotime() as u64 | 1;
     let mut m = M {
@@ -203,13 +193,8 @@ impl M {
             if let Some(t) = self.new_work(shared, p) {
                 return Some(t);
             }
-            let Some(was_spinning) = self.release_and_recheck(shared) else {
+            if self.go_idle(shared, round.poll_until) {
                 continue;
-            };
-            match self.poll(shared, round.poll_until, was_spinning) {
-                Polled::HoldsP => continue,
-                Polled::Shutdown => return None,
-                Polled::Park => {}
             }
             if !self.stopm(shared) {
                 return None;
@@ -286,65 +271,29 @@ impl M {
         self.refill(shared, p, Take::First(Lane::Ready))
     }
 
-    /// Phase 5, Go's "the delicate dance": gives the P up (refused if the global queue refilled,
-    /// checked under the scheduler lock), stops spinning, fences, then re-checks every queue.
-    /// Returns whether the M was spinning, or `None` when it holds a P again.
-    ///
-    /// Every idle M re-checks, not only spinners as in Go: gort's global queue is pushed to
-    /// under a lock of its own, not the scheduler's, so the check in `release_p` is not atomic
-    /// with a push (idle.rs, "The no-lost-wake-up argument"). Work that appeared is work to
-    /// steal, so the M comes back as a spinner whatever it was: a non-spinner would find the
-    /// spinning limit closed by the very spinner whose queue holds the work, and loop here
-    /// until the OS ran that M again.
-    fn release_and_recheck(&mut self, shared: &Shared) -> Option<bool> {
+    /// Phases 5 and 6 (`park::release_and_recheck`, `park::poll`): gives the P up, re-checks
+    /// every queue, then polls until the earliest timer if nobody else does. Returns false
+    /// when the M should park (phase 7); true when it holds a P again, or on shutdown (the
+    /// loop's first check then ends it).
+    fn go_idle(&mut self, shared: &Arc<Shared>, poll_until: Nanos) -> bool {
         let p = self.take_p().expect("gort: M lost its P");
-        if let Err(p) = shared.idle.release_p(p, || !shared.global.is_empty()) {
-            self.acquire(p);
-            return None;
+        let spinning = std::mem::take(&mut self.spinning);
+        let was_spinning = match park::release_and_recheck(shared, p, spinning) {
+            Ok(was_spinning) => was_spinning,
+            Err(back) => return self.take_back(back),
+        };
+        match park::poll(shared, poll_until, was_spinning) {
+            Polled::Holds(back) => self.take_back(back),
+            Polled::Shutdown => true,
+            Polled::Park => false,
         }
-        let was_spinning = std::mem::take(&mut self.spinning);
-        if was_spinning {
-            shared.idle.dec_spinning();
-        } else {
-            shared.idle.idle_fence();
-        }
-        if self.work_appeared(shared) && self.reacquire(shared, true) {
-            return None;
-        }
-        Some(was_spinning)
     }
 
-    /// Phase 6, Go's `netpoll(delay)` at the end of `findrunnable`: with the earliest timer of
-    /// every P as deadline, claim the poller role (`lastpoll.swap(0)`) and block in the poller
-    /// until that deadline or a break, then take an idle P back; if another M polls, break its
-    /// poll when it would oversleep our deadline. Without a deadline the M just parks.
-    fn poll(&mut self, shared: &Shared, poll_until: Nanos, was_spinning: bool) -> Polled {
-        let now = nanotime();
-        let (poll_until, latest) = run_idle_timers(shared, poll_until, now);
-        if poll_until != 0 && shared.idle.lastpoll.swap(0, SeqCst) != 0 {
-            // Shutdown breaks the poller once. An M that passed the shutdown check above
-            // before it was set, and took the poller role after the previous poller used
-            // up that break, would sleep to its earliest timer (an hour, say).
-            if shared.is_shutdown() {
-                shared.idle.lastpoll.store(nanotime(), SeqCst);
-                return Polled::Shutdown;
-            }
-            shared.idle.poll_until.store(poll_until, SeqCst);
-            if poll_until > now {
-                shared.poller.poll(poll_until, latest.max(poll_until));
-            }
-            shared.idle.poll_until.store(0, SeqCst);
-            shared.idle.lastpoll.store(nanotime(), SeqCst);
-            if self.reacquire(shared, was_spinning) {
-                return Polled::HoldsP;
-            }
-        } else if poll_until != 0 {
-            let theirs = shared.idle.poll_until.load(SeqCst);
-            if theirs == 0 || theirs > poll_until {
-                shared.poller.break_poll();
-            }
-        }
-        Polled::Park
+    /// The M holds a P again (and spins or not) after the hand-off.
+    fn take_back(&mut self, (p, spinning): Back<P>) -> bool {
+        self.acquire(p);
+        self.spinning = spinning;
+        true
     }
 
     /// Go's `globrunqget(pp, 0)`: a fair share of the global queue's lanes (as `take` says),
@@ -357,27 +306,6 @@ impl M {
                 l.queue.refill(&shared.global, n, take)
             })
         }
-    }
-
-    /// Takes an idle P back after new work or a poller wake-up. `spin`: the M spins (again),
-    /// as a signal for `reset_spinning` to wake another M (Go) and to pass the spinning
-    /// limit. Returns false when no P was idle.
-    fn reacquire(&mut self, shared: &Shared, spin: bool) -> bool {
-        let Some(p) = shared.idle.pidleget() else {
-            return false;
-        };
-        self.acquire(p);
-        if spin {
-            self.spinning = true;
-            shared.idle.inc_spinning();
-        }
-        true
-    }
-
-    /// After dropping out of spinning: has any queue got work (Go re-checks every P's run
-    /// queue; we also re-check the global queue, which has its own lock here, see idle.rs).
-    fn work_appeared(&self, shared: &Shared) -> bool {
-        !shared.global.is_empty() || shared.all_ps().any(|p| p.has_queued())
     }
 
     /// Go's `stealWork`: several rounds over the other Ps in random order; the last round
@@ -429,53 +357,14 @@ impl M {
         (None, next, ran)
     }
 
-    /// Phase 7, Go's `stopm`: park until handed a P. Returns false on shutdown.
+    /// Phase 7, Go's `stopm` (`park::stopm`): park until handed a P. Returns false on
+    /// shutdown.
     fn stopm(&mut self, shared: &Arc<Shared>) -> bool {
         debug_assert!(self.p.is_none() && !self.spinning);
-        loop {
-            if shared.is_shutdown() {
-                return false;
-            }
-            shared.idle.mput(&self.handle);
-            // Shutdown may have drained the idle list just before our mput.
-            if shared.is_shutdown() {
-                shared.idle.mremove(&self.handle);
-                return false;
-            }
-            let mut timeout = Some(PARK_BACKSTOP);
-            loop {
-                match self.handle.wait(timeout) {
-                    Woken::P(p, spinning) => {
-                        self.acquire(p);
-                        self.spinning = spinning;
-                        return true;
-                    }
-                    Woken::Shutdown => return false,
-                    Woken::Timeout => {
-                        if !shared.idle.mremove(&self.handle) {
-                            // Popped by a `startm` already: its hand-off is on the way.
-                            timeout = None;
-                            continue;
-                        }
-                        break;
-                    }
-                }
-            }
-            // Backstop: look around once on our own.
-            if self.work_appeared(shared) || self.timers_due(shared) {
-                if let Some(p) = shared.idle.pidleget() {
-                    self.acquire(p);
-                    return true;
-                }
-            }
+        match park::stopm(shared, &self.handle) {
+            Some(back) => self.take_back(back),
+            None => false,
         }
-    }
-
-    fn timers_due(&self, shared: &Shared) -> bool {
-        let now = nanotime();
-        shared
-            .all_ps()
-            .any(|p| matches!(p.timers.wake_time(), w if w != 0 && w <= now))
     }
 
     /// Our P was removed by `set_procs` (Go's `procresize` -> `destroy`): move its tasks to the
@@ -509,25 +398,6 @@ impl M {
             }
         }
     }
-}
-
-/// The earliest timer over every P, including ones added while the M searched, and the latest
-/// instant each heap's earliest timer tolerates (its slack, for the poller's coalescing).
-/// Timers already due belong to a P the M could not steal from (the spinning limit): they run
-/// here, P-less, rather than the M looping back until their owner gets to them (Go's
-/// `findrunnable` loops: design/ARCHITECTURE.md, "Why these rules"). The tasks
-/// they wake go to the global queue, with a `wakep`.
-fn run_idle_timers(shared: &Shared, mut poll_until: Nanos, now: Nanos) -> (Nanos, Nanos) {
-    let mut latest = 0;
-    for p in shared.all_ps() {
-        let mut w = p.timers.wake_time();
-        if w != 0 && w <= now {
-            w = shared.run_timers(&p.timers, now, false).next;
-        }
-        poll_until = min_nonzero(poll_until, w);
-        latest = min_nonzero(latest, p.timers.wake_bound());
-    }
-    (poll_until, latest)
 }
 
 /// `a` or `b`, whichever is earlier, treating 0 as "none".
