@@ -205,7 +205,7 @@ impl Shared {
 
     /// The timers a new timer armed on a thread without a P (block_on, the blocking pool,
     /// sysmon) goes to: a live P's, picked round-robin. A thread holding a P uses its own
-    /// (`timer_api::with_home` checks that first).
+    /// (`timer_api::modtimer` checks that first).
     pub(crate) fn timer_home_without_p(&self) -> &Timers {
         let n = self.nprocs().max(1);
         let id = self.home_cursor.fetch_add(1, Relaxed) % n;
