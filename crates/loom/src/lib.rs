@@ -23,6 +23,40 @@ mod imp {
     /// The guard of [`Mutex`].
     pub type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
 
+    /// A condition variable for [`Mutex`] (parking_lot's, outside loom), taking and returning
+    /// the guard by value as std's and loom's do.
+    #[derive(Debug, Default)]
+    pub struct Condvar(parking_lot::Condvar);
+
+    impl Condvar {
+        /// A new condition variable.
+        pub const fn new() -> Self {
+            Condvar(parking_lot::Condvar::new())
+        }
+        /// Blocks until notified (or spuriously), unlocking `guard` meanwhile.
+        pub fn wait<'a, T>(&self, mut guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+            self.0.wait(&mut guard);
+            guard
+        }
+        /// [`Condvar::wait`] for at most `timeout`; the flag says whether it timed out.
+        pub fn wait_timeout<'a, T>(
+            &self,
+            mut guard: MutexGuard<'a, T>,
+            timeout: std::time::Duration,
+        ) -> (MutexGuard<'a, T>, bool) {
+            let timed_out = self.0.wait_for(&mut guard, timeout).timed_out();
+            (guard, timed_out)
+        }
+        /// Wakes one waiter.
+        pub fn notify_one(&self) {
+            self.0.notify_one();
+        }
+        /// Wakes every waiter.
+        pub fn notify_all(&self) {
+            self.0.notify_all();
+        }
+    }
+
     /// `std::cell::UnsafeCell` with loom's closure-based access, so one source serves both builds.
     #[derive(Debug, Default)]
     pub struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
@@ -86,6 +120,38 @@ mod imp {
         /// Tries to lock without blocking.
         pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
             self.0.try_lock().ok()
+        }
+    }
+
+    /// loom's condition variable, with the facade's API. Its timed wait never times out
+    /// under loom, so a model cannot lean on a timeout to hide a lost wake-up.
+    #[derive(Debug, Default)]
+    pub struct Condvar(loom::sync::Condvar);
+
+    impl Condvar {
+        /// A new condition variable.
+        pub fn new() -> Self {
+            Condvar(loom::sync::Condvar::new())
+        }
+        /// Blocks until notified, unlocking `guard` meanwhile.
+        pub fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+            self.0.wait(guard).unwrap_or_else(|e| e.into_inner())
+        }
+        /// [`Condvar::wait`]; loom never times out (the flag is always false).
+        pub fn wait_timeout<'a, T>(
+            &self,
+            guard: MutexGuard<'a, T>,
+            _timeout: std::time::Duration,
+        ) -> (MutexGuard<'a, T>, bool) {
+            (self.wait(guard), false)
+        }
+        /// Wakes one waiter.
+        pub fn notify_one(&self) {
+            self.0.notify_one();
+        }
+        /// Wakes every waiter.
+        pub fn notify_all(&self) {
+            self.0.notify_all();
         }
     }
 

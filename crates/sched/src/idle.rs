@@ -1,49 +1,59 @@
-//! Idle Ps and Ms, spinning, and the hand-off protocol: Go's `pidleput`/`pidleget`,
-//! `mput`/`mget`, `wakep`, `startm`, `stopm`, `handoffp` (proc.go, "Worker thread
-//! parking/unparking").
+//! Idle Ps and Ms and the spinning count: Go's `pidleput`/`pidleget`, `mput`/`mget`, the
+//! `wakep` gate and `sched.lastpoll`/`pollUntil` (proc.go, "Worker thread
+//! parking/unparking"). The protocol built on them is `park.rs`, with the argument that no
+//! wake-up is lost.
 //!
-//! # The no-lost-wake-up argument
-//!
-//! New work is (a) a task pushed to a P's queue or the global queue, or (b) a timer added or
-//! moved earlier. Whoever submits it does: publish the work; `fence(SeqCst)`; then `wakep`
-//! (reads `npidle` and `nmspinning`) or `wake_netpoller`. An M that goes idle does:
-//! `release_p` (under the lock, after checking the global queue; `npidle += 1`); if it was
-//! spinning, `nmspinning -= 1`; `fence(SeqCst)`; then re-checks every queue and every P's timer
-//! summary. Every idle M re-checks, spinning or not: Go gets away with only spinners doing so
-//! because its global queue is pushed to under `sched.lock`, while gort's global queue has a
-//! lock of its own, not the scheduler's (`loom_park` found the lost wake-up that the Go rule
-//! leaves here). By the two fences, either the submitter sees the idle P / zero spinners and starts
-//! an M, or the idle M sees the work. `loom_park.rs` checks this protocol.
+//! Every lock, condition variable and atomic here comes from `gort_loom`, and the P type is a
+//! parameter ([`IdleP`]), so the loom models (`tests/loom_park.rs`) compile this file as it is.
 //!
 //! Lock order: `Idle::lock` then an `MHandle` slot; never the other way. No P timer lock is
 //! taken under either.
 
-use crate::p::{P, P_IDLE, P_RUNNING};
-use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{fence, AtomicI64, AtomicUsize, Ordering::*};
+use gort_loom::atomic::{fence, AtomicI64, AtomicUsize, Ordering::*};
+use gort_loom::{Condvar, Mutex};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// What the idle lists need of a P: its id, and its status word, which they keep true (idle
+/// while listed, running once taken out).
+pub(crate) trait IdleP {
+    /// The P's id (Go's `p.id`).
+    fn id(&self) -> usize;
+    /// Marks the P idle (Go's `_Pidle`) or running (`_Prunning`).
+    fn set_idle(&self, idle: bool);
+}
 
 /// How long a parked (non-poller) M sleeps before it re-checks for work on its own: a backstop
 /// only; every submission wakes an M explicitly (see the module docs).
 pub(crate) const PARK_BACKSTOP: Duration = Duration::from_millis(50);
 
 /// An M's hand-off slot: Go's `m.nextp` + `m.park` note.
-#[derive(Default)]
-pub(crate) struct MHandle {
-    slot: Mutex<Handoff>,
+pub(crate) struct MHandle<P> {
+    slot: Mutex<Handoff<P>>,
     cv: Condvar,
 }
 
-#[derive(Default)]
-struct Handoff {
+struct Handoff<P> {
     nextp: Option<Arc<P>>,
     spinning: bool,
     shutdown: bool,
 }
 
+impl<P> Default for MHandle<P> {
+    fn default() -> Self {
+        MHandle {
+            slot: Mutex::new(Handoff {
+                nextp: None,
+                spinning: false,
+                shutdown: false,
+            }),
+            cv: Condvar::new(),
+        }
+    }
+}
+
 /// What a parked M was woken with.
-pub(crate) enum Woken {
+pub(crate) enum Woken<P> {
     /// A P to run, and whether the M starts out spinning.
     P(Arc<P>, bool),
     /// The backstop timeout passed with no hand-off.
@@ -52,7 +62,7 @@ pub(crate) enum Woken {
     Shutdown,
 }
 
-impl MHandle {
+impl<P> MHandle<P> {
     /// Go's `notewakeup(&mp.park)` after setting `mp.nextp`.
     pub(crate) fn hand(&self, p: Arc<P>, spinning: bool) {
         let mut s = self.slot.lock();
@@ -68,7 +78,7 @@ impl MHandle {
     }
 
     /// Sleeps until handed a P, shut down, or `timeout` (None = no timeout).
-    pub(crate) fn wait(&self, timeout: Option<Duration>) -> Woken {
+    pub(crate) fn wait(&self, timeout: Option<Duration>) -> Woken<P> {
         let mut s = self.slot.lock();
         loop {
             if let Some(p) = s.nextp.take() {
@@ -79,7 +89,9 @@ impl MHandle {
             }
             match timeout {
                 Some(t) => {
-                    if self.cv.wait_for(&mut s, t).timed_out() && s.nextp.is_none() {
+                    let timed_out;
+                    (s, timed_out) = self.cv.wait_timeout(s, t);
+                    if timed_out && s.nextp.is_none() {
                         return if s.shutdown {
                             Woken::Shutdown
                         } else {
@@ -87,21 +99,23 @@ impl MHandle {
                         };
                     }
                 }
-                None => self.cv.wait(&mut s),
+                None => s = self.cv.wait(s),
             }
         }
     }
 }
 
-#[derive(Default)]
-struct Lists {
+/// What `startm_pick` chose: a P, and the idle M to hand it to (`None`: start a new M).
+pub(crate) type Picked<P> = (Arc<P>, Option<Arc<MHandle<P>>>);
+
+struct Lists<P> {
     pidle: Vec<Arc<P>>,
-    midle: Vec<Arc<MHandle>>,
+    midle: Vec<Arc<MHandle<P>>>,
 }
 
 /// Go's `sched` fields for idle Ps/Ms, spinning and polling.
-pub(crate) struct Idle {
-    lock: Mutex<Lists>,
+pub(crate) struct Idle<P> {
+    lock: Mutex<Lists<P>>,
     /// Number of Ps in `pidle` (readable without the lock).
     npidle: AtomicUsize,
     /// Number of Ms looking for work without having found any.
@@ -113,10 +127,13 @@ pub(crate) struct Idle {
     pub(crate) poll_until: AtomicI64,
 }
 
-impl Idle {
-    pub(crate) fn new() -> Idle {
+impl<P: IdleP> Idle<P> {
+    pub(crate) fn new() -> Self {
         Idle {
-            lock: Mutex::new(Lists::default()),
+            lock: Mutex::new(Lists {
+                pidle: Vec::new(),
+                midle: Vec::new(),
+            }),
             npidle: AtomicUsize::new(0),
             nmspinning: AtomicUsize::new(0),
             lastpoll: AtomicI64::new(1),
@@ -138,8 +155,8 @@ impl Idle {
         Self::pidleput_locked(&mut l, &self.npidle, p);
     }
 
-    fn pidleput_locked(l: &mut Lists, npidle: &AtomicUsize, p: Arc<P>) {
-        p.set_status(P_IDLE);
+    fn pidleput_locked(l: &mut Lists<P>, npidle: &AtomicUsize, p: Arc<P>) {
+        p.set_idle(true);
         l.pidle.push(p);
         npidle.fetch_add(1, SeqCst);
     }
@@ -150,10 +167,10 @@ impl Idle {
         Self::pidleget_locked(&mut l, &self.npidle)
     }
 
-    fn pidleget_locked(l: &mut Lists, npidle: &AtomicUsize) -> Option<Arc<P>> {
+    fn pidleget_locked(l: &mut Lists<P>, npidle: &AtomicUsize) -> Option<Arc<P>> {
         let p = l.pidle.pop()?;
         npidle.fetch_sub(1, SeqCst);
-        p.set_status(P_RUNNING);
+        p.set_idle(false);
         Some(p)
     }
 
@@ -173,13 +190,13 @@ impl Idle {
     }
 
     /// Go's `mput`: the M will park on `m`.
-    pub(crate) fn mput(&self, m: &Arc<MHandle>) {
+    pub(crate) fn mput(&self, m: &Arc<MHandle<P>>) {
         self.lock.lock().midle.push(m.clone());
     }
 
     /// Takes `m` back out of the idle list after a backstop timeout. Returns false when
     /// somebody already popped it (a hand-off is on its way and must be waited for).
-    pub(crate) fn mremove(&self, m: &Arc<MHandle>) -> bool {
+    pub(crate) fn mremove(&self, m: &Arc<MHandle<P>>) -> bool {
         let mut l = self.lock.lock();
         match l.midle.iter().position(|x| Arc::ptr_eq(x, m)) {
             Some(i) => {
@@ -191,7 +208,7 @@ impl Idle {
     }
 
     /// Every idle M (runtime shutdown).
-    pub(crate) fn take_all_ms(&self) -> Vec<Arc<MHandle>> {
+    pub(crate) fn take_all_ms(&self) -> Vec<Arc<MHandle<P>>> {
         std::mem::take(&mut self.lock.lock().midle)
     }
 
@@ -201,7 +218,7 @@ impl Idle {
         let mut l = self.lock.lock();
         let mut i = 0;
         while i < l.pidle.len() {
-            if l.pidle[i].id >= n {
+            if l.pidle[i].id() >= n {
                 let p = l.pidle.swap_remove(i);
                 self.npidle.fetch_sub(1, SeqCst);
                 retire(&p);
@@ -212,7 +229,7 @@ impl Idle {
     }
 
     /// Runs `f` under the scheduler lock (set_procs and P retirement serialise on it).
-    pub(crate) fn locked<R>(&self, f: impl FnOnce(&mut IdleLocked<'_>) -> R) -> R {
+    pub(crate) fn locked<R>(&self, f: impl FnOnce(&mut IdleLocked<'_, P>) -> R) -> R {
         let mut l = self.lock.lock();
         f(&mut IdleLocked {
             lists: &mut l,
@@ -223,11 +240,7 @@ impl Idle {
     /// The start of Go's `startm`: with the lock, pick a P (the given one or an idle one) and
     /// an idle M. `Ok((p, Some(m)))`: hand `p` to `m`; `Ok((p, None))`: start a new M;
     /// `Err(())`: no idle P (a spinning caller's nmspinning increment is undone here).
-    pub(crate) fn startm_pick(
-        &self,
-        p: Option<Arc<P>>,
-        spinning: bool,
-    ) -> Result<(Arc<P>, Option<Arc<MHandle>>), ()> {
+    pub(crate) fn startm_pick(&self, p: Option<Arc<P>>, spinning: bool) -> Result<Picked<P>, ()> {
         let mut l = self.lock.lock();
         let p = match p {
             Some(p) => p,
@@ -247,7 +260,7 @@ impl Idle {
 
     /// Go's `wakep` gate: true when the caller must start a spinning M (it has counted it).
     pub(crate) fn wakep_gate(&self) -> bool {
-        // Order the caller's publication of new work before these loads (module docs).
+        // Order the caller's publication of new work before these loads (park.rs).
         fence(SeqCst);
         if self.npidle.load(SeqCst) == 0 {
             return false;
@@ -281,19 +294,19 @@ impl Idle {
     pub(crate) fn dec_spinning(&self) -> usize {
         let prev = self.nmspinning.fetch_sub(1, SeqCst);
         assert!(prev > 0, "gort: negative spinning M count");
-        // The idle M's half of the module docs' handshake: re-checks come after this.
+        // The idle M's half of park.rs's handshake: re-checks come after this.
         fence(SeqCst);
         prev - 1
     }
 }
 
 /// The scheduler lock held: what `set_procs` may do with it.
-pub(crate) struct IdleLocked<'a> {
-    lists: &'a mut Lists,
+pub(crate) struct IdleLocked<'a, P> {
+    lists: &'a mut Lists<P>,
     npidle: &'a AtomicUsize,
 }
 
-impl IdleLocked<'_> {
+impl<P: IdleP> IdleLocked<'_, P> {
     pub(crate) fn pidleput(&mut self, p: Arc<P>) {
         Idle::pidleput_locked(self.lists, self.npidle, p);
     }

@@ -16,6 +16,8 @@ mod blocking;
 mod context;
 mod idle;
 mod p;
+mod park;
+mod peers;
 mod poller;
 mod procs;
 mod runq;
@@ -149,24 +151,74 @@ impl Future for YieldNow {
 /// What the timer layer (`gort-time`) needs from the scheduler. Not a user API.
 #[doc(hidden)]
 pub mod timer_api {
+    use gort_timer::{modify, modify_fire, Fire, Timer};
     pub use gort_timer::{Host, Nanos, Timers};
 
-    /// Runs `f` with the timers a new timer should go to (this thread's P's, or a P chosen
-    /// round-robin on a thread without one) and the scheduler's wake-up hook. `None` outside a
-    /// gort runtime.
+    /// Go's `modtimer` from a user's call: arms (or re-arms) `t` at `when` with `period` on
+    /// the heap of the P this thread holds (on a thread without one, a live P's picked
+    /// round-robin), installing `fire` if given ([`gort_timer::modify_fire`]). Returns whether
+    /// `t` was pending, or `None` outside a gort runtime.
+    ///
+    /// The path is Go's: the caller's P, then the timer's status machine; the runtime handle is
+    /// looked up only when the timer moved earlier and the poller must be told
+    /// (`CurrentHost`).
     #[inline]
-    pub fn with_home<R>(f: impl FnOnce(&Timers, &dyn Host) -> R) -> Option<R> {
+    pub fn modtimer(
+        t: &gort_loom::Arc<Timer>,
+        when: Nanos,
+        period: Nanos,
+        fire: Option<&std::sync::Arc<dyn Fire>>,
+    ) -> Option<bool> {
         let p = crate::context::current_p();
-        if !p.is_null() {
-            // The hot case (a task on an M): one thread-local read, no borrow of the runtime
-            // handle, which only the rare wake-up needs (it looks it up then).
-            // SAFETY: a P set in this thread's context lives as long as its runtime, which
-            // the context keeps alive while the P is set; `f` cannot change the context.
-            return Some(f(unsafe { &(*p).timers }, &crate::shared::CurrentHost));
+        if p.is_null() {
+            return modtimer_without_p(t, when, period, fire);
         }
-        crate::context::with_current(|s| {
-            s.map(|s| f(s.timer_home_without_p(), &crate::shared::TimerHost(s)))
-        })
+        // SAFETY: a P set in this thread's context lives as long as its runtime, which the
+        // context keeps alive while the P is set; arming a timer cannot change the context.
+        let home = unsafe { &(*p).timers };
+        Some(arm(
+            t,
+            when,
+            period,
+            fire,
+            home,
+            &crate::shared::CurrentHost,
+        ))
+    }
+
+    /// [`modtimer`] on a thread without a P (`block_on`, the blocking pool, sysmon).
+    #[cold]
+    fn modtimer_without_p(
+        t: &gort_loom::Arc<Timer>,
+        when: Nanos,
+        period: Nanos,
+        fire: Option<&std::sync::Arc<dyn Fire>>,
+    ) -> Option<bool> {
+        let shared = crate::context::current()?;
+        let home = shared.timer_home_without_p();
+        Some(arm(
+            t,
+            when,
+            period,
+            fire,
+            home,
+            &crate::shared::TimerHost(&shared),
+        ))
+    }
+
+    #[inline]
+    fn arm(
+        t: &gort_loom::Arc<Timer>,
+        when: Nanos,
+        period: Nanos,
+        fire: Option<&std::sync::Arc<dyn Fire>>,
+        home: &Timers,
+        host: &dyn Host,
+    ) -> bool {
+        match fire {
+            Some(fire) => modify_fire(t, when, period, fire, home, host),
+            None => modify(t, when, period, home, host),
+        }
     }
 
     pub use crate::task::Callback;

@@ -66,6 +66,16 @@ unsafe impl Sync for P {}
 // SAFETY: as above; the ring's owner handle inside is `Send`.
 unsafe impl Send for P {}
 
+impl crate::idle::IdleP for P {
+    fn id(&self) -> usize {
+        self.id
+    }
+
+    fn set_idle(&self, idle: bool) {
+        self.set_status(if idle { P_IDLE } else { P_RUNNING });
+    }
+}
+
 impl P {
     pub(crate) fn new(id: usize) -> P {
         let (queue, stealer) = runq::local();

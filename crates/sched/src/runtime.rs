@@ -230,66 +230,80 @@ impl Runtime {
             return;
         };
         let shared = &self.shared;
-        // 1. Refuse new work and wake every M: parked ones through their slots, the poller
-        //    through a break.
-        shared.shutdown.store(true, SeqCst);
-        for m in shared.idle.take_all_ms() {
-            m.shutdown();
-        }
-        shared.poller.break_poll();
+        wake_every_m(shared);
         sysmon.stop();
         let _ = sysmon_thread.join();
-        // 2. Wait for the Ms to leave their loops (each finishes the poll it is in). Break
-        //    the poller again now and then: the break above wakes whichever M polls at that
-        //    instant, and `find_runnable` re-checks for shutdown before it blocks, but a
-        //    repeat costs nothing and does not lean on that ordering argument alone.
-        let all_exited = {
-            let mut live = shared.live_ms.lock();
-            while *live > 0 {
-                let rebreak = Instant::now() + SHUTDOWN_REBREAK;
-                let until = deadline.map_or(rebreak, |d| d.min(rebreak));
-                if shared.ms_exited.wait_until(&mut live, until).timed_out() {
-                    if deadline.is_some_and(|d| Instant::now() >= d) {
-                        break;
-                    }
-                    shared.poller.break_poll();
-                }
-            }
-            *live == 0
-        };
-        for t in std::mem::take(&mut *shared.threads.lock()) {
-            if t.is_finished() {
-                let _ = t.join();
-            }
-        }
-        // 3. Drop every task and timer. Dropping a future may wake or spawn others, so repeat
-        //    until nothing is left. Enter the context so such drops can still call `spawn`.
-        let _ctx = context::enter(shared.clone());
-        loop {
-            let mut found = false;
-            while let Some(t) = shared.global.pop() {
-                drop(t);
-                found = true;
-            }
-            for p in shared.all_ps() {
-                if all_exited || p.status() != P_RUNNING {
-                    // SAFETY: no M holds `p` any more (they all exited, or it is not running).
-                    unsafe { p.drain_local(drop) };
-                }
-            }
-            for t in shared.registry.drain() {
-                t.shutdown();
-                found = true;
-            }
-            for p in shared.all_ps() {
-                p.timers.drain();
-            }
-            if !found {
-                break;
-            }
-        }
-        // 4. The blocking pool.
+        let all_exited = wait_for_ms(shared, deadline);
+        drop_every_task_and_timer(shared, all_exited);
         shared.blocking.shutdown(deadline);
+    }
+}
+
+/// Shutdown step 1: refuse new work and wake every M: parked ones through their slots, the
+/// poller through a break.
+fn wake_every_m(shared: &Shared) {
+    shared.shutdown.store(true, SeqCst);
+    for m in shared.idle.take_all_ms() {
+        m.shutdown();
+    }
+    shared.poller.break_poll();
+}
+
+/// Shutdown step 2: wait for the Ms to leave their loops (each finishes the poll it is in),
+/// until `deadline`; returns whether they all did. Breaks the poller again now and then: the
+/// first break wakes whichever M polls at that instant, and the poller claim re-checks for
+/// shutdown before it blocks, but a repeat costs nothing and does not lean on that ordering
+/// argument alone.
+fn wait_for_ms(shared: &Shared, deadline: Option<Instant>) -> bool {
+    let all_exited = {
+        let mut live = shared.live_ms.lock();
+        while *live > 0 {
+            let rebreak = Instant::now() + SHUTDOWN_REBREAK;
+            let until = deadline.map_or(rebreak, |d| d.min(rebreak));
+            if shared.ms_exited.wait_until(&mut live, until).timed_out() {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    break;
+                }
+                shared.poller.break_poll();
+            }
+        }
+        *live == 0
+    };
+    for t in std::mem::take(&mut *shared.threads.lock()) {
+        if t.is_finished() {
+            let _ = t.join();
+        }
+    }
+    all_exited
+}
+
+/// Shutdown step 3: drop every task and timer. Dropping a future may wake or spawn others, so
+/// repeat until nothing is left, in the runtime's context so such drops can still `spawn`.
+/// `all_exited`: no M is left, so every P's local queue may be drained.
+fn drop_every_task_and_timer(shared: &Arc<Shared>, all_exited: bool) {
+    let _ctx = context::enter(shared.clone());
+    loop {
+        let mut found = false;
+        while let Some(t) = shared.global.pop() {
+            drop(t);
+            found = true;
+        }
+        for p in shared.all_ps() {
+            if all_exited || p.status() != P_RUNNING {
+                // SAFETY: no M holds `p` any more (they all exited, or it is not running).
+                unsafe { p.drain_local(drop) };
+            }
+        }
+        for t in shared.registry.drain() {
+            t.shutdown();
+            found = true;
+        }
+        for p in shared.all_ps() {
+            p.timers.drain();
+        }
+        if !found {
+            break;
+        }
     }
 }
 

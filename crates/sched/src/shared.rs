@@ -5,6 +5,7 @@ use crate::blocking::Blocking;
 use crate::context;
 use crate::idle::{Idle, MHandle};
 use crate::p::{P, P_DEAD};
+use crate::park::{self, Poll, Sched};
 use crate::poller::Poller;
 use crate::runq::{Global, Lane};
 use crate::task::{Registry, Schedule, Task};
@@ -27,7 +28,7 @@ pub(crate) struct Shared {
     pub(crate) nprocs: AtomicUsize,
     /// Go's global run queue (`sched.runq`).
     pub(crate) global: Global<Task>,
-    pub(crate) idle: Idle,
+    pub(crate) idle: Idle<P>,
     pub(crate) poller: Poller,
     pub(crate) registry: Registry,
     pub(crate) blocking: Arc<Blocking>,
@@ -117,29 +118,16 @@ impl Shared {
         self.shutdown.load(Acquire)
     }
 
-    /// Go's `wakep`: start a spinning M if there is an idle P and nobody is spinning.
+    /// Go's `wakep` (`park::wakep`): start a spinning M if there is an idle P and nobody is
+    /// spinning.
+    #[inline]
     pub(crate) fn wakep(self: &Arc<Self>) {
-        if self.idle.wakep_gate() {
-            self.startm(None, true);
-        }
+        park::wakep(self);
     }
 
-    /// Go's `startm`: run `p` (or an idle P) on an idle M, or on a new one.
+    /// Go's `startm` (`park::startm`): run `p` (or an idle P) on an idle M, or on a new one.
     pub(crate) fn startm(self: &Arc<Self>, p: Option<Arc<P>>, spinning: bool) {
-        if self.is_shutdown() {
-            if let Some(p) = p {
-                self.idle.pidleput(p);
-            }
-            if spinning {
-                self.idle.dec_spinning();
-            }
-            return;
-        }
-        match self.idle.startm_pick(p, spinning) {
-            Ok((p, Some(m))) => m.hand(p, spinning),
-            Ok((p, None)) => self.spawn_m(p, spinning),
-            Err(()) => {}
-        }
+        park::startm(self, p, spinning);
     }
 
     fn spawn_m(self: &Arc<Self>, p: Arc<P>, spinning: bool) {
@@ -185,18 +173,10 @@ impl Shared {
         }
     }
 
-    /// Go's `wakeNetPoller(when)`: make sure some M will wake up by `when`.
+    /// Go's `wakeNetPoller(when)` (`park::wake_netpoller`): make sure some M will wake up by
+    /// `when`.
     pub(crate) fn wake_netpoller_arc(self: &Arc<Self>, when: Nanos) {
-        std::sync::atomic::fence(SeqCst);
-        if self.idle.lastpoll.load(SeqCst) == 0 {
-            // An M is blocked in the poller: break it if it sleeps past `when`.
-            let until = self.idle.poll_until.load(SeqCst);
-            if until == 0 || until > when {
-                self.poller.break_poll();
-            }
-        } else {
-            self.wakep();
-        }
+        park::wake_netpoller(self, when);
     }
 
     /// Queues a runnable task: on this thread's P when it holds one of this runtime (in
@@ -225,7 +205,7 @@ impl Shared {
 
     /// The timers a new timer armed on a thread without a P (block_on, the blocking pool,
     /// sysmon) goes to: a live P's, picked round-robin. A thread holding a P uses its own
-    /// (`timer_api::with_home` checks that first).
+    /// (`timer_api::modtimer` checks that first).
     pub(crate) fn timer_home_without_p(&self) -> &Timers {
         let n = self.nprocs().max(1);
         let id = self.home_cursor.fetch_add(1, Relaxed) % n;
@@ -233,6 +213,75 @@ impl Shared {
             Some(p) if p.status() != P_DEAD => &p.timers,
             _ => &self.p(0).expect("gort: P 0 always exists").timers,
         }
+    }
+}
+
+/// The scheduler as the park/unpark hand-off sees it (`park.rs`).
+impl Sched for Arc<Shared> {
+    type P = P;
+    type Poller = Poller;
+
+    fn idle(&self) -> &Idle<P> {
+        &self.idle
+    }
+
+    fn poller(&self) -> &Poller {
+        &self.poller
+    }
+
+    fn is_shutdown(&self) -> bool {
+        Shared::is_shutdown(self)
+    }
+
+    fn now(&self) -> Nanos {
+        gort_timer::nanotime()
+    }
+
+    fn global_has_work(&self) -> bool {
+        !self.global.is_empty()
+    }
+
+    /// Go re-checks every P's run queue; gort also re-checks the global queue, which has a
+    /// lock of its own (park.rs, "The no-lost-wake-up argument").
+    fn work_queued(&self) -> bool {
+        !self.global.is_empty() || self.all_ps().any(|p| p.has_queued())
+    }
+
+    /// Timers already due belong to a P the idle M could not steal from (the spinning limit):
+    /// they run here, P-less, rather than the M looping back until their owner gets to them
+    /// (Go's `findrunnable` loops: design/ARCHITECTURE.md, "Why these rules"). The tasks they
+    /// wake go to the global queue, with a `wakep`. Includes timers added while the M searched.
+    fn run_idle_timers(&self, mut poll_until: Nanos, now: Nanos) -> (Nanos, Nanos) {
+        let mut latest = 0;
+        for p in self.all_ps() {
+            let mut w = p.timers.wake_time();
+            if w != 0 && w <= now {
+                w = self.run_timers(&p.timers, now, false).next;
+            }
+            poll_until = worker::min_nonzero(poll_until, w);
+            latest = worker::min_nonzero(latest, p.timers.wake_bound());
+        }
+        (poll_until, latest)
+    }
+
+    fn timers_due(&self, now: Nanos) -> bool {
+        self.all_ps()
+            .any(|p| matches!(p.timers.wake_time(), w if w != 0 && w <= now))
+    }
+
+    fn start_m(&self, p: Arc<P>, spinning: bool) {
+        self.spawn_m(p, spinning);
+    }
+}
+
+/// The runtime's poller behind the hand-off's seam.
+impl Poll for Poller {
+    fn poll(&self, until: Nanos, latest: Nanos) {
+        Poller::poll(self, until, latest);
+    }
+
+    fn wake(&self) {
+        self.break_poll();
     }
 }
 

@@ -4,53 +4,52 @@
 //! park.
 
 use crate::context;
-use crate::idle::{MHandle, Woken, PARK_BACKSTOP};
-use crate::p::{P, P_DEAD, P_RUNNING};
+use crate::idle::MHandle;
+use crate::p::{P, P_DEAD};
+use crate::park::{self, Back, Polled};
+use crate::peers::Watch;
 use crate::runq::{Lane, Take};
 use crate::shared::{DeferredHost, Shared};
 use crate::task::Task;
 use gort_timer::{nanotime, Nanos};
-use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
 
 /// Rounds of stealing before an M gives up (Go's `stealTries`); timers of other Ps are
 /// checked in the last round only, as Go does, so that a spinning M first looks for tasks.
 const STEAL_TRIES: usize = 4;
 
-/// How often an M whose P has timers looks at one other P for due timers its holder is not
-/// getting to (`watch_peer`), in ns of the clock it reads anyway. The look loads the other
-/// P's `timer0_when`, a line its holder writes whenever its earliest timer changes: a cache
-/// miss that cost T6 5 % of its CPU when it came every 4th round.
-const WATCH_EVERY: Nanos = 25_000;
-/// How long a P's holder must have begun no scheduling round, with a timer due, before
-/// another M runs that timer (ns). Shorter would take timers from holders that are merely
-/// in a task of a few microseconds, and contend on their heap (T3 lost 30 % to that).
-const STALL: Nanos = 100_000;
-
 /// An M's own state. The runtime's `Shared` is passed to every method rather than kept as
-/// a field: cloning its `Arc` in the scheduling loop made the reference count's cache line,
-/// shared by every M, the hottest spot of the yield benchmark (R2).
+/// a field: cloning its `Arc` in the scheduling loop would bounce the reference count's cache
+/// line, shared by every M, on every round.
 struct M {
-    handle: Arc<MHandle>,
+    handle: Arc<MHandle<P>>,
     p: Option<Arc<P>>,
     spinning: bool,
     rng: u64,
     watch: Watch,
 }
 
-/// What `watch_peer` remembers between looks.
+/// What one scheduling round has learned about time.
 #[derive(Default)]
-struct Watch {
-    /// The P to look at next.
-    next: usize,
-    /// Per P id: its round count when this M first saw it with a timer due, and when.
-    seen: Vec<(u32, Nanos)>,
-    /// When `watch_peer` last looked.
-    last_look: Nanos,
+struct Round {
+    /// Whether this P had timers at the start of the round.
+    own_timers: bool,
+    /// The clock, read once per round and only when needed (0 = not read yet).
+    now: Nanos,
+    /// The earliest deadline seen on any heap this round (0 = none): the poller's deadline.
+    poll_until: Nanos,
+}
+
+/// The outcome of the stealing phase.
+enum Stolen {
+    Task(Task),
+    /// Other Ps' timers ran and may have readied tasks onto this P: start the round again.
+    TimersRan,
+    Nothing,
 }
 
 /// Entry point of every M thread.
-pub(crate) fn m_main(shared: Arc<Shared>, handle: Arc<MHandle>, p: Arc<P>, spinning: bool) {
+pub(crate) fn m_main(shared: Arc<Shared>, handle: Arc<MHandle<P>>, p: Arc<P>, spinning: bool) {
     let _ctx = context::enter(shared.clone());
     let rng = (Arc::as_ptr(&handle) as u64) ^ nanotime() as u64 | 1;
     let mut m = M {
@@ -151,9 +150,9 @@ impl M {
     /// waiting where another M could take it, wake another so that a burst is spread.
     ///
     /// Go wakes one unconditionally; when the task found was the only one (a timer woke one
-    /// task, a message arrived), that M spins, finds nothing and parks again, a futex round
-    /// trip per event that was most of gort's CPU time in T3/T4. Work that arrives later
-    /// wakes an M itself (`push_task`), so only work already queued needs this wake-up.
+    /// task, a message arrived), that M spins, finds nothing and parks again: a futex round
+    /// trip per event. Work that arrives later wakes an M itself (`push_task`), so only work
+    /// already queued needs this wake-up.
     fn reset_spinning(&mut self, shared: &Arc<Shared>) {
         self.spinning = false;
         if shared.idle.dec_spinning() == 0 && self.more_work_queued(shared) {
@@ -169,140 +168,33 @@ impl M {
         !shared.global.is_empty() || self.p.as_ref().is_some_and(|p| p.stealer.len() > 1)
     }
 
-    /// Go's `findrunnable`. Returns `None` when the M lost its P (it parked and will retry)
-    /// or the runtime shuts down.
+    /// Go's `findrunnable`: the phases below, in Go's order, until one yields a task. Returns
+    /// `None` when the runtime shuts down or the M holds no P (it parked and will retry).
     fn find_runnable(&mut self, shared: &Arc<Shared>) -> Option<Task> {
         loop {
             let p = self.held_p(shared)?;
             if shared.is_shutdown() || p.id >= shared.nprocs() {
                 return None;
             }
-            // checkTimers(pp, 0): run this P's due timers before picking a task, so that the
-            // tasks they wake are found just below. As in Go, the clock is read only when the
-            // P has timers (a clock read costs more than a yield's whole scheduling round).
-            let mut now = 0;
-            let mut poll_until = 0;
-            let due = p.timers.wake_time();
-            if due != 0 {
-                now = nanotime();
-                if self.spinning && due <= now {
-                    // Due timers are work found: stop counting as a spinner before running
-                    // them. A spinner that stays counted through a long batch keeps
-                    // `push_task` from waking a helper and, if the OS preempts it, keeps the
-                    // other Ms from stealing the tasks it queued (the spinning limit below).
-                    self.reset_spinning(shared);
-                }
-                poll_until = shared.run_timers(&p.timers, now, true).next;
-            }
-            p.note_round();
-            if due == 0 {
-                self.help_peer(shared, p, &mut now);
-            } else if now - self.watch.last_look >= WATCH_EVERY {
-                self.watch.last_look = now;
-                self.watch_peer(shared, p, now);
-            }
-
-            // SAFETY: this M holds `p`.
-            if let Some(t) = unsafe { p.next_local(&shared.global) } {
+            let mut round = self.run_own_timers(shared, p);
+            self.watch
+                .look_at_a_peer(shared, p, round.own_timers, &mut round.now);
+            if let Some(t) = self.local_work(shared, p) {
                 return Some(t);
             }
-            // Go's globrunqget(pp, 0): a share of the global queue, at most half a ring. Only
-            // started work here: new work waits until no P has any to steal (runq.rs, "Two
-            // lanes").
-            if let Some(t) = self.refill(shared, p, Take::Only(Lane::Ready)) {
+            if let Some(t) = self.global_work(shared, p) {
                 return Some(t);
             }
-
-            // Limit spinning Ms to half the busy Ps (Go): spinning costs CPU that busy Ps
-            // could use, and one spinner finds new work as well as many.
-            let busy = shared.nprocs().saturating_sub(shared.idle.npidle());
-            if self.spinning || 2 * shared.idle.nmspinning() < busy {
-                if !self.spinning {
-                    self.spinning = true;
-                    shared.idle.inc_spinning();
-                }
-                if now == 0 {
-                    now = nanotime();
-                }
-                let (task, next, ran) = self.steal_work(shared, p, now);
-                if task.is_some() {
-                    return task;
-                }
-                poll_until = min_nonzero(poll_until, next);
-                if ran {
-                    // Stolen timers may have readied tasks (onto our runnext): look again.
-                    continue;
-                }
+            match self.steal(shared, p, &mut round) {
+                Stolen::Task(t) => return Some(t),
+                Stolen::TimersRan => continue,
+                Stolen::Nothing => {}
             }
-            if let Some(t) = self.refill(shared, p, Take::First(Lane::Ready)) {
+            if let Some(t) = self.new_work(shared, p) {
                 return Some(t);
             }
-
-            // Nothing to do: give the P up unless the global queue refilled meanwhile.
-            let p = self.take_p().expect("gort: M lost its P");
-            if let Err(p) = shared.idle.release_p(p, || !shared.global.is_empty()) {
-                self.acquire(p);
+            if self.go_idle(shared, round.poll_until) {
                 continue;
-            }
-            // The delicate dance (Go): drop nmspinning *then* re-check every source. Unlike Go,
-            // non-spinning Ms re-check too: the global queue is pushed to without the scheduler
-            // lock, so the check in `release_p` is not atomic with a push (found by the
-            // `loom_park` model; see idle.rs).
-            let was_spinning = std::mem::take(&mut self.spinning);
-            if was_spinning {
-                shared.idle.dec_spinning();
-            } else {
-                shared.idle.idle_fence();
-            }
-            // Work that appeared is work to steal, so the M comes back as a spinner whatever
-            // it was: a non-spinner would find the spinning limit closed while the spinner
-            // that holds it is the M the OS preempted with that work queued, and would loop
-            // here until that M ran again (T8, a scheduler tick of 4 ms).
-            if self.work_appeared(shared) && self.reacquire(shared, true) {
-                continue;
-            }
-            // The earliest timer over every P, including ones added while we searched. A
-            // timer that is already due belongs to a P we could not steal from (the spinning
-            // limit): run it here rather than loop back to the top until its owner gets to it
-            // (Go's findrunnable spins in that case; it cost gort 4.5M empty rounds per 100k
-            // sleeps). We hold no P, so the tasks it wakes go to the global queue, with a wakep.
-            // Also the latest instant each heap's earliest timer tolerates (its slack), for
-            // the poller's coalescing.
-            now = nanotime();
-            let mut latest = 0;
-            for p2 in shared.all_ps() {
-                let mut w = p2.timers.wake_time();
-                if w != 0 && w <= now {
-                    w = shared.run_timers(&p2.timers, now, false).next;
-                }
-                poll_until = min_nonzero(poll_until, w);
-                latest = min_nonzero(latest, p2.timers.wake_bound());
-            }
-
-            if poll_until != 0 && shared.idle.lastpoll.swap(0, SeqCst) != 0 {
-                // Shutdown breaks the poller once. An M that passed the shutdown check above
-                // before it was set, and took the poller role after the previous poller used
-                // up that break, would sleep to its earliest timer (an hour, say).
-                if shared.is_shutdown() {
-                    shared.idle.lastpoll.store(nanotime(), SeqCst);
-                    return None;
-                }
-                // We are the poller: sleep until the earliest timer or a break.
-                shared.idle.poll_until.store(poll_until, SeqCst);
-                if poll_until > now {
-                    shared.poller.poll(poll_until, latest.max(poll_until));
-                }
-                shared.idle.poll_until.store(0, SeqCst);
-                shared.idle.lastpoll.store(nanotime(), SeqCst);
-                if self.reacquire(shared, was_spinning) {
-                    continue;
-                }
-            } else if poll_until != 0 {
-                // Another M polls: make sure it does not oversleep our earliest timer.
-                let theirs = shared.idle.poll_until.load(SeqCst);
-                if theirs == 0 || theirs > poll_until {
-                    shared.poller.break_poll();
-                }
             }
             if !self.stopm(shared) {
                 return None;
@@ -310,88 +202,98 @@ impl M {
         }
     }
 
-    /// The next P other than `p`, in turn, if it is running and has timers: the P, its id and
-    /// its `wake_time`. An idle P's timers are the poller's.
-    #[inline]
-    fn next_peer_with_timers<'a>(
-        &mut self,
-        shared: &'a Shared,
-        p: &P,
-    ) -> Option<(&'a P, usize, Nanos)> {
-        let n = shared.nallp();
-        if n <= 1 {
-            return None;
+    /// Phase 1, Go's `checkTimers(pp, 0)`: runs this P's due timers before any task is picked,
+    /// so that the tasks they wake are found by the next phase. The clock is read only when the
+    /// P has timers, as in Go: a clock read costs more than a yield's whole scheduling round.
+    ///
+    /// A spinner that finds timers due stops counting as a spinner before running them: they
+    /// are work found, and a spinner counted through a long batch keeps `push_task` from waking
+    /// a helper and, if the OS preempts it, keeps other Ms from stealing the tasks it queued
+    /// (the spinning limit of [`M::steal`]). Then the M looks at one other P's timers
+    /// ([`Watch::look_at_a_peer`]).
+    fn run_own_timers(&mut self, shared: &Arc<Shared>, p: &P) -> Round {
+        let mut round = Round::default();
+        let due = p.timers.wake_time();
+        if due != 0 {
+            round.own_timers = true;
+            round.now = nanotime();
+            if self.spinning && due <= round.now {
+                self.reset_spinning(shared);
+            }
+            round.poll_until = shared.run_timers(&p.timers, round.now, true).next;
         }
-        // `next <= n` (`nallp` never shrinks), so wrapping needs no division (a `div` in
-        // every scheduling round was ~1 % of R3's samples).
-        let w = &mut self.watch;
-        let wrap = |id: usize| if id >= n { 0 } else { id };
-        let mut id = wrap(w.next);
-        if id == p.id {
-            id = wrap(id + 1);
-        }
-        w.next = id + 1;
-        let q = shared.p(id)?;
-        let due = q.timers.wake_time();
-        if due == 0 || q.status() != P_RUNNING {
-            return None;
-        }
-        Some((q, id, due))
+        round
     }
 
-    /// A P with no timers of its own looks at one other P (in turn) in every round and runs
-    /// that P's due timers, unless someone holds that heap's lock (then they are being run).
-    /// A timer then waits for the first of the two Ps to end its current task, not for its
-    /// own P's (T5_busy: a tick due while every P runs a 50 µs slice waited half a slice on
-    /// average; Go 1.19 waits the same). The tasks they wake come to this P. A P that has timers never does this:
-    /// there, every M runs due timers all the time, and Ms reaching into each other's heaps
-    /// contended (T3_1M and T4 lost 14 % of their CPU when every P helped in every round,
-    /// sixth session). The cost is one load when the other P has no timers, and a clock read
-    /// when it has (what a P with a timer of its own pays in every round, here and in Go).
-    #[inline]
-    fn help_peer(&mut self, shared: &Shared, p: &P, now: &mut Nanos) {
-        let Some((q, _, due)) = self.next_peer_with_timers(shared, p) else {
-            return;
-        };
-        if *now == 0 {
-            *now = nanotime();
+    /// Phase 2, the local queue: `runnext`, the P's ring, and every 61st tick the global queue
+    /// first so that it cannot starve (`P::next_local`).
+    fn local_work(&self, shared: &Shared, p: &P) -> Option<Task> {
+        // SAFETY: this M holds `p`.
+        unsafe { p.next_local(&shared.global) }
+    }
+
+    /// Phase 3, Go's `globrunqget(pp, 0)`: a share of the global queue's started work, at most
+    /// half a ring. New work waits until no P has any to steal (runq.rs, "Two lanes").
+    fn global_work(&self, shared: &Shared, p: &P) -> Option<Task> {
+        self.refill(shared, p, Take::Only(Lane::Ready))
+    }
+
+    /// Phase 4, Go's `stealWork`, for at most half the busy Ps' worth of spinning Ms (Go's
+    /// limit): spinning costs CPU that busy Ps could use, and one spinner finds new work as
+    /// well as many. Folds the earliest timer seen into `round.poll_until`.
+    fn steal(&mut self, shared: &Shared, p: &P, round: &mut Round) -> Stolen {
+        let busy = shared.nprocs().saturating_sub(shared.idle.npidle());
+        if !self.spinning && 2 * shared.idle.nmspinning() >= busy {
+            return Stolen::Nothing;
         }
-        if due <= *now {
-            shared.try_run_timers(&q.timers, *now);
+        if !self.spinning {
+            self.spinning = true;
+            shared.idle.inc_spinning();
+        }
+        if round.now == 0 {
+            round.now = nanotime();
+        }
+        let (task, next, ran) = self.steal_work(shared, p, round.now);
+        if let Some(t) = task {
+            return Stolen::Task(t);
+        }
+        round.poll_until = min_nonzero(round.poll_until, next);
+        if ran {
+            // Stolen timers may have readied tasks (onto our runnext): look again.
+            return Stolen::TimersRan;
+        }
+        Stolen::Nothing
+    }
+
+    /// Phase 4, continued: the global queue again, both lanes, started work first: new work
+    /// (a spawn that overflowed) is taken only here, once nothing was left to steal.
+    fn new_work(&self, shared: &Shared, p: &P) -> Option<Task> {
+        self.refill(shared, p, Take::First(Lane::Ready))
+    }
+
+    /// Phases 5 and 6 (`park::release_and_recheck`, `park::poll`): gives the P up, re-checks
+    /// every queue, then polls until the earliest timer if nobody else does. Returns false
+    /// when the M should park (phase 7); true when it holds a P again, or on shutdown (the
+    /// loop's first check then ends it).
+    fn go_idle(&mut self, shared: &Arc<Shared>, poll_until: Nanos) -> bool {
+        let p = self.take_p().expect("gort: M lost its P");
+        let spinning = std::mem::take(&mut self.spinning);
+        let was_spinning = match park::release_and_recheck(shared, p, spinning) {
+            Ok(was_spinning) => was_spinning,
+            Err(back) => return self.take_back(back),
+        };
+        match park::poll(shared, poll_until, was_spinning) {
+            Polled::Holds(back) => self.take_back(back),
+            Polled::Shutdown => true,
+            Polled::Park => false,
         }
     }
 
-    /// Every `WATCH_EVERY` (25 µs), a P that has timers looks at one other P (in turn): if it is
-    /// running, has timers due, and its holder has begun no scheduling round for `STALL`
-    /// (stuck in one long task, in a long timer batch, or preempted by the OS), this M runs
-    /// those timers, unless someone holds that heap's lock (then they are being run); the
-    /// tasks they wake come to this P. Go leaves a busy P's timers to its holder (and to
-    /// preemption after 10 ms); Tokio's one timer wheel is driven by whichever worker gets
-    /// there. The look is one load when the other P has no timers due (the clock was read
-    /// for this P's own timers); the round counter (on the holder's line) is read only when
-    /// it has.
-    #[cold]
-    fn watch_peer(&mut self, shared: &Shared, p: &P, now: Nanos) {
-        let Some((q, id, due)) = self.next_peer_with_timers(shared, p) else {
-            return;
-        };
-        if due > now {
-            return;
-        }
-        let w = &mut self.watch;
-        if w.seen.len() <= id {
-            w.seen.resize(id + 1, (0, 0));
-        }
-        // When this M first saw the holder's current round count with a timer due.
-        let rounds = q.rounds();
-        let seen = &mut w.seen[id];
-        if seen.0 != rounds || seen.1 == 0 {
-            *seen = (rounds, now);
-            return;
-        }
-        if now - seen.1 >= STALL {
-            shared.try_run_timers(&q.timers, now);
-        }
+    /// The M holds a P again (and spins or not) after the hand-off.
+    fn take_back(&mut self, (p, spinning): Back<P>) -> bool {
+        self.acquire(p);
+        self.spinning = spinning;
+        true
     }
 
     /// Go's `globrunqget(pp, 0)`: a fair share of the global queue's lanes (as `take` says),
@@ -404,27 +306,6 @@ impl M {
                 l.queue.refill(&shared.global, n, take)
             })
         }
-    }
-
-    /// Takes an idle P back after new work or a poller wake-up. `spin`: the M spins (again),
-    /// as a signal for `reset_spinning` to wake another M (Go) and to pass the spinning
-    /// limit. Returns false when no P was idle.
-    fn reacquire(&mut self, shared: &Shared, spin: bool) -> bool {
-        let Some(p) = shared.idle.pidleget() else {
-            return false;
-        };
-        self.acquire(p);
-        if spin {
-            self.spinning = true;
-            shared.idle.inc_spinning();
-        }
-        true
-    }
-
-    /// After dropping out of spinning: has any queue got work (Go re-checks every P's run
-    /// queue; we also re-check the global queue, which has its own lock here, see idle.rs).
-    fn work_appeared(&self, shared: &Shared) -> bool {
-        !shared.global.is_empty() || shared.all_ps().any(|p| p.has_queued())
     }
 
     /// Go's `stealWork`: several rounds over the other Ps in random order; the last round
@@ -476,53 +357,14 @@ impl M {
         (None, next, ran)
     }
 
-    /// Go's `stopm`: park until handed a P. Returns false on shutdown.
+    /// Phase 7, Go's `stopm` (`park::stopm`): park until handed a P. Returns false on
+    /// shutdown.
     fn stopm(&mut self, shared: &Arc<Shared>) -> bool {
         debug_assert!(self.p.is_none() && !self.spinning);
-        loop {
-            if shared.is_shutdown() {
-                return false;
-            }
-            shared.idle.mput(&self.handle);
-            // Shutdown may have drained the idle list just before our mput.
-            if shared.is_shutdown() {
-                shared.idle.mremove(&self.handle);
-                return false;
-            }
-            let mut timeout = Some(PARK_BACKSTOP);
-            loop {
-                match self.handle.wait(timeout) {
-                    Woken::P(p, spinning) => {
-                        self.acquire(p);
-                        self.spinning = spinning;
-                        return true;
-                    }
-                    Woken::Shutdown => return false,
-                    Woken::Timeout => {
-                        if !shared.idle.mremove(&self.handle) {
-                            // Popped by a `startm` already: its hand-off is on the way.
-                            timeout = None;
-                            continue;
-                        }
-                        break;
-                    }
-                }
-            }
-            // Backstop: look around once on our own.
-            if self.work_appeared(shared) || self.timers_due(shared) {
-                if let Some(p) = shared.idle.pidleget() {
-                    self.acquire(p);
-                    return true;
-                }
-            }
+        match park::stopm(shared, &self.handle) {
+            Some(back) => self.take_back(back),
+            None => false,
         }
-    }
-
-    fn timers_due(&self, shared: &Shared) -> bool {
-        let now = nanotime();
-        shared
-            .all_ps()
-            .any(|p| matches!(p.timers.wake_time(), w if w != 0 && w <= now))
     }
 
     /// Our P was removed by `set_procs` (Go's `procresize` -> `destroy`): move its tasks to the

@@ -1,160 +1,240 @@
-//! Loom models of the scheduler's park/unpark protocol (`src/idle.rs`, `src/worker.rs`
-//! `find_runnable`/`stopm`, `src/shared.rs` `wakep`/`startm`/`wake_netpoller_arc`).
+//! Loom models of the park/unpark/poller hand-off (`src/park.rs` over `src/idle.rs`): the
+//! real source, compiled here against loom's atomics, mutex and condition variable
+//! (`gort_loom` under `--cfg loom`).
 //!
-//! These are models of the protocol, step for step in the same order and with the same
-//! orderings as the real code, written with loom's primitives because the real M loop runs
-//! through the mio poller and its timerfd, which loom cannot instrument (the run queues
-//! themselves are modelled from their real source in `loom_runq.rs`). A lost wake-up shows up as a loom
-//! deadlock (an M parked forever while work is queued) or a failed assertion.
+//! Behind the hand-off's two traits sit a model scheduler ([`World`]: a global queue that is
+//! a count of tasks, one P, one heap summary, threads started as loom threads) and a model
+//! poller ([`ModelPoller`]). loom has no clock, so a poll ends at its deadline only when no
+//! timer earlier than that deadline is pending; otherwise only a break ends it. The M loop's
+//! phases 1-4 (finding work on a held P) are modelled as taking a queued task; phases 5-7 and
+//! the submitter's `wakep`/`startm`/`wake_netpoller` are the real ones. Each model ends, once
+//! the task ran or the timer's deadline came, by the runtime's shutdown path (every idle M
+//! handed `shutdown`, the poller broken).
+//!
+//! A lost wake-up shows up as a loom deadlock (an M parked, or a poller asleep past a pending
+//! timer, forever; loom's timed waits never time out, so the park backstop cannot hide one)
+//! or a failed assertion.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p gort-sched --test loom_park`
 #![cfg(loom)]
 
-use loom::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicUsize, Ordering::*};
-use loom::sync::{Arc, Condvar, Mutex};
+#[allow(dead_code)]
+#[path = "../src/idle.rs"]
+mod idle;
+#[allow(dead_code)]
+#[path = "../src/park.rs"]
+mod park;
+
+use gort_loom::{Condvar, Mutex};
+use gort_timer::Nanos;
+use idle::{Idle, IdleP, MHandle};
+use loom::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering::SeqCst};
 use loom::thread;
+use park::{Back, Poll, Polled, Sched};
+use std::sync::Arc;
 
-/// An M's hand-off slot (`MHandle`).
-#[derive(Default)]
-struct Slot {
-    state: Mutex<(bool /* handed a P */, bool /* shutdown */)>,
+/// A P: only its status word, which the idle lists keep.
+struct ModelP {
+    idle: AtomicBool,
+}
+
+impl IdleP for ModelP {
+    fn id(&self) -> usize {
+        0
+    }
+
+    fn set_idle(&self, idle: bool) {
+        self.idle.store(idle, SeqCst);
+    }
+}
+
+/// A poller over one heap summary: `poll(until)` returns once a `wake` came (before or during
+/// it), or when `until` is reached with no timer pending before it; sleeping past a pending
+/// earlier timer blocks until a `wake`.
+struct ModelPoller {
+    /// The earliest pending timer (0 = none): one P's `timer0_when`.
+    timer0: Arc<AtomicI64>,
+    woken: Mutex<bool>,
     cv: Condvar,
+    /// Set when a poll reached its deadline: the timer ran then, on time.
+    deadline_came: AtomicBool,
 }
 
-#[derive(Default)]
-struct Lists {
-    pidle: usize,
-    midle: Vec<Arc<Slot>>,
+impl Poll for ModelPoller {
+    fn poll(&self, until: Nanos, _latest: Nanos) {
+        let mut woken = self.woken.lock();
+        loop {
+            if std::mem::take(&mut *woken) {
+                return;
+            }
+            let t = self.timer0.load(SeqCst);
+            if t == 0 || t >= until {
+                self.deadline_came.store(true, SeqCst);
+                return;
+            }
+            woken = self.cv.wait(woken);
+        }
+    }
+
+    fn wake(&self) {
+        *self.woken.lock() = true;
+        self.cv.notify_one();
+    }
 }
 
-#[derive(Default)]
-struct Sched {
-    queue: AtomicUsize, // queued tasks (the global queue / a P's queue)
-    taken: AtomicBool,  // the task ran
-    lists: Mutex<Lists>,
-    npidle: AtomicUsize,
-    nmspinning: AtomicUsize,
+/// The model scheduler.
+struct World {
+    idle: Idle<ModelP>,
+    poller: ModelPoller,
+    /// Tasks in the global queue.
+    queue: AtomicUsize,
+    shutdown: AtomicBool,
+    /// Ms started by `startm` (the submitter joins them).
+    started: std::sync::Mutex<Vec<thread::JoinHandle<()>>>,
 }
 
-impl Sched {
+impl World {
+    fn new() -> Arc<World> {
+        Arc::new(World {
+            idle: Idle::new(),
+            poller: ModelPoller {
+                timer0: Arc::new(AtomicI64::new(0)),
+                woken: Mutex::new(false),
+                cv: Condvar::new(),
+                deadline_came: AtomicBool::new(false),
+            },
+            queue: AtomicUsize::new(0),
+            shutdown: AtomicBool::new(false),
+            started: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    fn held_p() -> Arc<ModelP> {
+        Arc::new(ModelP {
+            idle: AtomicBool::new(false),
+        })
+    }
+
+    /// Phases 1-4 of the M loop: takes a queued task if there is one.
     fn take_task(&self) -> bool {
         let mut n = self.queue.load(SeqCst);
         while n > 0 {
             match self.queue.compare_exchange(n, n - 1, SeqCst, SeqCst) {
-                Ok(_) => {
-                    self.taken.store(true, SeqCst);
-                    // The model ends: release every parked M (the runtime's shutdown path).
-                    let ms = std::mem::take(&mut self.lists.lock().unwrap().midle);
-                    for m in ms {
-                        m.state.lock().unwrap().1 = true;
-                        m.cv.notify_one();
-                    }
-                    return true;
-                }
+                Ok(_) => return true,
                 Err(actual) => n = actual,
             }
         }
         false
     }
 
-    fn pidleget(&self) -> bool {
-        let mut l = self.lists.lock().unwrap();
-        if l.pidle == 0 {
-            return false;
+    /// The model is over: the runtime's shutdown path (runtime.rs).
+    fn end(&self) {
+        self.shutdown.store(true, SeqCst);
+        for m in self.idle.take_all_ms() {
+            m.shutdown();
         }
-        l.pidle -= 1;
-        self.npidle.fetch_sub(1, SeqCst);
-        true
+        self.poller.wake();
     }
 
-    /// `find_runnable` + `stopm` of one M that holds a P and is spinning; returns when the
-    /// task ran (by anyone).
-    fn m_loop(this: Arc<Sched>, me: Arc<Slot>, mut spinning: bool) {
-        let s = &*this;
+    /// Joins every M that `startm` started.
+    fn join_started(&self) {
         loop {
-            if s.taken.load(SeqCst) || s.take_task() {
+            let Some(h) = self.started.lock().unwrap().pop() else {
                 return;
+            };
+            h.join().unwrap();
+        }
+    }
+}
+
+impl Sched for Arc<World> {
+    type P = ModelP;
+    type Poller = ModelPoller;
+
+    fn idle(&self) -> &Idle<ModelP> {
+        &self.idle
+    }
+
+    fn poller(&self) -> &ModelPoller {
+        &self.poller
+    }
+
+    fn is_shutdown(&self) -> bool {
+        self.shutdown.load(SeqCst)
+    }
+
+    fn now(&self) -> Nanos {
+        1
+    }
+
+    fn global_has_work(&self) -> bool {
+        self.queue.load(SeqCst) > 0
+    }
+
+    fn work_queued(&self) -> bool {
+        self.queue.load(SeqCst) > 0
+    }
+
+    fn run_idle_timers(&self, poll_until: Nanos, _now: Nanos) -> (Nanos, Nanos) {
+        let t = self.poller.timer0.load(SeqCst);
+        let until = match (poll_until, t) {
+            (0, x) | (x, 0) => x,
+            (a, b) => a.min(b),
+        };
+        (until, t)
+    }
+
+    fn timers_due(&self, _now: Nanos) -> bool {
+        false
+    }
+
+    fn start_m(&self, p: Arc<ModelP>, spinning: bool) {
+        let w = self.clone();
+        let h = thread::spawn(move || m_loop(w, Arc::new(MHandle::default()), (p, spinning)));
+        self.started.lock().unwrap().push(h);
+    }
+}
+
+/// An M holding a P: the M loop, phases 1-4 modelled, 5-7 real. Returns at shutdown.
+fn m_loop(w: Arc<World>, me: Arc<MHandle<ModelP>>, (mut p, mut spinning): Back<ModelP>) {
+    loop {
+        if w.is_shutdown() {
+            return;
+        }
+        if w.take_task() {
+            w.end();
+            return;
+        }
+        let was_spinning = match park::release_and_recheck(&w, p, spinning) {
+            Ok(was_spinning) => was_spinning,
+            Err(back) => {
+                (p, spinning) = back;
+                continue;
             }
-            // release_p: under the lock, refuse if the global queue has work.
-            {
-                let mut l = s.lists.lock().unwrap();
-                if s.queue.load(SeqCst) > 0 {
-                    continue;
-                }
-                l.pidle += 1;
-                s.npidle.fetch_add(1, SeqCst);
-            }
-            // Every M, spinning or not, re-checks after publishing its idle P: the global queue is
-            // pushed to without the lock, so the check under the lock above is not enough
-            // (this model found that lost wake-up in an earlier version of find_runnable).
-            let was_spinning = std::mem::take(&mut spinning);
-            if was_spinning {
-                s.nmspinning.fetch_sub(1, SeqCst);
-            }
-            fence(SeqCst); // Idle::dec_spinning / Idle::idle_fence
-            if s.queue.load(SeqCst) > 0 && s.pidleget() {
-                if was_spinning {
-                    spinning = true;
-                    s.nmspinning.fetch_add(1, SeqCst);
+        };
+        match park::poll(&w, 0, was_spinning) {
+            Polled::Holds(back) => {
+                (p, spinning) = back;
+                if w.poller.deadline_came.load(SeqCst) {
+                    w.end();
+                    return;
                 }
                 continue;
             }
-            // stopm: mput, then re-check shutdown (the model's end), then wait.
-            s.lists.lock().unwrap().midle.push(me.clone());
-            if s.taken.load(SeqCst) {
-                return;
-            }
-            let mut s = me.state.lock().unwrap();
-            while !s.0 && !s.1 {
-                s = me.cv.wait(s).unwrap();
-            }
-            if s.1 {
-                return;
-            }
-            s.0 = false;
-            spinning = true; // startm(None, true) hands a spinning M
+            Polled::Shutdown => return,
+            Polled::Park => {}
+        }
+        match park::stopm(&w, &me) {
+            Some(back) => (p, spinning) = back,
+            None => return,
         }
     }
+}
 
-    /// `push_task` from a thread without a P, then `wakep` -> `startm`.
-    fn submit(this: Arc<Sched>) -> Option<thread::JoinHandle<()>> {
-        let s = &*this;
-        s.queue.fetch_add(1, SeqCst);
-        // Idle::wakep_gate
-        fence(SeqCst);
-        if s.npidle.load(SeqCst) == 0
-            || s.nmspinning.load(SeqCst) != 0
-            || s.nmspinning.compare_exchange(0, 1, SeqCst, SeqCst).is_err()
-        {
-            return None;
-        }
-        // startm_pick
-        let m = {
-            let mut l = s.lists.lock().unwrap();
-            if l.pidle == 0 {
-                drop(l);
-                s.nmspinning.fetch_sub(1, SeqCst);
-                return None;
-            }
-            l.pidle -= 1;
-            s.npidle.fetch_sub(1, SeqCst);
-            l.midle.pop()
-        };
-        match m {
-            Some(m) => {
-                m.state.lock().unwrap().0 = true;
-                m.cv.notify_one();
-                None
-            }
-            None => {
-                // spawn_m: a new M starts with the P, spinning.
-                let s2 = this.clone();
-                Some(thread::spawn(move || {
-                    Sched::m_loop(s2, Arc::new(Slot::default()), true)
-                }))
-            }
-        }
-    }
+/// `push_task` from a thread without a P: publish the task, then `wakep`.
+fn submit(w: &Arc<World>) {
+    w.queue.fetch_add(1, SeqCst);
+    park::wakep(w);
 }
 
 /// A spinning M giving up its P races with a task submitted from outside: the task always
@@ -162,90 +242,66 @@ impl Sched {
 #[test]
 fn spinner_going_idle_vs_submit() {
     loom::model(|| {
-        let s = Arc::new(Sched::default());
-        s.nmspinning.store(1, SeqCst);
-        let s1 = s.clone();
-        let m = thread::spawn(move || Sched::m_loop(s1, Arc::new(Slot::default()), true));
-        let extra = Sched::submit(s.clone());
+        let w = World::new();
+        w.idle.inc_spinning();
+        let w1 = w.clone();
+        let m = thread::spawn(move || {
+            m_loop(w1, Arc::new(MHandle::default()), (World::held_p(), true))
+        });
+        submit(&w);
         m.join().unwrap();
-        if let Some(e) = extra {
-            e.join().unwrap();
-        }
-        assert!(s.taken.load(SeqCst), "the submitted task never ran");
+        w.join_started();
+        assert_eq!(w.queue.load(SeqCst), 0, "the submitted task never ran");
     });
 }
 
-/// Same with an M that was not spinning (it reached the idle path directly) and a second
-/// parked M already in the idle list.
+/// Same with an M that was not spinning (it reached the idle path directly) and a second M
+/// parking without a P. With Go's rule (only spinners re-check after releasing their P) the
+/// task is lost: the non-spinner's check of the global queue under the scheduler lock races
+/// with the lock-free push.
 #[test]
 fn idle_m_vs_submit_with_a_parked_m() {
     loom::model(|| {
-        let s = Arc::new(Sched::default());
-        let parked = Arc::new(Slot::default());
-        s.lists.lock().unwrap().midle.push(parked.clone());
-        let s1 = s.clone();
-        let m = thread::spawn(move || Sched::m_loop(s1, Arc::new(Slot::default()), false));
-        let s2 = s.clone();
-        let p = thread::spawn(move || {
-            // The parked M, woken by a hand-off, runs the M loop.
-            let mut st = parked.state.lock().unwrap();
-            while !st.0 && !st.1 {
-                st = parked.cv.wait(st).unwrap();
-            }
-            let handed = st.0;
-            st.0 = false;
-            drop(st);
-            if handed {
-                Sched::m_loop(s2.clone(), parked.clone(), true);
+        let w = World::new();
+        let w1 = w.clone();
+        let m = thread::spawn(move || {
+            m_loop(w1, Arc::new(MHandle::default()), (World::held_p(), false))
+        });
+        let w2 = w.clone();
+        let parked = thread::spawn(move || {
+            let me = Arc::new(MHandle::default());
+            if let Some(back) = park::stopm(&w2, &me) {
+                m_loop(w2, me, back);
             }
         });
-        let extra = Sched::submit(s.clone());
+        submit(&w);
         m.join().unwrap();
-        p.join().unwrap();
-        if let Some(e) = extra {
-            e.join().unwrap();
-        }
-        assert!(s.taken.load(SeqCst));
+        parked.join().unwrap();
+        w.join_started();
+        assert_eq!(w.queue.load(SeqCst), 0, "the submitted task never ran");
     });
 }
 
-/// `wake_netpoller` vs an M entering the poller: a timer added earlier than anything the
-/// poller saw is noticed: the poller saw it, or the adder broke the poll, or it woke an M.
+/// A timer added earlier than the one an M is about to poll for, while that M gives up its P
+/// and enters the poller: `wake_netpoller` breaks the poll or starts an M, or the poller's
+/// scan sees the new timer; the poller never sleeps past it (that would be a deadlock here).
 #[test]
 fn timer_added_while_m_enters_poller() {
     loom::model(|| {
-        let timer0 = Arc::new(AtomicI64::new(0)); // a P's wake_time (0 = none)
-        let lastpoll = Arc::new(AtomicI64::new(1));
-        let poll_until = Arc::new(AtomicI64::new(0));
-        let broken = Arc::new(AtomicBool::new(false));
-        let woke_m = Arc::new(AtomicBool::new(false));
-
-        let (t, lp, pu) = (timer0.clone(), lastpoll.clone(), poll_until.clone());
-        let poller = thread::spawn(move || {
-            // find_runnable: the earliest timer over all Ps, then claim the poller role.
-            fence(SeqCst);
-            let seen = t.load(SeqCst);
-            if lp.swap(0, SeqCst) != 0 {
-                pu.store(if seen == 0 { 0 } else { seen }, SeqCst);
-            }
-            seen
+        let w = World::new();
+        w.poller.timer0.store(10, SeqCst);
+        let w1 = w.clone();
+        let m = thread::spawn(move || {
+            m_loop(w1, Arc::new(MHandle::default()), (World::held_p(), false))
         });
-        // The adder (Timers::add -> Host::wake_netpoller with when = 5).
-        timer0.store(5, SeqCst);
-        fence(SeqCst);
-        if lastpoll.load(SeqCst) == 0 {
-            let until = poll_until.load(SeqCst);
-            if until == 0 || until > 5 {
-                broken.store(true, SeqCst);
-            }
-        } else {
-            woke_m.store(true, SeqCst);
-        }
-        let seen = poller.join().unwrap();
-        let poller_will_wake_in_time = seen != 0 && seen <= 5;
+        // Timers::add of a timer at 5, then Host::wake_netpoller(5).
+        w.poller.timer0.store(5, SeqCst);
+        park::wake_netpoller(&w, 5);
+        m.join().unwrap();
+        w.join_started();
         assert!(
-            poller_will_wake_in_time || broken.load(SeqCst) || woke_m.load(SeqCst),
-            "a timer added during the poller's entry was lost"
+            w.poller.deadline_came.load(SeqCst),
+            "no poll reached its deadline"
         );
     });
 }

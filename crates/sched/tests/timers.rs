@@ -3,9 +3,9 @@
 //! sysmon, and `set_procs` moving timers (go#45716). Timing bounds are deliberately generous:
 //! these assert that timers fire, not how fast (PERFORMANCE.md measures that).
 
-use gort_sched::timer_api::with_home;
+use gort_sched::timer_api::modtimer;
 use gort_sched::{spawn, Builder};
-use gort_timer::{deadline_after, modify, nanotime, Nanos, Timer};
+use gort_timer::{deadline_after, nanotime, Nanos, Timer};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -19,7 +19,7 @@ fn arm(d: Duration, log: &Arc<Mutex<Vec<(Nanos, Nanos)>>>) -> Arc<Timer> {
         log.lock().unwrap().push((when, nanotime()))
     }));
     let when = deadline_after(nanotime(), d);
-    with_home(|home, host| modify(&t, when, 0, home, host)).expect("in a runtime");
+    modtimer(&t, when, 0, None).expect("in a runtime");
     t
 }
 
@@ -155,7 +155,7 @@ fn dropping_the_runtime_drops_pending_timer_payloads() {
                 let _ = &p;
             }));
             let when = deadline_after(nanotime(), Duration::from_secs(3600));
-            with_home(|home, host| modify(&t, when, 0, home, host));
+            modtimer(&t, when, 0, None);
         }
     });
     assert_eq!(rt.metrics().timers_pending, 10);
@@ -198,11 +198,8 @@ fn a_task_woken_by_a_timer_runs_while_its_m_is_stalled_in_the_timer_batch() {
             let stall = Timer::new();
             stall.set_fire(Arc::new(|_| std::thread::sleep(Duration::from_millis(600))));
             // Both on this task's P, the stall right after the wake-up.
-            with_home(|home, host| {
-                modify(&wake, when, 0, home, host);
-                modify(&stall, when + 1, 0, home, host);
-            })
-            .expect("in a runtime");
+            modtimer(&wake, when, 0, None).expect("in a runtime");
+            modtimer(&stall, when + 1, 0, None).expect("in a runtime");
             (wake, stall)
         })
         .await
@@ -252,7 +249,7 @@ fn busy_m_runs_the_timers_of_a_stuck_p(own_timer: bool) {
                 // The hog holds the other P, so this task's P is the one the timer joins.
                 let t = Timer::new();
                 let when = deadline_after(nanotime(), Duration::from_secs(3600));
-                with_home(|home, host| modify(&t, when, 0, home, host)).expect("in a runtime");
+                modtimer(&t, when, 0, None).expect("in a runtime");
                 mine = Some(t);
             }
             gort_sched::yield_now().await;
@@ -272,7 +269,7 @@ fn busy_m_runs_the_timers_of_a_stuck_p(own_timer: bool) {
                 r.lock().unwrap().push(name);
             }));
             let when = deadline_after(nanotime(), Duration::from_millis(20 + 10 * i));
-            with_home(|home, host| modify(&t, when, 0, home, host)).expect("in a runtime");
+            modtimer(&t, when, 0, None).expect("in a runtime");
             ts.push(t);
         }
         hogging.store(true, SeqCst);
@@ -317,7 +314,7 @@ fn shutdown_wakes_an_m_that_polls_for_an_hour_long_timer() {
             let task = rt.spawn(async move {
                 let t = Timer::new();
                 let when = deadline_after(nanotime(), Duration::from_secs(3600));
-                with_home(|home, host| modify(&t, when, 0, home, host)).expect("in a runtime");
+                modtimer(&t, when, 0, None).expect("in a runtime");
                 for _ in 0..round % 7 {
                     gort_sched::yield_now().await;
                 }

@@ -2,8 +2,8 @@
 //! caller's P.
 
 use gort_loom::Arc;
-use gort_sched::timer_api::with_home;
-use gort_timer::{modify, modify_fire, Fire, Nanos, Timer};
+use gort_sched::timer_api::modtimer;
+use gort_timer::{Fire, Nanos, Timer};
 
 /// Arms (or re-arms) `t` at `when` with `period` on the current P's heap: Go's
 /// `modtimer`. Returns whether it was pending.
@@ -14,14 +14,14 @@ use gort_timer::{modify, modify_fire, Fire, Nanos, Timer};
 #[track_caller]
 pub(crate) fn arm(t: &Arc<Timer>, when: Nanos, period: Nanos, slack: Nanos, what: &str) -> bool {
     t.set_slack(slack);
-    match with_home(|home, host| modify(t, when, period, home, host)) {
+    match modtimer(t, when, period, None) {
         Some(pending) => pending,
         None => outside(what),
     }
 }
 
 /// [`arm`] for a one-shot callback timer: installs `fire` if an earlier stop dropped it,
-/// inside the status the arming owns ([`modify_fire`]).
+/// inside the status the arming owns ([`gort_timer::modify_fire`]).
 ///
 /// # Panics
 ///
@@ -35,7 +35,7 @@ pub(crate) fn arm_fire(
     what: &str,
 ) -> bool {
     t.set_slack(slack);
-    match with_home(|home, host| modify_fire(t, when, 0, fire, home, host)) {
+    match modtimer(t, when, 0, Some(fire)) {
         Some(pending) => pending,
         None => outside(what),
     }

@@ -1,0 +1,258 @@
+//! The park/unpark/poller hand-off: how an M with nothing to do gives its P up and either
+//! blocks in the poller or parks (the last three phases of the M loop: Go's `findrunnable`
+//! tail and `stopm`), and how whoever submits work or a timer gets an M to it (Go's `wakep`,
+//! `startm`, `wakeNetPoller`).
+//!
+//! The protocol is written against two small traits, [`Sched`] (the queues, timers and
+//! threads it looks at) and [`Poll`] (the poller), over `idle.rs`'s lists and counters, all on
+//! the `gort_loom` facade: the loom models (`tests/loom_park.rs`) compile this file and
+//! `idle.rs` as they are, with model queues, timers and a model poller behind the traits.
+//!
+//! # The no-lost-wake-up argument
+//!
+//! New work is (a) a task pushed to a P's queue or the global queue, or (b) a timer added or
+//! moved earlier. Whoever submits it does: publish the work; `fence(SeqCst)`; then [`wakep`]
+//! (reads `npidle` and `nmspinning`) or [`wake_netpoller`]. An M that goes idle does
+//! ([`release_and_recheck`]): `release_p` (under the lock, after checking the global queue;
+//! `npidle += 1`); if it was spinning, `nmspinning -= 1`; `fence(SeqCst)`; then re-checks every
+//! queue, and ([`poll`]) every P's timer summary. Every idle M re-checks, spinning or not: Go
+//! gets away with only spinners doing so because its global queue is pushed to under
+//! `sched.lock`, while gort's global queue has a lock of its own, not the scheduler's (the
+//! loom model `idle_m_vs_submit_with_a_parked_m` finds the lost wake-up that Go's rule leaves
+//! here). By the two fences, either the submitter sees the idle P / zero spinners and starts
+//! an M, or the idle M sees the work.
+//!
+//! For timers the poller's side is: `lastpoll.swap(0)` (claim the role), then publish the
+//! deadline in `poll_until`, all `SeqCst`; the adder's: publish the timer, fence, read
+//! `lastpoll` and `poll_until`. Either the poller's scan of every heap (after its claim) sees
+//! the timer, or the adder sees the poller and its deadline and breaks the poll, or sees no
+//! poller and starts an M.
+
+use crate::idle::{Idle, IdleP, MHandle, Woken, PARK_BACKSTOP};
+use gort_loom::atomic::{fence, Ordering::SeqCst};
+use gort_timer::Nanos;
+use std::sync::Arc;
+
+/// The poller the idle M blocks in (Go's netpoll): `poller.rs`'s `Poller` in the runtime.
+pub(crate) trait Poll {
+    /// Blocks until `until` (ns of the runtime clock; coalescing may defer the wake-up to as
+    /// late as `latest`) or a [`Poll::wake`], whichever is first.
+    fn poll(&self, until: Nanos, latest: Nanos);
+    /// Ends the poll in progress, or the next one if none is (Go's `netpollBreak`).
+    fn wake(&self);
+}
+
+/// What the hand-off needs of the scheduler: its idle lists, its poller, and a look at its
+/// queues, timers and clock.
+pub(crate) trait Sched {
+    /// The scheduler's P.
+    type P: IdleP;
+    /// The scheduler's poller.
+    type Poller: Poll;
+    /// The idle Ps and Ms, spinning count and poller state.
+    fn idle(&self) -> &Idle<Self::P>;
+    /// The poller.
+    fn poller(&self) -> &Self::Poller;
+    /// Whether the runtime is shutting down.
+    fn is_shutdown(&self) -> bool;
+    /// The runtime clock (ns).
+    fn now(&self) -> Nanos;
+    /// Whether the global queue holds a task.
+    fn global_has_work(&self) -> bool;
+    /// Whether any queue (the global queue or any P's) holds a task.
+    fn work_queued(&self) -> bool;
+    /// Runs, P-less, the timers of every P that are due at `now`; returns the earliest
+    /// deadline left over every P and `poll_until` (0 = none), and the latest instant that
+    /// deadline's timer tolerates (its slack; 0 = none).
+    fn run_idle_timers(&self, poll_until: Nanos, now: Nanos) -> (Nanos, Nanos);
+    /// Whether some P has a timer due at `now`.
+    fn timers_due(&self, now: Nanos) -> bool;
+    /// Starts a new M holding `p` (spinning or not).
+    fn start_m(&self, p: Arc<Self::P>, spinning: bool);
+}
+
+/// A P taken back by an idle M, and whether the M spins.
+pub(crate) type Back<P> = (Arc<P>, bool);
+
+/// The outcome of the polling phase.
+pub(crate) enum Polled<P> {
+    /// The M took an idle P back (and spins or not): start the round again.
+    Holds(Back<P>),
+    /// The runtime shuts down.
+    Shutdown,
+    /// Nothing to do: park.
+    Park,
+}
+
+/// Phase 5 of the M loop, Go's "delicate dance": gives `p` up (refused if the global queue
+/// refilled, checked under the scheduler lock), stops spinning, fences, then re-checks every
+/// queue. Returns whether the M was spinning, or the P it holds again.
+///
+/// Every idle M re-checks, not only spinners (module docs). Work that appeared is work to
+/// steal, so the M comes back as a spinner whatever it was: a non-spinner would find the
+/// spinning limit closed by the very spinner whose queue holds the work, and loop here until
+/// the OS ran that M again.
+pub(crate) fn release_and_recheck<S: Sched>(
+    s: &S,
+    p: Arc<S::P>,
+    spinning: bool,
+) -> Result<bool, Back<S::P>> {
+    let idle = s.idle();
+    if let Err(p) = idle.release_p(p, || s.global_has_work()) {
+        return Err((p, spinning));
+    }
+    if spinning {
+        idle.dec_spinning();
+    } else {
+        idle.idle_fence();
+    }
+    if s.work_queued() {
+        if let Some(back) = reacquire(s, true) {
+            return Err(back);
+        }
+    }
+    Ok(spinning)
+}
+
+/// Phase 6, Go's `netpoll(delay)` at the end of `findrunnable`: with the earliest timer of
+/// every P as deadline (due ones run here, P-less: they belong to a P the M could not steal
+/// from), claim the poller role (`lastpoll.swap(0)`) and block until that deadline or a break,
+/// then take an idle P back; if another M polls, break its poll when it would oversleep our
+/// deadline. Without a deadline the M parks.
+pub(crate) fn poll<S: Sched>(s: &S, poll_until: Nanos, was_spinning: bool) -> Polled<S::P> {
+    let now = s.now();
+    let (poll_until, latest) = s.run_idle_timers(poll_until, now);
+    if poll_until == 0 {
+        return Polled::Park;
+    }
+    let idle = s.idle();
+    if idle.lastpoll.swap(0, SeqCst) != 0 {
+        return be_the_poller(s, poll_until, latest, now, was_spinning);
+    }
+    let theirs = idle.poll_until.load(SeqCst);
+    if theirs == 0 || theirs > poll_until {
+        s.poller().wake();
+    }
+    Polled::Park
+}
+
+/// The M holds the poller role: sleep until `poll_until` or a break, then give the role back
+/// and take an idle P. Shutdown breaks the poller once; an M that passed the loop's shutdown
+/// check before it was set, and took the role after the previous poller used up that break,
+/// would sleep to its earliest timer (an hour, say): so the claim re-checks shutdown.
+fn be_the_poller<S: Sched>(
+    s: &S,
+    poll_until: Nanos,
+    latest: Nanos,
+    now: Nanos,
+    was_spinning: bool,
+) -> Polled<S::P> {
+    let idle = s.idle();
+    if s.is_shutdown() {
+        idle.lastpoll.store(s.now(), SeqCst);
+        return Polled::Shutdown;
+    }
+    idle.poll_until.store(poll_until, SeqCst);
+    if poll_until > now {
+        s.poller().poll(poll_until, latest.max(poll_until));
+    }
+    idle.poll_until.store(0, SeqCst);
+    idle.lastpoll.store(s.now(), SeqCst);
+    match reacquire(s, was_spinning) {
+        Some(back) => Polled::Holds(back),
+        None => Polled::Park,
+    }
+}
+
+/// Takes an idle P back after new work or a poller wake-up. `spin`: the M spins (again), as
+/// a signal for `reset_spinning` to wake another M (Go) and to pass the spinning limit.
+fn reacquire<S: Sched>(s: &S, spin: bool) -> Option<Back<S::P>> {
+    let p = s.idle().pidleget()?;
+    if spin {
+        s.idle().inc_spinning();
+    }
+    Some((p, spin))
+}
+
+/// Phase 7, Go's `stopm`: parks the M on its hand-off slot until handed a P. Every
+/// `PARK_BACKSTOP` it looks around once on its own (every submission wakes an M explicitly;
+/// this is a backstop only). Returns `None` on shutdown.
+pub(crate) fn stopm<S: Sched>(s: &S, m: &Arc<MHandle<S::P>>) -> Option<Back<S::P>> {
+    loop {
+        if s.is_shutdown() {
+            return None;
+        }
+        s.idle().mput(m);
+        // Shutdown may have drained the idle list just before our mput.
+        if s.is_shutdown() {
+            s.idle().mremove(m);
+            return None;
+        }
+        match wait_for_handoff(s, m) {
+            Woken::P(p, spinning) => return Some((p, spinning)),
+            Woken::Shutdown => return None,
+            Woken::Timeout => {}
+        }
+        if s.work_queued() || s.timers_due(s.now()) {
+            if let Some(p) = s.idle().pidleget() {
+                return Some((p, false));
+            }
+        }
+    }
+}
+
+/// Waits on `m`'s slot for a hand-off, or for the backstop once: after a timeout the M takes
+/// itself off the idle list, unless a `startm` popped it already (then its hand-off is on the
+/// way and must be waited for).
+fn wait_for_handoff<S: Sched>(s: &S, m: &Arc<MHandle<S::P>>) -> Woken<S::P> {
+    let mut timeout = Some(PARK_BACKSTOP);
+    loop {
+        match m.wait(timeout) {
+            Woken::Timeout if !s.idle().mremove(m) => timeout = None,
+            woken => return woken,
+        }
+    }
+}
+
+/// Go's `wakep`: start a spinning M if there is an idle P and nobody is spinning.
+#[inline]
+pub(crate) fn wakep<S: Sched>(s: &S) {
+    if s.idle().wakep_gate() {
+        startm(s, None, true);
+    }
+}
+
+/// Go's `startm`: run `p` (or an idle P) on an idle M, or on a new one.
+pub(crate) fn startm<S: Sched>(s: &S, p: Option<Arc<S::P>>, spinning: bool) {
+    let idle = s.idle();
+    if s.is_shutdown() {
+        if let Some(p) = p {
+            idle.pidleput(p);
+        }
+        if spinning {
+            idle.dec_spinning();
+        }
+        return;
+    }
+    match idle.startm_pick(p, spinning) {
+        Ok((p, Some(m))) => m.hand(p, spinning),
+        Ok((p, None)) => s.start_m(p, spinning),
+        Err(()) => {}
+    }
+}
+
+/// Go's `wakeNetPoller(when)`: called after a timer was added or moved earlier to `when`,
+/// makes sure some M wakes up by then: break the poller if it sleeps past `when`, or start an
+/// M if nobody polls.
+pub(crate) fn wake_netpoller<S: Sched>(s: &S, when: Nanos) {
+    fence(SeqCst);
+    let idle = s.idle();
+    if idle.lastpoll.load(SeqCst) == 0 {
+        let until = idle.poll_until.load(SeqCst);
+        if until == 0 || until > when {
+            s.poller().wake();
+        }
+    } else {
+        wakep(s);
+    }
+}
