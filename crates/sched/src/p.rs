@@ -38,6 +38,9 @@ pub(crate) struct Local {
     pub(crate) runnext: Option<Task>,
     pub(crate) tick: u32,
     runnext_streak: u32,
+    /// Set when a task yielded while started work waited in the global queue: the next pick
+    /// serves the global queue first (see [`P::note_yield`]).
+    serve_global: bool,
 }
 
 pub(crate) struct P {
@@ -90,6 +93,7 @@ impl P {
                     runnext: None,
                     tick: 0,
                     runnext_streak: 0,
+                    serve_global: false,
                 }),
             }),
             stealer,
@@ -128,6 +132,11 @@ impl P {
         unsafe {
             self.with_local(|l| {
                 l.tick = l.tick.wrapping_add(1);
+                if std::mem::take(&mut l.serve_global) {
+                    if let Some(t) = l.queue.refill(global, 1, Take::First(Lane::Ready)) {
+                        return Some(t);
+                    }
+                }
                 if l.tick % GLOBAL_QUEUE_INTERVAL == 0 {
                     // Every other check serves the global queue's `Fresh` lane first, so that
                     // new tasks get in however many woken ones keep arriving (runq.rs).
@@ -149,6 +158,25 @@ impl P {
                 l.runnext_streak = 0;
                 l.queue.pop().or_else(|| l.runnext.take())
             })
+        }
+    }
+
+    /// A task of this P yielded: if started work waits in the global queue (a task woken off
+    /// every P, by sysmon or on a thread without a P), the next pick takes it first.
+    ///
+    /// Go's `Gosched` puts the yielding goroutine on the global queue, behind such work; gort
+    /// keeps the yielder in the local ring (no lock per yield) and serves the global queue
+    /// first instead. Either way a woken task waits at most one slice of the tasks that yield,
+    /// not the 61 slices of the fairness check (T10 in benches/SHAPES.md). One relaxed load per
+    /// yield, of a line written only when the global queue changes.
+    ///
+    /// # Safety
+    ///
+    /// As [`P::with_local`].
+    pub(crate) unsafe fn note_yield(&self, global: &Global<Task>) {
+        if global.has_ready() {
+            // SAFETY: forwarded contract.
+            unsafe { self.with_local(|l| l.serve_global = true) };
         }
     }
 

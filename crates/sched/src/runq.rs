@@ -466,6 +466,11 @@ impl<T> Global<T> {
         self.len() == 0
     }
 
+    /// Whether started work (the `Ready` lane) waits (a racy hint).
+    pub(crate) fn has_ready(&self) -> bool {
+        self.hint(Take::Only(Lane::Ready)) != 0
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.len.load(SeqCst)
     }

@@ -297,6 +297,13 @@ impl Schedule for Arc<Shared> {
 
     fn yield_task(&self, task: Task) {
         self.push_task(task, false, Lane::Ready);
+        let p = context::current_p();
+        if !p.is_null() {
+            // SAFETY: this thread holds `p` (context invariant), and a yield is queued after
+            // the task's poll, outside every `with_local` borrow. A P of another runtime
+            // (a task of this one polled there) would only serve its own global queue sooner.
+            unsafe { (*p).note_yield(&self.global) };
+        }
     }
 
     fn release(&self, slot: usize) {

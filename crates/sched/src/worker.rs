@@ -160,12 +160,12 @@ impl M {
         }
     }
 
-    /// Whether enough stealable work is waiting for a second M to be worth its wake-up: the
-    /// global queue has work, or this P's queue holds more than the one task this M would take
-    /// next anyway (a futex wake-up and the context switches cost more than running one
-    /// small task here).
+    /// Whether work is waiting where another M could take it: the global queue, or this P's
+    /// ring (the task this M runs is already out of it). No P may idle while a runnable task
+    /// waits: the task this M runs may not yield for a long time (work conservation; test
+    /// `two_tasks_spawned_together_both_start`).
     fn more_work_queued(&self, shared: &Shared) -> bool {
-        !shared.global.is_empty() || self.p.as_ref().is_some_and(|p| p.stealer.len() > 1)
+        !shared.global.is_empty() || self.p.as_ref().is_some_and(|p| !p.stealer.is_empty())
     }
 
     /// Go's `findrunnable`: the phases below, in Go's order, until one yields a task. Returns
