@@ -132,11 +132,6 @@ impl P {
         unsafe {
             self.with_local(|l| {
                 l.tick = l.tick.wrapping_add(1);
-                if std::mem::take(&mut l.serve_global) {
-                    if let Some(t) = l.queue.refill(global, 1, Take::First(Lane::Ready)) {
-                        return Some(t);
-                    }
-                }
                 if l.tick % GLOBAL_QUEUE_INTERVAL == 0 {
                     // Every other check serves the global queue's `Fresh` lane first, so that
                     // new tasks get in however many woken ones keep arriving (runq.rs).
@@ -146,6 +141,12 @@ impl P {
                         Lane::Fresh
                     };
                     if let Some(t) = l.queue.refill(global, 1, Take::First(first)) {
+                        return Some(t);
+                    }
+                }
+                // After the fairness check, which alone serves the `Fresh` lane first.
+                if std::mem::take(&mut l.serve_global) {
+                    if let Some(t) = l.queue.refill(global, 1, Take::First(Lane::Ready)) {
                         return Some(t);
                     }
                 }
