@@ -188,6 +188,7 @@ mod timers;
 mod tests;
 
 pub use clock::{deadline_after, epoch, nanotime, Nanos, NEVER};
+pub use lifecycle::Released;
 pub use ops::{del, modify, modify_fire, reset};
 pub use status::Status;
 pub use timer::{Fire, Host, Timer};

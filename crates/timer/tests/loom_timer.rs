@@ -343,7 +343,7 @@ fn move_vs_del() {
         a.add(&t, 10, 0, &nohost());
         let t2 = t.clone();
         let h = thread::spawn(move || del(&t2));
-        a.move_to(&b, &nohost());
+        drop(a.move_to(&b, &nohost()));
         assert!(h.join().unwrap());
         a.verify();
         b.verify();
@@ -365,7 +365,7 @@ fn move_vs_modify_earlier() {
         a.add(&t, 100, 0, &nohost());
         let (a2, t2) = (a.clone(), t.clone());
         let h = thread::spawn(move || assert!(modify(&t2, 5, 0, &a2, &nohost())));
-        a.move_to(&b, &nohost());
+        drop(a.move_to(&b, &nohost()));
         h.join().unwrap();
         a.verify();
         b.verify();
