@@ -57,7 +57,11 @@ fn one_shot_run_releases_its_callback_at_once() {
     t.set_fire(Arc::new(Counted(drops.clone())));
     ts.add(&t, 10, 0, &quiet());
     assert_eq!(ts.check(10, true).ran, 1);
-    assert_eq!(drops.load(SeqCst), 1, "the fired callback is still installed");
+    assert_eq!(
+        drops.load(SeqCst),
+        1,
+        "the fired callback is still installed"
+    );
 }
 
 /// Item 2, third bullet, at the crate level: a timer modified earlier is promoted, fires, and
@@ -76,7 +80,11 @@ fn promoted_timer_fires_and_its_stale_entry_keeps_no_captures() {
     assert_eq!(ts.check(100, false).ran, 1); // not local: no 1/4 clean-up
     assert_eq!(ts.deleted(), 1, "promoted: one stale entry left");
     drop(t);
-    assert_eq!(drops.load(SeqCst), 1, "the stale entry kept the callback alive");
+    assert_eq!(
+        drops.load(SeqCst),
+        1,
+        "the stale entry kept the callback alive"
+    );
     ts.verify();
 }
 
