@@ -254,6 +254,15 @@ impl Timer {
         }
     }
 
+    /// The payload of a timer nobody else references (no locking outside loom, whose mutex
+    /// wrapper has no `into_inner`).
+    fn into_target(self) -> Target {
+        #[cfg(not(loom))]
+        return self.target.into_inner();
+        #[cfg(loom)]
+        return self.take_target();
+    }
+
     /// Takes the payload out (the caller drops it outside any lock).
     pub(crate) fn take_target(&self) -> Target {
         std::mem::replace(&mut *self.target.lock(), Target::None)
@@ -290,7 +299,7 @@ impl Timer {
     /// user code when dropped.
     pub(crate) fn release(this: Arc<Timer>, dead: &mut Vec<Target>) {
         if let Some(t) = arc_into_inner(this) {
-            let payload = t.take_target();
+            let payload = t.into_target();
             if !payload.is_none() {
                 dead.push(payload);
             }
