@@ -184,14 +184,18 @@ impl Runtime {
             }
         });
         let host = DeferredHost::default();
+        // Payloads the moves let go of: dropped after the scheduler lock (they are user code,
+        // and may wake a task, which takes that lock).
+        let mut released = Vec::new();
         shared.idle.retire_idle(n, |p| {
             // SAFETY: `retire_idle` runs this under the scheduler lock on an idle P, which no
             // M holds.
             unsafe { p.drain_local(|t| shared.global.push(t, Lane::Ready)) };
             let dst = shared.p(p.id % n).expect("gort: live P missing");
-            p.timers.move_to(&dst.timers, &host);
+            released.push(p.timers.move_to(&dst.timers, &host));
             p.set_status(P_DEAD);
         });
+        drop(released);
         host.flush(shared);
         shared.wakep();
     }

@@ -372,6 +372,8 @@ impl M {
     fn retire_p(&mut self, shared: &Arc<Shared>) {
         let p = self.take_p().expect("gort: retire without a P");
         let host = DeferredHost::default();
+        // Payloads the move lets go of: dropped after the scheduler lock (user code).
+        let mut released = None;
         let retired = shared.idle.locked(|l| {
             let n = shared.nprocs();
             if p.id < n {
@@ -381,11 +383,12 @@ impl M {
             // SAFETY: we held `p` and give it up here, under the scheduler lock.
             unsafe { p.drain_local(|t| shared.global.push(t, Lane::Ready)) };
             let dst = shared.p(p.id % n).expect("gort: live P missing");
-            p.timers.move_to(&dst.timers, &host);
+            released = Some(p.timers.move_to(&dst.timers, &host));
             p.set_status(P_DEAD);
             let _ = l;
             Ok(())
         });
+        drop(released);
         host.flush(shared);
         match retired {
             Err(p) => self.acquire(p),

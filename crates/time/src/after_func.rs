@@ -84,7 +84,9 @@ pub fn after_func(d: Duration, f: impl Fn() + Send + Sync + 'static) -> AfterFun
 pub struct AfterFunc {
     timer: SyncArc<Timer>,
     /// Installed by every arming that finds it gone ([`modify_fire`], inside the status it
-    /// owns, so no lock of ours is needed against a concurrent stop).
+    /// owns, so no lock of ours is needed against a concurrent stop). A stop or a firing
+    /// takes it out of the timer at once, so once the handle is dropped too, `f` and its
+    /// captures go as soon as the last firing ran (the timer crate's payload rule).
     payload: Arc<dyn Fire>,
 }
 

@@ -16,7 +16,7 @@ use crate::clock::Nanos;
 pub(crate) use crate::entry::Entry;
 use crate::slots::Slots;
 use crate::status::bad;
-use crate::timer::Timer;
+use crate::timer::{Target, Timer};
 
 /// Counters that only lock holders touch, so they are plain integers.
 #[derive(Clone, Copy, Debug, Default)]
@@ -35,19 +35,29 @@ pub(crate) struct Heap {
     pub(crate) v: Slots,
     /// Scratch for the drained modified-earlier list, kept to reuse its allocation.
     pub(crate) spare: Vec<Arc<Timer>>,
-    /// Stale entries taken out of the heap, dropped by [`Locked`] after unlocking: one may
-    /// hold the last reference to a timer whose payload is user code (a fired `after_func`
-    /// whose handle is gone), which must not run under the heap lock.
-    pub(crate) dead: Vec<Entry>,
+    /// Payloads found on timers whose last reference a lock holder let go of
+    /// ([`Timer::release`]), dropped by [`Locked`] after unlocking (the payload rule: user
+    /// code never runs under the heap lock). Empty, and unallocated, nearly always.
+    pub(crate) dead: Vec<Target>,
     pub(crate) c: Counters,
 }
 
-/// The heap lock's guard: unlocks, then drops what the holder put in [`Heap::dead`].
+/// The heap lock's guard: unlocks, then drops what the holder put in [`Heap::dead`]. A caller
+/// that owns a transient status takes `dead` out first ([`Locked::unlock`]) and drops it after
+/// the CAS that ends the window.
 pub(crate) struct Locked<'a>(ManuallyDrop<MutexGuard<'a, Heap>>);
 
 impl<'a> Locked<'a> {
     pub(crate) fn new(g: MutexGuard<'a, Heap>) -> Locked<'a> {
         Locked(ManuallyDrop::new(g))
+    }
+}
+
+impl Locked<'_> {
+    /// Unlocks and returns the payloads to drop, for a caller that still owns a transient
+    /// status (it drops them after leaving it) or holds a lock of its own.
+    pub(crate) fn unlock(mut self) -> Vec<Target> {
+        std::mem::take(&mut self.0.dead)
     }
 }
 

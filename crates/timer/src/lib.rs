@@ -34,8 +34,9 @@
 //! 4. Resurrects in place (the entry is still heaped); decrements the owner's deleted count.
 //! 5. `when = nextwhen`, re-positioned (root: remove + re-insert; `adjust`: re-sift at the
 //!    recorded index; `clear_deleted`: compaction; `move_to`: insert into `dst`).
-//! 6. Only if the root key `<= now` (else return it): claim the payload, then periodic:
-//!    re-key, sift down, Run→Wt; one-shot: remove, Run→NS. Unlock, run the payload, relock.
+//! 6. Only if the root key `<= now` (else return it): claim the payload (one-shot: take it
+//!    out; periodic: clone it), then periodic: re-key, sift down, Run→Wt; one-shot: remove,
+//!    Run→NS. Unlock, run the payload (and drop it), relock.
 //! 7. Owner cleared, inserted into `dst`.
 //! 8. Owner cleared, payload taken (dropped after unlocking).
 //!
@@ -136,18 +137,23 @@
 //! 10. `check` returns `min(root key, modified_earliest)` as the next deadline (Go: the root
 //!     key only, though a modified-earlier timer may be due before it).
 //! 11. `cleantimers` never bails out for preemption (there is no preemption here).
-//! 12. The payload is claimed while the timer is still Running (a one-shot run consumes a
-//!     waker), so a racing `del` that returns false never dropped the callback about to run,
-//!     and a racing [`Timer::set_waker`] is either taken by the run or sees it finished.
+//! 12. The payload is claimed while the timer is still Running (a one-shot run consumes it),
+//!     so a racing `del` that returns false never dropped the callback about to run, and a
+//!     racing [`Timer::set_waker`] is either taken by the run or sees it finished.
+//! 13. A one-shot run releases its callback (Go keeps `f`): see the payload rule (TIMERS.md
+//!     deviation 17).
 //!
-//! # Payload drops
+//! # The payload rule
 //!
-//! Payloads (callbacks, wakers) are dropped outside the heap lock by `del`, `drain`,
-//! `set_*` and runs. A timer removed under the lock whose last `Arc` was the heap's drops
-//! there; its payload is normally already gone (`del` took it), but a payload installed
-//! after `del` on a timer nobody else references would drop under the lock, so a payload's
-//! `Drop` must not call [`Timers::add`], [`Timers::check`], [`Timers::move_to`],
-//! [`Timers::drain`] or a re-arming [`modify`] on the same heap.
+//! Payloads (callbacks, wakers, what they capture) are user code. They are dropped only with
+//! no heap lock held and outside every transient status, and a fired (one-shot) or stopped
+//! timer's payload is released at once, never kept by an entry awaiting lazy removal. A
+//! payload's `Drop` may therefore call anything, even re-arm timers on the same heap. A
+//! timer whose last reference a heap lets go of under its lock is freed through
+//! `Timer::release`, which defers its payload, if any, to after the unlock;
+//! [`Timers::move_to`], which the scheduler calls under its own lock, returns such payloads
+//! as [`Released`] for the caller to drop after unlocking. design/TIMERS.md has the table of
+//! every place a payload leaves its timer.
 //!
 //! # Examples
 //!
@@ -188,6 +194,7 @@ mod timers;
 mod tests;
 
 pub use clock::{deadline_after, epoch, nanotime, Nanos, NEVER};
+pub use lifecycle::Released;
 pub use ops::{del, modify, modify_fire, reset};
 pub use status::Status;
 pub use timer::{Fire, Host, Timer};

@@ -1,12 +1,52 @@
 //! Moving a heap's timers elsewhere (Go's `moveTimers`), shutting a heap down, and the
 //! debugging views: `stats` and `verify` (Go's `verifyTimerHeap`).
 
+use std::fmt;
+
 use gort_loom::atomic::Ordering::*;
 use gort_loom::yield_now;
 
 use crate::status::{bad, Status};
-use crate::timer::Host;
+use crate::timer::{Host, Target, Timer};
 use crate::timers::{Shared, TimerStats, Timers};
+
+/// Payloads that [`Timers::move_to`] had to let go of: those of timers whose last reference
+/// was the source heap's (a payload installed on an unarmed timer that was then dropped).
+/// Usually empty, and then free. Dropping it runs the payloads' `Drop`s, which are user code:
+/// drop it once you hold no lock of your own (the payload rule, design/TIMERS.md).
+///
+/// # Examples
+///
+/// ```
+/// use gort_timer::Timers;
+/// let (a, b) = (Timers::new(0), Timers::new(1));
+/// let released = a.move_to(&b, &|_| {}); // under a lock of the caller's, say
+/// assert!(released.is_empty());
+/// drop(released); // after unlocking
+/// ```
+#[must_use = "drop it once you hold no lock: dropping it runs payload destructors"]
+#[derive(Default)]
+pub struct Released(Vec<Target>);
+
+impl Released {
+    /// How many payloads it holds.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for Released {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Released")
+            .field("payloads", &self.0.len())
+            .finish()
+    }
+}
 
 impl Timers {
     /// Go's `moveTimers` (from `procresize` when a P is destroyed): moves every live timer of
@@ -20,11 +60,15 @@ impl Timers {
     /// `Timers` lock. Concurrent `del`/`modify` on the moving timers are safe: they wait out
     /// `Moving` and then act on the timer in `dst`.
     ///
+    /// Runs no payload code: a payload it has to let go of is returned in [`Released`],
+    /// for the caller to drop after releasing its own locks (the scheduler calls this under
+    /// its lock).
+    ///
     /// # Panics
     ///
     /// If `dst` is `self`.
     #[track_caller]
-    pub fn move_to(&self, dst: &Timers, host: &dyn Host) {
+    pub fn move_to(&self, dst: &Timers, host: &dyn Host) -> Released {
         let (src, d) = (&*self.shared, &*dst.shared);
         assert!(
             !std::ptr::eq(src, d),
@@ -39,7 +83,7 @@ impl Timers {
             (self.lock(), b)
         };
         let before = hd.root_when();
-        let entries = std::mem::take(&mut hs.v);
+        let mut entries = std::mem::take(&mut hs.v);
         for e in &entries {
             if e.is_stale() {
                 continue; // dropped with `entries`; the timer's live entry moves
@@ -87,12 +131,16 @@ impl Timers {
         src.zero_all();
         src.discard_early(&mut hs);
         let after = hd.root_when();
-        drop(hd);
-        drop(hs);
-        drop(entries);
+        let mut dead = hd.unlock();
+        dead.append(&mut hs.unlock());
+        // The source's references, stale entries' included; any may be a timer's last.
+        while let Some(i) = entries.len().checked_sub(1) {
+            Timer::release(entries.swap_remove(i).into_timer(), &mut dead);
+        }
         if after != 0 && (before == 0 || after < before) {
             host.wake_netpoller(after);
         }
+        Released(dead)
     }
 
     /// Shutdown: removes every timer (status `Removed`, owner cleared, payload dropped) and

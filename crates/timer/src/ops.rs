@@ -6,7 +6,7 @@ use gort_loom::{yield_now, Arc};
 
 use crate::clock::Nanos;
 use crate::status::{bad, Status};
-use crate::timer::{Fire, Host, Timer};
+use crate::timer::{Fire, Host, Target, Timer};
 use crate::timers::Timers;
 
 /// Go's `deltimer`: stops `t`. Returns true if it was pending (armed and not yet run for this
@@ -177,21 +177,17 @@ fn modtimer(
         }
     };
     t.period.store(period, Relaxed);
-    if let (Some(f), false) = (fire, pending) {
-        // Not pending: a `del` may have dropped the payload (a fired timer keeps it, and
-        // `ensure_fire` then only compares pointers).
-        t.ensure_fire(f);
-    }
-
+    // Not pending: a `del` or a one-shot run released the payload (a timer stopped and
+    // re-armed before its stop took effect keeps it, and `ensure_fire` only compares
+    // pointers). A replaced payload is dropped after Modifying ends (the payload rule).
+    let replaced = match (fire, pending) {
+        (Some(f), false) => t.ensure_fire(f),
+        _ => Target::None,
+    };
+    let mut dead = Vec::new(); // no allocation unless tidying freed a payload
     if was_removed {
         t.when.store(when, Relaxed);
-        {
-            let s = &*home.shared;
-            let mut h = home.lock();
-            h.c.modified += 1;
-            s.tidy(&mut h);
-            s.doaddtimer(&mut h, t.clone(), when);
-        }
+        dead = home.insert(t, when, true);
         t.cas_owned(
             Status::Modifying,
             Status::Waiting,
@@ -221,6 +217,8 @@ fn modtimer(
             host.wake_netpoller(when);
         }
     }
+    drop(replaced);
+    drop(dead);
     pending
 }
 

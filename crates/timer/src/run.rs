@@ -60,44 +60,52 @@ impl Shared {
         let mut list = std::mem::take(&mut h.spare);
         self.take_early(&mut list);
         for t in list.drain(..) {
-            // Under our lock, `owner == self` is stable: only our lock holders change it.
-            if !self.is(t.owner.load(Relaxed)) {
-                continue; // fired, removed or moved since it was queued
-            }
-            loop {
-                match t.status() {
-                    // Re-keyed at the root already, or stopped since: a stopped timer's
-                    // entry goes lazily, like any other.
-                    Status::Waiting | Status::Deleted => break,
-                    s @ (Status::ModifiedEarlier | Status::ModifiedLater) => {
-                        if !t.cas(s, Status::Moving) {
-                            continue;
-                        }
-                        let when = t.nextwhen.load(Relaxed);
-                        if t.index.load(Relaxed) == UNINDEXED {
-                            // First time: promote. The old entry turns stale and counts as
-                            // deleted; the new one is indexed from its push on.
-                            t.index.store(0, Relaxed);
-                            self.deleted.fetch_add(1, Relaxed);
-                            t.when.store(when, Relaxed);
-                            h.push(Entry::new(when, t.clone()));
-                            self.note_len(h);
-                        } else {
-                            let i = h.slot_of(&t);
-                            h.rekey(i, when);
-                        }
-                        h.c.modified += 1;
-                        h.c.adjusted += 1;
-                        t.cas_owned(Status::Moving, Status::Waiting, "adjust: lost Moving");
-                        break;
-                    }
-                    Status::Modifying => yield_now(),
-                    _ => bad("adjust: listed timer in an impossible status"),
-                }
-            }
+            self.adjust_one(h, &t);
+            // The list's reference may be the last (the timer fired or was stopped since).
+            Timer::release(t, &mut h.dead);
         }
         h.spare = list;
         self.update_timer0_when(h);
+    }
+
+    /// Re-keys one timer taken from the modified-earlier list (lock held), promoting it the
+    /// first time.
+    fn adjust_one(&self, h: &mut Heap, t: &Arc<Timer>) {
+        // Under our lock, `owner == self` is stable: only our lock holders change it.
+        if !self.is(t.owner.load(Relaxed)) {
+            return; // fired, removed or moved since it was queued
+        }
+        loop {
+            match t.status() {
+                // Re-keyed at the root already, or stopped since: a stopped timer's
+                // entry goes lazily, like any other.
+                Status::Waiting | Status::Deleted => break,
+                s @ (Status::ModifiedEarlier | Status::ModifiedLater) => {
+                    if !t.cas(s, Status::Moving) {
+                        continue;
+                    }
+                    let when = t.nextwhen.load(Relaxed);
+                    if t.index.load(Relaxed) == UNINDEXED {
+                        // First time: promote. The old entry turns stale and counts as
+                        // deleted; the new one is indexed from its push on.
+                        t.index.store(0, Relaxed);
+                        self.deleted.fetch_add(1, Relaxed);
+                        t.when.store(when, Relaxed);
+                        h.push(Entry::new(when, t.clone()));
+                        self.note_len(h);
+                    } else {
+                        let i = h.slot_of(t);
+                        h.rekey(i, when);
+                    }
+                    h.c.modified += 1;
+                    h.c.adjusted += 1;
+                    t.cas_owned(Status::Moving, Status::Waiting, "adjust: lost Moving");
+                    break;
+                }
+                Status::Modifying => yield_now(),
+                _ => bad("adjust: listed timer in an impossible status"),
+            }
+        }
     }
 
     /// Zeroes the modified-earliest summary (lock held) after folding it into `timer0_when`,
@@ -211,7 +219,6 @@ impl Shared {
         let mut to = 0;
         let mut changed = false;
         let mut cdel = 0;
-        let mut stale = 0;
         for i in 0..n {
             // A large heap's timers are cold: start loading one a few slots ahead, so the
             // misses of this walk overlap instead of queueing one per slot.
@@ -221,7 +228,6 @@ impl Shared {
             if h.v[i].is_stale() {
                 // Dropped with the deleted ones; its timer's status is the live entry's.
                 cdel += 1;
-                stale += 1;
                 changed = true;
                 continue;
             }
@@ -271,15 +277,11 @@ impl Shared {
             }
         }
         // The dropped entries were swapped into [to, n); their timers' owners are cleared.
-        // Removed timers hold no payload (`del` dropped it), but a stale entry may hold
-        // the last reference to one, so those wait for the unlock (see `Heap::dead`).
-        if stale > 0 {
-            while h.v.len() > to {
-                let e = h.v.swap_remove(h.v.len() - 1);
-                h.dead.push(e);
-            }
+        // Any of them may hold a timer's last reference (`Timer::release`).
+        while h.v.len() > to {
+            let e = h.v.swap_remove(h.v.len() - 1);
+            Timer::release(e.into_timer(), &mut h.dead);
         }
-        h.v.truncate(to);
         self.deleted.fetch_sub(cdel, Relaxed);
         self.note_len(h);
         self.update_timer0_when(h);

@@ -45,10 +45,35 @@ impl<F: Fn(Nanos)> Host for F {
 }
 
 /// What firing does. Kept behind its own small lock so that `del` can drop it at once.
+///
+/// The payload rule (design/TIMERS.md): a payload is user code, so it is dropped only with no
+/// heap lock held and outside every transient status. Whoever takes one out in such a place
+/// hands it on (`Heap::dead`, [`Released`](crate::Released), a local dropped after the CAS
+/// that ends the window).
 pub(crate) enum Target {
     None,
     Fire(std::sync::Arc<dyn Fire>),
     Waker(Waker),
+}
+
+impl Target {
+    pub(crate) fn is_none(&self) -> bool {
+        matches!(self, Target::None)
+    }
+}
+
+/// `Arc::into_inner`: the value if `t` was the last reference, decided atomically by the one
+/// decrement (no second holder can drop in between and leave the last drop to us).
+#[cfg(not(loom))]
+fn arc_into_inner(t: Arc<Timer>) -> Option<Timer> {
+    Arc::into_inner(t)
+}
+
+/// loom's `Arc` has no `into_inner`; `try_unwrap` then drop is the same outside a race with
+/// another last holder, which no model has (every model keeps its own handles).
+#[cfg(loom)]
+fn arc_into_inner(t: Arc<Timer>) -> Option<Timer> {
+    Arc::try_unwrap(t).ok()
 }
 
 /// The payload claimed by `run_one` while the timer is `Running`, run after the heap lock is
@@ -162,27 +187,29 @@ impl Timer {
         self.slack.store(slack.max(0), Relaxed);
     }
 
-    /// Installs a callback payload, replacing any previous one. It is kept after a one-shot
-    /// run (as Go keeps `f`), so a re-arm may reuse it; [`del`](crate::del) drops it.
+    /// Installs a callback payload, replacing any previous one. A periodic run keeps it; a
+    /// one-shot run and [`del`](crate::del) release it at once (so a stale heap entry never
+    /// keeps a callback's captures alive): re-arm a fired or stopped timer with a new
+    /// `set_fire`, or with [`modify_fire`](crate::modify_fire).
     pub fn set_fire(&self, f: std::sync::Arc<dyn Fire>) {
         let old = std::mem::replace(&mut *self.target.lock(), Target::Fire(f));
         drop(old); // outside the lock: a payload's Drop may run arbitrary code
     }
 
     /// Installs `f` unless it is installed already (same allocation): what a re-arm after
-    /// a possible [`del`](crate::del) needs, without the reference-count traffic of
-    /// [`set_fire`](Timer::set_fire) when the payload is still there. Called by
-    /// [`modify_fire`](crate::modify_fire) inside `Modifying`.
-    pub(crate) fn ensure_fire(&self, f: &std::sync::Arc<dyn Fire>) {
+    /// a possible [`del`](crate::del) or a one-shot run needs, without the reference-count
+    /// traffic of [`set_fire`](Timer::set_fire) when the payload is still there. Called by
+    /// [`modify_fire`](crate::modify_fire) inside `Modifying`, so it returns the replaced
+    /// payload instead of dropping it: the caller drops it after leaving `Modifying`.
+    #[must_use = "the replaced payload must be dropped outside Modifying"]
+    pub(crate) fn ensure_fire(&self, f: &std::sync::Arc<dyn Fire>) -> Target {
         let mut g = self.target.lock();
         if let Target::Fire(old) = &*g {
             if std::sync::Arc::ptr_eq(old, f) {
-                return;
+                return Target::None;
             }
         }
-        let old = std::mem::replace(&mut *g, Target::Fire(f.clone()));
-        drop(g);
-        drop(old); // outside the lock: a payload's Drop may run arbitrary code
+        std::mem::replace(&mut *g, Target::Fire(f.clone()))
     }
 
     /// Installs or replaces a [`Waker`] payload; a no-op if the installed one `will_wake` the
@@ -227,25 +254,55 @@ impl Timer {
         }
     }
 
+    /// The payload of a timer nobody else references (no locking outside loom, whose mutex
+    /// wrapper has no `into_inner`).
+    fn into_target(self) -> Target {
+        #[cfg(not(loom))]
+        return self.target.into_inner();
+        #[cfg(loom)]
+        return self.take_target();
+    }
+
     /// Takes the payload out (the caller drops it outside any lock).
     pub(crate) fn take_target(&self) -> Target {
         std::mem::replace(&mut *self.target.lock(), Target::None)
     }
 
     /// Claims what a run must do, while the caller owns `Running` (so a racing `del` that
-    /// returns false cannot have dropped it first). A one-shot run consumes a waker.
+    /// returns false cannot have dropped it first). A periodic run clones the payload; a
+    /// one-shot run takes it out, so that it is released as soon as it ran (the payload
+    /// rule: a stale heap entry may keep this `Timer` alive for a long time, never its
+    /// payload).
     pub(crate) fn claim_payload(&self, periodic: bool) -> Option<Payload> {
         let mut g = self.target.lock();
-        match &*g {
+        let target = if periodic {
+            match &*g {
+                Target::None => Target::None,
+                Target::Fire(f) => Target::Fire(f.clone()),
+                Target::Waker(w) => Target::Waker(w.clone()),
+            }
+        } else {
+            std::mem::replace(&mut *g, Target::None)
+        };
+        drop(g);
+        match target {
             Target::None => None,
-            // A callback payload stays installed across firings (Go's `f`/`arg`), so that a
-            // callback may re-arm its own timer.
-            Target::Fire(f) => Some(Payload::Fire(f.clone())),
-            Target::Waker(w) if periodic => Some(Payload::Waker(w.clone())),
-            Target::Waker(_) => match std::mem::replace(&mut *g, Target::None) {
-                Target::Waker(w) => Some(Payload::Waker(w)),
-                _ => unreachable!("matched a waker above"),
-            },
+            Target::Fire(f) => Some(Payload::Fire(f)),
+            Target::Waker(w) => Some(Payload::Waker(w)),
+        }
+    }
+
+    /// Lets go of a reference that a heap or a list held, under that heap's lock. If it was
+    /// the last one, the timer is freed here, and its payload, if any, goes to `dead` for the
+    /// caller to drop once it holds no lock (a payload is left only when someone installed
+    /// one on an unarmed timer and then dropped the timer). The rest of a `Timer` runs no
+    /// user code when dropped.
+    pub(crate) fn release(this: Arc<Timer>, dead: &mut Vec<Target>) {
+        if let Some(t) = arc_into_inner(this) {
+            let payload = t.into_target();
+            if !payload.is_none() {
+                dead.push(payload);
+            }
         }
     }
 

@@ -13,7 +13,7 @@ use crate::clock::{nanotime, Nanos};
 use crate::heap::{Entry, Heap, Locked};
 use crate::run::Run;
 use crate::status::{bad, Status};
-use crate::timer::{Host, Timer};
+use crate::timer::{Host, Target, Timer};
 
 /// What [`Timers::check`] found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -227,20 +227,20 @@ impl Shared {
         t.cas_owned(Status::Moving, Status::Waiting, "rekey: lost Moving");
     }
 
-    /// Removes the root `Deleted` timer the caller moved to `Removing`. Returns it so the
-    /// caller decides where the reference drops.
-    pub(crate) fn remove_root_deleted(&self, h: &mut Heap) -> Arc<Timer> {
+    /// Removes the root `Deleted` timer the caller moved to `Removing`, and lets go of the
+    /// heap's reference (`Timer::release`: a last reference's payload waits for the unlock).
+    pub(crate) fn remove_root_deleted(&self, h: &mut Heap) {
         let t = self.dodeltimer0(h);
         t.cas_owned(Status::Removing, Status::Removed, "remove: lost Removing");
         self.deleted.fetch_sub(1, Relaxed);
-        t
+        Timer::release(t, &mut h.dead);
     }
 
     /// Drops the stale entry at the root (lock held; see `entry.rs`). Its timer's status
     /// belongs to the live entry and is not touched.
     pub(crate) fn drop_stale_root(&self, h: &mut Heap) {
         let (e, _) = h.remove_at(0);
-        h.dead.push(e);
+        Timer::release(e.into_timer(), &mut h.dead);
         self.deleted.fetch_sub(1, Relaxed);
         self.update_timer0_when(h);
         self.note_len(h);
@@ -305,7 +305,9 @@ impl Shared {
     pub(crate) fn discard_early(&self, h: &mut Heap) {
         let mut list = std::mem::take(&mut h.spare);
         self.take_early(&mut list);
-        list.clear();
+        for t in list.drain(..) {
+            Timer::release(t, &mut h.dead);
+        }
         h.spare = list;
     }
 
@@ -380,13 +382,21 @@ impl Timers {
             );
         }
         t.period.store(period, Relaxed);
-        {
-            let mut h = self.lock();
-            self.shared.tidy(&mut h);
-            self.shared.doaddtimer(&mut h, t.clone(), when);
-        }
+        let dead = self.insert(t, when, false);
         t.cas_owned(Status::Modifying, Status::Waiting, "add: lost Modifying");
         host.wake_netpoller(when);
+        drop(dead); // the payload rule: after leaving Modifying
+    }
+
+    /// Tidies the heap and inserts `t`, which the caller owns as `Modifying` (`add`, and
+    /// `modify`'s re-activation). Returns the payloads tidying freed, for the caller to drop
+    /// after it left `Modifying`. `rearm` counts it as a re-arm (`TimerStats::modified`).
+    pub(crate) fn insert(&self, t: &Arc<Timer>, when: Nanos, rearm: bool) -> Vec<Target> {
+        let mut h = self.lock();
+        h.c.modified += u64::from(rearm);
+        self.shared.tidy(&mut h);
+        self.shared.doaddtimer(&mut h, t.clone(), when);
+        h.unlock()
     }
 
     /// Go's `checkTimers(pp, now)`: runs every timer due at `now` (0 = read the clock).

@@ -210,7 +210,7 @@ impl World {
             Op::Move { from } => {
                 let to = 1 - from;
                 let (a, b) = (&self.heaps[from], &self.heaps[to]);
-                a.move_to(b, &quiet());
+                drop(a.move_to(b, &quiet()));
                 for m in self.model.iter_mut().filter(|m| m.heap == Some(from)) {
                     m.heap = m.pending.map(|_| to);
                 }

@@ -94,7 +94,7 @@ fn move_to_moves_live_drops_deleted_and_rekeys_modified() {
     let d = armed(&p1, &log, 3, 100);
     del(&b);
     modify(&c, 20, 0, &p0, &quiet());
-    p0.move_to(&p1, &wakes);
+    drop(p0.move_to(&p1, &wakes));
     assert!(p0.is_empty());
     assert_eq!(p0.wake_time(), 0, "every summary of the source is zeroed");
     p0.verify();
@@ -123,9 +123,9 @@ fn move_to_works_in_both_lock_orders() {
     let (p0, p5) = (Timers::new(0), Timers::new(5));
     let log = Log::new();
     let a = armed(&p5, &log, 0, 10);
-    p5.move_to(&p0, &quiet()); // higher id to lower id
+    drop(p5.move_to(&p0, &quiet())); // higher id to lower id
     assert_eq!((p0.len(), p5.len()), (1, 0));
-    p0.move_to(&p5, &quiet());
+    drop(p0.move_to(&p5, &quiet()));
     assert_eq!((p0.len(), p5.len()), (1 - 1, 1));
     assert!(del(&a));
     assert_eq!(p5.deleted(), 1);
@@ -135,7 +135,7 @@ fn move_to_works_in_both_lock_orders() {
 #[should_panic(expected = "same Timers")]
 fn move_to_self_panics() {
     let p0 = Timers::new(0);
-    p0.move_to(&p0, &quiet());
+    drop(p0.move_to(&p0, &quiet()));
 }
 
 #[test]

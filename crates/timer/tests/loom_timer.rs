@@ -198,15 +198,17 @@ fn stale_root_vs_del_and_modify() {
 }
 
 /// modify-later vs runtimer: either the run wins (and modify re-arms a fired timer, false)
-/// or modify wins (and the run re-keys instead of firing, true). One more run at 20 either way.
+/// or modify wins (and the run re-keys instead of firing, true). One more run at 20 either way
+/// (`modify_fire`: the one-shot run released the callback).
 #[test]
 fn modify_later_vs_run() {
     loom::model(|| {
         let ts = Arc::new(Timers::new(0));
         let (t, probe, _) = timer_with_probe();
+        let f: std::sync::Arc<dyn Fire> = probe.clone();
         ts.add(&t, 10, 0, &nohost());
         let (ts2, t2) = (ts.clone(), t.clone());
-        let h = thread::spawn(move || modify(&t2, 20, 0, &ts2, &nohost()));
+        let h = thread::spawn(move || modify_fire(&t2, 20, 0, &f, &ts2, &nohost()));
         ts.check(10, true);
         let was_pending = h.join().unwrap();
         let early = probe.fired.load(SeqCst);
@@ -315,6 +317,11 @@ fn del_vs_modify_fire() {
             h.join().unwrap(),
             "the timer is pending whichever goes first"
         );
+        assert_eq!(
+            std::sync::Arc::strong_count(&probe),
+            if was_pending { 2 } else { 3 },
+            "a stopped timer holds no payload; an armed one holds exactly one"
+        );
         ts.check(20, true);
         ts.verify();
         // modify_fire first -> del last: no run, payload gone (dropped by del; `f` and
@@ -327,8 +334,8 @@ fn del_vs_modify_fire() {
         );
         assert_eq!(
             std::sync::Arc::strong_count(&probe),
-            if was_pending { 2 } else { 3 },
-            "a stopped timer holds no payload; an armed one holds exactly one"
+            2,
+            "a fired one-shot timer released its payload"
         );
     });
 }
@@ -343,7 +350,7 @@ fn move_vs_del() {
         a.add(&t, 10, 0, &nohost());
         let t2 = t.clone();
         let h = thread::spawn(move || del(&t2));
-        a.move_to(&b, &nohost());
+        drop(a.move_to(&b, &nohost()));
         assert!(h.join().unwrap());
         a.verify();
         b.verify();
@@ -365,7 +372,7 @@ fn move_vs_modify_earlier() {
         a.add(&t, 100, 0, &nohost());
         let (a2, t2) = (a.clone(), t.clone());
         let h = thread::spawn(move || assert!(modify(&t2, 5, 0, &a2, &nohost())));
-        a.move_to(&b, &nohost());
+        drop(a.move_to(&b, &nohost()));
         h.join().unwrap();
         a.verify();
         b.verify();

@@ -207,7 +207,8 @@ fn modify_earlier_promotes_once_and_the_stale_entry_never_fires() {
     assert_eq!(ts.len(), 3, "re-keyed in place: no third entry of t");
     ts.verify();
 
-    // Fired; re-armed later than its stale entry's key 1000.
+    // Fired (which released the payload); re-armed later than its stale entry's key 1000.
+    t.set_fire(log.fire_for(0));
     assert!(!modify(&t, 1500, 0, &ts, &quiet()));
     ts.verify();
     let c = ts.check(1000, false);
@@ -235,7 +236,7 @@ fn move_drops_stale_entries_and_keeps_promoted_timers_indexed() {
     modify(&t, 950, 0, &a, &quiet());
     assert_eq!(a.check(900, false).ran, 0);
     assert_eq!(a.deleted(), 1);
-    a.move_to(&b, &quiet());
+    drop(a.move_to(&b, &quiet()));
     assert!(a.is_empty());
     assert_eq!(
         (b.len(), b.deleted()),
@@ -417,20 +418,39 @@ fn periodic_overflow_saturates_to_never() {
     ts.verify();
 }
 
+/// Re-arms its own timer twice, 5 ns after each deadline, re-installing itself (a one-shot
+/// run released it).
+struct Rearm {
+    ts: Arc<Timers>,
+    t: Arc<Timer>,
+    count: AtomicUsize,
+}
+
+impl Fire for Rearm {
+    fn fire(self: Arc<Self>, when: Nanos) {
+        if self.count.fetch_add(1, SeqCst) < 2 {
+            let me: Arc<dyn Fire> = self.clone();
+            modify_fire(&self.t, when + 5, 0, &me, &self.ts, &|_| {});
+        }
+    }
+}
+
 #[test]
 fn callback_may_rearm_its_own_timer() {
     // The lock is released around callbacks, so a callback may call back in.
     let ts = Arc::new(Timers::new(0));
     let t = Timer::new();
-    let count = Arc::new(AtomicUsize::new(0));
-    let (ts2, t2, c2) = (ts.clone(), t.clone(), count.clone());
-    t.set_fire(Arc::new(move |when| {
-        if c2.fetch_add(1, SeqCst) < 2 {
-            modify(&t2, when + 5, 0, &ts2, &|_| {});
-        }
-    }));
+    let f = Arc::new(Rearm {
+        ts: ts.clone(),
+        t: t.clone(),
+        count: AtomicUsize::new(0),
+    });
+    t.set_fire(f.clone());
     ts.add(&t, 10, 0, &quiet());
     assert_eq!(ts.check(100, true).ran, 3, "10, 15, 20 are all due at 100");
-    assert_eq!(count.load(SeqCst), 3);
-    t.clear_target(); // break the Arc cycle
+    assert_eq!(f.count.load(SeqCst), 3);
+    // The last one-shot run released the payload, and with it the payload -> timer cycle.
+    assert_eq!(Arc::strong_count(&f), 1);
+    drop(f);
+    assert_eq!(Arc::strong_count(&t), 1);
 }

@@ -166,7 +166,7 @@ fn go45716_timers_survive_move_to() {
     let _b = mk(1, 2_000, &p1);
     let _c = mk(2, 3_000, &p0);
     modify(&a, 500, 0, &p1, &quiet()); // ModifiedEarlier, only p1's summary knows
-    p1.move_to(&p0, &quiet());
+    drop(p1.move_to(&p0, &quiet()));
     assert_eq!(
         p0.wake_time(),
         500,

@@ -51,7 +51,7 @@ fn concurrent_mutators_checkers_and_moves_balance() {
         threads.push(std::thread::spawn(move || {
             let mut dir = 0;
             while !stop.load(SeqCst) {
-                heaps[dir].move_to(&heaps[1 - dir], &|_| {});
+                drop(heaps[dir].move_to(&heaps[1 - dir], &|_| {}));
                 dir = 1 - dir;
                 std::thread::sleep(Duration::from_millis(2));
             }
@@ -77,11 +77,13 @@ fn concurrent_mutators_checkers_and_moves_balance() {
                     }
                     _ => {
                         let f = fired.clone();
-                        t.set_fire(std::sync::Arc::new(move |_| {
+                        let fire: Arc<dyn Fire> = Arc::new(move |_| {
                             f.fetch_add(1, SeqCst);
-                        }));
+                        });
                         tally.armed.fetch_add(1, SeqCst);
-                        if modify(t, when, 0, home, &host) {
+                        // Installed inside the arming: a one-shot run racing a separate
+                        // `set_fire` could take the new payload and leave the arming none.
+                        if modify_fire(t, when, 0, &fire, home, &host) {
                             tally.ended_by_modify.fetch_add(1, SeqCst);
                         }
                     }
