@@ -60,13 +60,28 @@ pub(crate) fn m_main(shared: Arc<Shared>, handle: Arc<MHandle>, p: Arc<P>, spinn
         rng,
         watch: Watch::default(),
     };
+    // Counted in `live_ms` since `spawn_m`; uncounted however this thread ends, so that
+    // shutdown never waits for an M that is gone.
+    let _live = LiveM(&shared);
     m.acquire(p);
-    m.schedule(&shared);
+    // User code is caught where the runtime calls it; a panic that reaches the loop anyway
+    // is counted (`Metrics::user_panics`) and the loop resumes: an M never dies of one.
+    while shared.catch_user(|| m.schedule(&shared)).is_none() {
+        m.sync_p_after_run(&shared);
+    }
     m.drop_p_on_exit(&shared);
     drop(m);
-    let mut live = shared.live_ms.lock();
-    *live -= 1;
-    shared.ms_exited.notify_all();
+}
+
+/// An M's place in `Shared::live_ms`, given back on drop (also when unwinding).
+struct LiveM<'a>(&'a Shared);
+
+impl Drop for LiveM<'_> {
+    fn drop(&mut self) {
+        let mut live = self.0.live_ms.lock();
+        *live -= 1;
+        self.0.ms_exited.notify_all();
+    }
 }
 
 impl M {

@@ -8,6 +8,7 @@
 
 use super::Runnable;
 use crate::context;
+use crate::shared::catch_user_here;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -28,7 +29,12 @@ impl<C: Callback> Runnable for C {
                 }
             });
         }
+        // This may be the last reference: dropping it drops the callback's captures, user
+        // code that may panic too (`Metrics::user_panics`).
+        catch_user_here(move || drop(self));
     }
 
-    fn shutdown(self: Arc<Self>) {}
+    fn shutdown(self: Arc<Self>) {
+        catch_user_here(move || drop(self));
+    }
 }
