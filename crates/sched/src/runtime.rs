@@ -66,13 +66,13 @@ impl Builder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let rt = gort::Builder::new()
+    /// let rt = gort_sched::Builder::new()
     ///     .drop_timeout(Duration::from_millis(100))
     ///     .build()
     ///     .unwrap();
     /// rt.block_on(async {
     ///     // Blocks for ever: the drop below abandons the thread after 100 ms.
-    ///     gort::spawn_blocking(|| loop {
+    ///     gort_sched::spawn_blocking(|| loop {
     ///         std::thread::park();
     ///     });
     /// });
