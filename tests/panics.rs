@@ -150,16 +150,21 @@ fn a_future_whose_drop_panics_on_abort_or_shutdown_kills_nothing() {
 fn a_callback_payload_whose_drop_panics_kills_nothing() {
     let rt = one_p();
     let called = Arc::new(AtomicBool::new(false));
+    let handle_dropped = Arc::new(AtomicBool::new(false));
     rt.block_on(async {
         let guard = PanicOnDrop;
-        let c = called.clone();
-        drop(gort::time::after_func(
-            Duration::from_millis(1),
-            move || {
-                let _ = &guard;
-                c.store(true, SeqCst);
-            },
-        ));
+        let (c, h) = (called.clone(), handle_dropped.clone());
+        let f = gort::time::after_func(Duration::from_millis(1), move || {
+            let _ = &guard;
+            // Return only once the handle is gone, so the run queue's reference is the last.
+            let start = std::time::Instant::now();
+            while !h.load(SeqCst) && start.elapsed() < PATIENCE {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            c.store(true, SeqCst);
+        });
+        drop(f);
+        handle_dropped.store(true, SeqCst);
         let guard = PanicOnDrop;
         drop(gort::time::after_func(
             Duration::from_secs(3600),

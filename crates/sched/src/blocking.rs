@@ -4,8 +4,8 @@
 //! their own so that Ms stay free for tasks).
 
 use crate::context;
-use crate::shared::{catch_user_here, Shared};
-use crate::task::{Schedule, Task};
+use crate::shared::Shared;
+use crate::task::{catch_user_here, Schedule, Task};
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::future::Future;

@@ -7,7 +7,7 @@ use crate::idle::{Idle, MHandle};
 use crate::p::{P, P_DEAD};
 use crate::poller::Poller;
 use crate::runq::{Global, Lane};
-use crate::task::{Registry, Schedule, Task};
+use crate::task::{drop_panic_payload, Registry, Schedule, Task};
 use crate::worker;
 use gort_timer::{Checked, Host, Nanos, Timers};
 use parking_lot::{Condvar, Mutex};
@@ -290,31 +290,6 @@ impl Schedule for Arc<Shared> {
 
     fn on_panic(&self) {
         self.panics.fetch_add(1, Relaxed);
-    }
-}
-
-/// [`Shared::catch_user`] for code that has no `Shared` at hand: counted in the current
-/// thread's runtime, if any.
-pub(crate) fn catch_user_here<R>(f: impl FnOnce() -> R) -> Option<R> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => Some(r),
-        Err(payload) => {
-            context::with_current(|s| {
-                if let Some(s) = s {
-                    s.user_panics.fetch_add(1, Relaxed);
-                }
-            });
-            drop_panic_payload(payload);
-            None
-        }
-    }
-}
-
-/// Drops a caught panic's payload, whose own `Drop` may panic again (it is a user value).
-fn drop_panic_payload(payload: Box<dyn std::any::Any + Send>) {
-    if let Err(again) = catch_unwind(AssertUnwindSafe(|| drop(payload))) {
-        // Dropping this one could panic too; leak it rather than loop.
-        std::mem::forget(again);
     }
 }
 

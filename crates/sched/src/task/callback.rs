@@ -6,9 +6,8 @@
 //! slot: a queued callback is dropped with the queue at shutdown. Queued twice, it runs
 //! twice, possibly on two Ms at once, as two goroutines would.
 
-use super::Runnable;
+use super::{catch_user_here, Runnable};
 use crate::context;
-use crate::shared::catch_user_here;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
