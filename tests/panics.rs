@@ -201,3 +201,19 @@ fn many_panicking_wakers_leave_every_p_working() {
     }
     drop_within(rt);
 }
+
+/// Item 3: a `block_in_place` closure that panics: its M gave its P away before calling it,
+/// and the task's poll catches the panic on an M without a P.
+#[test]
+fn a_panic_in_block_in_place_leaves_the_runtime_working() {
+    let rt = one_p();
+    let h = rt.spawn(async {
+        gort::block_in_place(|| panic!("test: this block_in_place closure panics"));
+    });
+    assert!(rt.block_on(h).unwrap_err().is_panic());
+    assert_eq!(rt.metrics().task_panics, 1);
+    for _ in 0..10 {
+        still_runs_tasks(&rt);
+    }
+    drop_within(rt);
+}
