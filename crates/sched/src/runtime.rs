@@ -277,7 +277,7 @@ impl Runtime {
         }
         shared.poller.break_poll();
         sysmon.stop();
-        let _ = sysmon_thread.join();
+        join_until(sysmon_thread, deadline);
         // 2. Wait for the Ms to leave their loops (each finishes the poll it is in).
         let all_exited = wait_for_ms(shared, deadline);
         for t in std::mem::take(&mut *shared.threads.lock()) {
@@ -337,6 +337,20 @@ impl Drop for Runtime {
             }
         }
     }
+}
+
+/// Joins `thread` (sysmon, which may be inside a timer's waker, user code) unless it is still
+/// running at `deadline`; then it is abandoned.
+fn join_until(thread: std::thread::JoinHandle<()>, deadline: Option<Instant>) {
+    if let Some(d) = deadline {
+        while !thread.is_finished() {
+            if Instant::now() >= d {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let _ = thread.join();
 }
 
 /// Shutdown's step 2: waits (until `deadline`, or for ever) for every M to exit; whether they
