@@ -293,6 +293,18 @@ impl Schedule for Arc<Shared> {
     }
 }
 
+/// An M's place in `Shared::live_ms` (counted by `spawn_m`), given back when the M's thread
+/// ends, also by unwinding.
+pub(crate) struct LiveM<'a>(pub(crate) &'a Shared);
+
+impl Drop for LiveM<'_> {
+    fn drop(&mut self) {
+        let mut live = self.0.live_ms.lock();
+        *live -= 1;
+        self.0.ms_exited.notify_all();
+    }
+}
+
 /// The timer layer's view of the scheduler (Go's `wakeNetPoller`).
 pub(crate) struct TimerHost<'a>(pub(crate) &'a Arc<Shared>);
 

@@ -7,7 +7,7 @@ use crate::context;
 use crate::idle::{MHandle, Woken, PARK_BACKSTOP};
 use crate::p::{P, P_DEAD, P_RUNNING};
 use crate::runq::{Lane, Take};
-use crate::shared::{DeferredHost, Shared};
+use crate::shared::{DeferredHost, LiveM, Shared};
 use crate::task::Task;
 use gort_timer::{nanotime, Nanos};
 use std::sync::atomic::Ordering::*;
@@ -71,17 +71,6 @@ pub(crate) fn m_main(shared: Arc<Shared>, handle: Arc<MHandle>, p: Arc<P>, spinn
     }
     m.drop_p_on_exit(&shared);
     drop(m);
-}
-
-/// An M's place in `Shared::live_ms`, given back on drop (also when unwinding).
-struct LiveM<'a>(&'a Shared);
-
-impl Drop for LiveM<'_> {
-    fn drop(&mut self) {
-        let mut live = self.0.live_ms.lock();
-        *live -= 1;
-        self.0.ms_exited.notify_all();
-    }
 }
 
 impl M {
