@@ -10,6 +10,10 @@ use syn::{Expr, ItemFn, Lit, MetaNameValue, Token};
 
 /// Runs `async fn main` on a gort runtime.
 ///
+/// When `main` returns (or panics) the runtime is dropped, waiting at most one second for
+/// threads still busy (a blocking closure, a task in `block_in_place`); those are abandoned
+/// and end with the process, as goroutines do when a Go program's `main` returns.
+///
 /// ```ignore
 /// #[gort::main]
 /// async fn main() {
@@ -68,9 +72,13 @@ fn try_expand(args: TokenStream, item: TokenStream, is_test: bool) -> syn::Resul
             "gort: the function must be `async fn`",
         ));
     }
+    // A program ends when `main` returns, as a Go program does: its runtime's drop waits at
+    // most a second for threads still busy (a blocking closure, a task in `block_in_place`)
+    // and abandons them (`Builder::drop_timeout`). A test's drop waits for everything.
+    let exit = (!is_test).then(|| quote! { .drop_timeout(::std::time::Duration::from_secs(1)) });
     let builder = match procs {
-        Some(n) => quote! { ::gort::Builder::new().procs(#n).build() },
-        None => quote! { ::gort::Builder::new().build() },
+        Some(n) => quote! { ::gort::Builder::new().procs(#n) #exit .build() },
+        None => quote! { ::gort::Builder::new() #exit .build() },
     };
     let body = &func.block;
     let ret = &func.sig.output;

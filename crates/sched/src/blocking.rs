@@ -5,7 +5,7 @@
 
 use crate::context;
 use crate::shared::Shared;
-use crate::task::{Schedule, Task};
+use crate::task::{catch_user_here, Schedule, Task};
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -83,7 +83,10 @@ impl Blocking {
         loop {
             if let Some(task) = s.queue.pop_front() {
                 drop(s);
-                task.run();
+                // The task catches its own panics; this catches what escapes anyway (a
+                // panicking `Drop` of a panic's payload, say), so that `threads` stays true
+                // and shutdown does not wait for a thread that is gone.
+                catch_user_here(|| task.run());
                 s = self.state.lock();
                 continue;
             }
@@ -110,7 +113,7 @@ impl Blocking {
         self.cv.notify_all();
         drop(s);
         for t in queued {
-            t.shutdown();
+            catch_user_here(|| t.shutdown());
         }
         let mut s = self.state.lock();
         while s.threads > 0 {

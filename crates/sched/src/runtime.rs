@@ -30,6 +30,7 @@ const SHUTDOWN_REBREAK: Duration = Duration::from_millis(10);
 #[derive(Debug, Default, Clone)]
 pub struct Builder {
     procs: Option<usize>,
+    drop_timeout: Option<Duration>,
 }
 
 impl Builder {
@@ -54,6 +55,34 @@ impl Builder {
         self
     }
 
+    /// Bounds how long dropping the runtime waits for threads still busy: a task poll that
+    /// does not return (a task in `block_in_place`, say) or a running blocking closure. After
+    /// `timeout` the drop goes on as [`Runtime::shutdown_timeout`] does and abandons those
+    /// threads. Without it (the default) dropping waits as long as they run.
+    /// `#[gort::main]` sets one second, so that a program ends when its `main` returns, as
+    /// a Go program does, whatever its threads are blocked in.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = gort_sched::Builder::new()
+    ///     .drop_timeout(Duration::from_millis(100))
+    ///     .build()
+    ///     .unwrap();
+    /// rt.block_on(async {
+    ///     // Blocks for ever: the drop below abandons the thread after 100 ms.
+    ///     gort_sched::spawn_blocking(|| loop {
+    ///         std::thread::park();
+    ///     });
+    /// });
+    /// drop(rt);
+    /// ```
+    pub fn drop_timeout(&mut self, timeout: Duration) -> &mut Builder {
+        self.drop_timeout = Some(timeout);
+        self
+    }
+
     /// Creates the runtime. Worker threads start on demand, when there is work.
     pub fn build(&self) -> io::Result<Runtime> {
         let procs = self.procs.unwrap_or_else(crate::procs::default_procs);
@@ -65,6 +94,7 @@ impl Builder {
             shared,
             sysmon: Some(sysmon),
             resize: parking_lot::Mutex::new(()),
+            drop_timeout: self.drop_timeout,
         })
     }
 }
@@ -72,7 +102,9 @@ impl Builder {
 /// A gort runtime: Ps, worker threads (Ms), the poller, the per-P timers, the blocking pool.
 ///
 /// Dropping it (or [`shutdown_timeout`](Runtime::shutdown_timeout)) stops every thread and
-/// drops every task and its future.
+/// drops every task and its future. Dropped on one of its own threads (the last
+/// `Arc<Runtime>` dropped in one of its tasks, say), it cannot wait for that thread: the
+/// shutdown then runs on a thread of its own, and the drop returns at once.
 ///
 /// # Examples
 ///
@@ -85,6 +117,8 @@ pub struct Runtime {
     shared: Arc<Shared>,
     sysmon: Option<(Arc<Sysmon>, std::thread::JoinHandle<()>)>,
     resize: parking_lot::Mutex<()>,
+    /// [`Builder::drop_timeout`].
+    drop_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -104,8 +138,12 @@ pub struct Metrics {
     pub tasks_spawned: u64,
     /// Tasks spawned and not yet completed.
     pub tasks_alive: u64,
-    /// Task polls (and blocking closures) that panicked.
+    /// Task polls (and blocking closures, and `after_func` callbacks) that panicked.
     pub task_panics: u64,
+    /// Panics caught in user code the runtime ran outside a task poll: wakers it woke (a
+    /// timer's, a `JoinHandle`'s) and the `Drop` of futures, timer payloads and callbacks it
+    /// dropped. Each is caught where it happens; the thread that ran it goes on.
+    pub user_panics: u64,
     /// Armed timers in all heaps.
     pub timers_pending: u64,
     /// Stopped timers still in a heap, waiting for lazy removal.
@@ -208,6 +246,7 @@ impl Runtime {
             tasks_spawned: s.registry.spawned(),
             tasks_alive: s.registry.len() as u64,
             task_panics: s.panics.load(Relaxed) + s.blocking.panics(),
+            user_panics: s.user_panics.load(Relaxed),
             ..Metrics::default()
         };
         for p in s.all_ps() {
@@ -236,10 +275,20 @@ impl Runtime {
         let shared = &self.shared;
         wake_every_m(shared);
         sysmon.stop();
-        let _ = sysmon_thread.join();
+        join_until(sysmon_thread, deadline);
         let all_exited = wait_for_ms(shared, deadline);
         drop_every_task_and_timer(shared, all_exited);
+        // Step 4, the blocking pool; then step 3 again, for what its closures spawned or armed
+        // after the first pass (their timers' payloads would otherwise live as long as the
+        // heaps, for ever if a payload holds a task of this runtime).
         shared.blocking.shutdown(deadline);
+        drop_every_task_and_timer(shared, all_exited);
+    }
+
+    /// Whether this thread is one of this runtime's own (an M, a blocking thread): one that
+    /// shutdown waits for.
+    fn on_own_thread(&self) -> bool {
+        context::with_current(|c| c.is_some_and(|c| Arc::ptr_eq(c, &self.shared)))
     }
 }
 
@@ -283,27 +332,29 @@ fn wait_for_ms(shared: &Shared, deadline: Option<Instant>) -> bool {
 
 /// Shutdown step 3: drop every task and timer. Dropping a future may wake or spawn others, so
 /// repeat until nothing is left, in the runtime's context so such drops can still `spawn`.
-/// `all_exited`: no M is left, so every P's local queue may be drained.
+/// `all_exited`: no M is left, so every P's local queue may be drained. Every drop is user
+/// code: a panic in one is caught and counted, and the rest still go.
 fn drop_every_task_and_timer(shared: &Arc<Shared>, all_exited: bool) {
     let _ctx = context::enter(shared.clone());
     loop {
         let mut found = false;
         while let Some(t) = shared.global.pop() {
-            drop(t);
+            shared.catch_user(|| drop(t));
             found = true;
         }
         for p in shared.all_ps() {
             if all_exited || p.status() != P_RUNNING {
                 // SAFETY: no M holds `p` any more (they all exited, or it is not running).
-                unsafe { p.drain_local(drop) };
+                unsafe { p.drain_local(|t| shared.catch_user(|| drop(t)).unwrap_or(())) };
             }
         }
         for t in shared.registry.drain() {
-            t.shutdown();
+            shared.catch_user(|| t.shutdown());
             found = true;
         }
         for p in shared.all_ps() {
-            p.timers.drain();
+            // A payload that panics ends a drain early: drain again for the rest.
+            while shared.catch_user(|| p.timers.drain()).is_none() {}
         }
         if !found {
             break;
@@ -313,8 +364,52 @@ fn drop_every_task_and_timer(shared: &Arc<Shared>, all_exited: bool) {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        self.shutdown(None);
+        if self.sysmon.is_none() {
+            return;
+        }
+        let deadline = self
+            .drop_timeout
+            .and_then(|d| Instant::now().checked_add(d));
+        if !self.on_own_thread() {
+            return self.shutdown(deadline);
+        }
+        // Waiting here would wait for this very thread: shut down on another one, which
+        // waits until this thread's poll or closure returns.
+        let rest = Runtime {
+            shared: self.shared.clone(),
+            sysmon: self.sysmon.take(),
+            resize: parking_lot::Mutex::new(()),
+            drop_timeout: self.drop_timeout,
+        };
+        // Shared with the thread so that a failed spawn, which drops the closure, does not
+        // drop the runtime (that would land here again).
+        let rest = Arc::new(parking_lot::Mutex::new(Some(rest)));
+        let theirs = rest.clone();
+        let spawned = std::thread::Builder::new()
+            .name("gort-shutdown".into())
+            .spawn(move || drop(theirs.lock().take()));
+        if spawned.is_err() {
+            // No thread to wait on: refuse work, stop the threads and drop what can be
+            // reached now, waiting for nothing.
+            if let Some(mut rt) = rest.lock().take() {
+                rt.shutdown(Some(Instant::now()));
+            }
+        }
     }
+}
+
+/// Joins `thread` (sysmon, which may be inside a timer's waker, user code) unless it is still
+/// running at `deadline`; then it is abandoned.
+fn join_until(thread: std::thread::JoinHandle<()>, deadline: Option<Instant>) {
+    if let Some(d) = deadline {
+        while !thread.is_finished() {
+            if Instant::now() >= d {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let _ = thread.join();
 }
 
 /// Spawns on `shared` (the runtime's or the current context's).

@@ -8,10 +8,11 @@ use crate::p::{P, P_DEAD};
 use crate::park::{self, Poll, Sched};
 use crate::poller::Poller;
 use crate::runq::{Global, Lane};
-use crate::task::{Registry, Schedule, Task};
+use crate::task::{drop_panic_payload, Registry, Schedule, Task};
 use crate::worker;
 use gort_timer::{Checked, Host, Nanos, Timers};
 use parking_lot::{Condvar, Mutex};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
@@ -38,6 +39,8 @@ pub(crate) struct Shared {
     pub(crate) live_ms: Mutex<usize>,
     pub(crate) ms_exited: Condvar,
     pub(crate) panics: AtomicU64,
+    /// Panics caught in user code run outside a task poll (`Metrics::user_panics`).
+    pub(crate) user_panics: AtomicU64,
     next_m: AtomicUsize,
     /// Round-robin cursor for timers created on threads that hold no P.
     home_cursor: AtomicUsize,
@@ -59,6 +62,7 @@ impl Shared {
             live_ms: Mutex::new(0),
             ms_exited: Condvar::new(),
             panics: AtomicU64::new(0),
+            user_panics: AtomicU64::new(0),
             next_m: AtomicUsize::new(0),
             home_cursor: AtomicUsize::new(0),
         });
@@ -78,8 +82,19 @@ impl Shared {
 
     /// Go's `checkTimers` on one heap, counting the timers that ran for the poller's
     /// coalescing. `local`: the caller holds the P that owns `timers`.
+    ///
+    /// A payload (a waker, a callback, the `Drop` of either) that panics ends the batch: the
+    /// panic is counted (`Metrics::user_panics`) and the rest of the due timers run in the
+    /// caller's next round, which `next` (the heap's `wake_time`, already due) asks for. The
+    /// payload runs with the heap unlocked and the timer out of every transient status, so
+    /// the heap is whole when the panic reaches here.
     pub(crate) fn run_timers(&self, timers: &Timers, now: Nanos, local: bool) -> Checked {
-        let c = timers.check(now, local);
+        let c = self
+            .catch_user(|| timers.check(now, local))
+            .unwrap_or_else(|| Checked {
+                next: timers.wake_time(),
+                ran: 1,
+            });
         if c.ran > 0 {
             self.poller.note_fired(c.ran);
         }
@@ -87,11 +102,25 @@ impl Shared {
     }
 
     /// [`Shared::run_timers`] for a helper that does not wait for the heap's lock
-    /// (`Timers::try_check`); counted for the poller the same way.
+    /// (`Timers::try_check`); counted for the poller the same way, panics caught the same way.
     pub(crate) fn try_run_timers(&self, timers: &Timers, now: Nanos) {
-        if let Some(c) = timers.try_check(now) {
-            if c.ran > 0 {
-                self.poller.note_fired(c.ran);
+        match self.catch_user(|| timers.try_check(now)) {
+            Some(Some(c)) if c.ran > 0 => self.poller.note_fired(c.ran),
+            Some(_) => {}
+            None => self.poller.note_fired(1),
+        }
+    }
+
+    /// Runs `f`, user code the runtime calls outside a task poll (a waker, the `Drop` of a
+    /// future, payload or callback): a panic in it must not unwind into an M, a blocking
+    /// thread or shutdown. `None` if it panicked, counted in `Metrics::user_panics`.
+    pub(crate) fn catch_user<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(r) => Some(r),
+            Err(payload) => {
+                self.user_panics.fetch_add(1, Relaxed);
+                drop_panic_payload(payload);
+                None
             }
         }
     }
@@ -146,7 +175,12 @@ impl Shared {
                 threads.retain(|t| !t.is_finished());
                 threads.push(h);
             }
-            Err(e) => panic!("gort: cannot start a worker thread: {e}"),
+            Err(e) => {
+                // The M never ran: uncount it, or shutdown would wait for it for ever.
+                *self.live_ms.lock() -= 1;
+                self.ms_exited.notify_all();
+                panic!("gort: cannot start a worker thread: {e}")
+            }
         }
     }
 
@@ -312,6 +346,18 @@ impl Schedule for Arc<Shared> {
 
     fn on_panic(&self) {
         self.panics.fetch_add(1, Relaxed);
+    }
+}
+
+/// An M's place in `Shared::live_ms` (counted by `spawn_m`), given back when the M's thread
+/// ends, also by unwinding.
+pub(crate) struct LiveM<'a>(pub(crate) &'a Shared);
+
+impl Drop for LiveM<'_> {
+    fn drop(&mut self) {
+        let mut live = self.0.live_ms.lock();
+        *live -= 1;
+        self.0.ms_exited.notify_all();
     }
 }
 

@@ -9,7 +9,7 @@ use crate::p::{P, P_DEAD};
 use crate::park::{self, Back, Polled};
 use crate::peers::Watch;
 use crate::runq::{Lane, Take};
-use crate::shared::{DeferredHost, Shared};
+use crate::shared::{DeferredHost, LiveM, Shared};
 use crate::task::Task;
 use gort_timer::{nanotime, Nanos};
 use std::sync::Arc;
@@ -59,13 +59,17 @@ pub(crate) fn m_main(shared: Arc<Shared>, handle: Arc<MHandle<P>>, p: Arc<P>, sp
         rng,
         watch: Watch::default(),
     };
+    // Counted in `live_ms` since `spawn_m`; uncounted however this thread ends, so that
+    // shutdown never waits for an M that is gone.
+    let _live = LiveM(&shared);
     m.acquire(p);
-    m.schedule(&shared);
+    // User code is caught where the runtime calls it; a panic that reaches the loop anyway
+    // is counted (`Metrics::user_panics`) and the loop resumes: an M never dies of one.
+    while shared.catch_user(|| m.schedule(&shared)).is_none() {
+        m.sync_p_after_run(&shared);
+    }
     m.drop_p_on_exit(&shared);
     drop(m);
-    let mut live = shared.live_ms.lock();
-    *live -= 1;
-    shared.ms_exited.notify_all();
 }
 
 impl M {

@@ -15,10 +15,11 @@
 #[path = "../src/task/mod.rs"]
 mod task;
 
-/// What `task/callback.rs` reaches for (a panicking callback's counter); unused here.
+/// What `task/` reaches for (the panic counters of callbacks and user code); unused here.
 mod context {
     pub struct Shared {
         pub panics: std::sync::atomic::AtomicUsize,
+        pub user_panics: std::sync::atomic::AtomicUsize,
     }
     pub fn with_current<R>(f: impl FnOnce(Option<&std::sync::Arc<Shared>>) -> R) -> R {
         f(None)

@@ -6,7 +6,7 @@
 //! slot: a queued callback is dropped with the queue at shutdown. Queued twice, it runs
 //! twice, possibly on two Ms at once, as two goroutines would.
 
-use super::Runnable;
+use super::{catch_user_here, Runnable};
 use crate::context;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering::Relaxed;
@@ -28,7 +28,12 @@ impl<C: Callback> Runnable for C {
                 }
             });
         }
+        // This may be the last reference: dropping it drops the callback's captures, user
+        // code that may panic too (`Metrics::user_panics`).
+        catch_user_here(move || drop(self));
     }
 
-    fn shutdown(self: Arc<Self>) {}
+    fn shutdown(self: Arc<Self>) {
+        catch_user_here(move || drop(self));
+    }
 }

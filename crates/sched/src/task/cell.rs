@@ -5,7 +5,7 @@ use super::cache;
 use super::join::JoinError;
 use super::raw::{Header, RawTask, Vtable};
 use super::state::{AfterPoll, CANCELLED, COMPLETE};
-use super::{Schedule, Task};
+use super::{catch_user_here, Schedule, Task};
 use gort_loom::atomic::{AtomicUsize, Ordering::Relaxed};
 use gort_loom::{Mutex, UnsafeCell};
 use std::alloc::Layout;
@@ -89,16 +89,19 @@ where
     /// leaves the registry. Caller owns RUNNING.
     fn finish(&self, output: Result<F::Output, JoinError>) {
         self.stage.with_mut(|stage| {
-            // A panicking destructor of the future must not take the worker down with it.
+            // A panicking destructor of the future must not take the worker down with it
+            // (counted in `Metrics::user_panics`). The assignment completes even then: the
+            // old value counts as dropped and `Consumed` is written.
             // SAFETY: the caller owns RUNNING, so no other thread touches the stage.
-            let _ = catch_unwind(AssertUnwindSafe(|| unsafe { *stage = Stage::Consumed }));
+            catch_user_here(|| unsafe { *stage = Stage::Consumed });
             // SAFETY: as above.
             unsafe { *stage = Stage::Finished(output) };
         });
         self.header.state.complete();
         let waker = self.join_waker.lock().take();
         if let Some(w) = waker {
-            w.wake();
+            // The joiner's waker is user code (any executor's); the lock is released.
+            catch_user_here(|| w.wake());
         }
         self.sched.release(self.slot.load(Relaxed));
     }
@@ -191,7 +194,7 @@ where
         // destructor (of a future dropped here, or of the scheduler handle) must not leak
         // the memory into an unwinding worker.
         unsafe {
-            let _ = catch_unwind(AssertUnwindSafe(|| std::ptr::drop_in_place(cell.as_ptr())));
+            catch_user_here(|| std::ptr::drop_in_place(cell.as_ptr()));
             cache::free(cell.cast(), Layout::new::<Self>());
         }
     }

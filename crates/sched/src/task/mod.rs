@@ -17,6 +17,8 @@ pub use join::{JoinError, JoinHandle};
 pub(crate) use raw::RawTask;
 pub(crate) use registry::Registry;
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 /// A unit of work as the queues see it.
@@ -69,4 +71,29 @@ pub(crate) trait Schedule: Send + Sync + 'static {
     fn release(&self, slot: usize);
     /// The task's poll panicked (counted in the metrics).
     fn on_panic(&self);
+}
+
+/// `Shared::catch_user` for code that has no `Shared` at hand: counted in the current
+/// thread's runtime, if any.
+pub(crate) fn catch_user_here<R>(f: impl FnOnce() -> R) -> Option<R> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => Some(r),
+        Err(payload) => {
+            crate::context::with_current(|s| {
+                if let Some(s) = s {
+                    s.user_panics.fetch_add(1, Relaxed);
+                }
+            });
+            drop_panic_payload(payload);
+            None
+        }
+    }
+}
+
+/// Drops a caught panic's payload, whose own `Drop` may panic again (it is a user value).
+pub(crate) fn drop_panic_payload(payload: Box<dyn std::any::Any + Send>) {
+    if let Err(again) = catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+        // Dropping this one could panic too; leak it rather than loop.
+        std::mem::forget(again);
+    }
 }

@@ -1,0 +1,166 @@
+//! Issue 17, item 4: dropping a runtime on its own thread, a `#[gort::main]` that returns
+//! while threads are blocked, and timers armed by blocking closures during shutdown.
+
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Generous: the machine may be loaded; a healthy run takes milliseconds.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Sets its flag when dropped.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, SeqCst);
+    }
+}
+
+fn wait_for(flag: &AtomicBool, what: &str) {
+    let start = Instant::now();
+    while !flag.load(SeqCst) {
+        assert!(start.elapsed() < PATIENCE, "timed out waiting: {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Item 4a: the drop waited for every M to exit, the one it ran on included: it hung, and
+/// with it the task and every future the shutdown should have dropped.
+#[test]
+fn dropping_the_last_runtime_inside_its_own_task_shuts_it_down() {
+    let rt = Arc::new(gort::Builder::new().procs(2).build().unwrap());
+    let other_dropped = Arc::new(AtomicBool::new(false));
+    let guard = SetOnDrop(other_dropped.clone());
+    drop(rt.spawn(async move {
+        let _guard = guard;
+        std::future::pending::<()>().await;
+    }));
+    let main_let_go = Arc::new(AtomicBool::new(false));
+    let drop_returned = Arc::new(AtomicBool::new(false));
+    let (mine, theirs) = (rt.clone(), main_let_go.clone());
+    let returned = drop_returned.clone();
+    drop(rt.spawn(async move {
+        while !theirs.load(SeqCst) {
+            gort::time::sleep(Duration::from_millis(1)).await;
+        }
+        drop(mine); // the last reference
+        returned.store(true, SeqCst);
+    }));
+    drop(rt);
+    main_let_go.store(true, SeqCst);
+    wait_for(&drop_returned, "the drop inside the task to return");
+    wait_for(
+        &other_dropped,
+        "the shutdown to drop the other task's future",
+    );
+}
+
+/// Item 4c: a blocking closure that arms a timer after shutdown's first drain. The payload
+/// holds a task of the runtime (a cycle through the heap: runtime -> P -> heap -> payload ->
+/// task -> runtime), so it was never dropped; shutdown now drains again after the pool.
+#[test]
+fn timers_armed_by_blocking_closures_during_shutdown_are_dropped() {
+    let rt = gort::Runtime::new().unwrap();
+    let shutdown_began = Arc::new(AtomicBool::new(false));
+    let guard = SetOnDrop(shutdown_began.clone());
+    drop(rt.spawn(async move {
+        let _guard = guard;
+        std::future::pending::<()>().await;
+    }));
+    let payload_dropped = Arc::new(AtomicBool::new(false));
+    let armed = Arc::new(AtomicUsize::new(0));
+    let started = Arc::new(AtomicBool::new(false));
+    let (began, dropped, armed2) = (shutdown_began, payload_dropped.clone(), armed.clone());
+    let started2 = started.clone();
+    rt.block_on(async move {
+        drop(gort::spawn_blocking(move || {
+            started2.store(true, SeqCst);
+            // Shutdown dropping the task above is its first drain; let it finish.
+            wait_for(&began, "shutdown to begin");
+            std::thread::sleep(Duration::from_millis(50));
+            let task = gort::spawn(async {});
+            let guard = SetOnDrop(dropped);
+            let timer = gort::time::after_func(Duration::from_secs(3600), move || {
+                let _ = (&task, &guard);
+            });
+            armed2.fetch_add(1, SeqCst);
+            drop(timer); // does not stop it (Go's AfterFunc)
+        }));
+    });
+    wait_for(&started, "the blocking closure to start"); // else shutdown drops it unrun
+    drop(rt);
+    assert_eq!(armed.load(SeqCst), 1, "the closure ran to the end");
+    assert!(
+        payload_dropped.load(SeqCst),
+        "a timer armed during shutdown kept its payload after the runtime was dropped"
+    );
+}
+
+/// The child of `a_gort_main_that_returns_ends_the_program`: threads blocked for ever in a
+/// blocking closure and in `block_in_place` when `main` returns.
+#[gort::main(procs = 2)]
+async fn main_with_blocked_threads() {
+    let blocked = Arc::new(AtomicUsize::new(0));
+    let b = blocked.clone();
+    drop(gort::spawn_blocking(move || {
+        b.fetch_add(1, SeqCst);
+        loop {
+            std::thread::park();
+        }
+    }));
+    let b = blocked.clone();
+    drop(gort::spawn(async move {
+        gort::block_in_place(|| {
+            b.fetch_add(1, SeqCst);
+            loop {
+                std::thread::park();
+            }
+        })
+    }));
+    while blocked.load(SeqCst) < 2 {
+        gort::time::sleep(Duration::from_millis(1)).await;
+    }
+    println!("main returns");
+}
+
+#[test]
+#[ignore = "run by a_gort_main_that_returns_ends_the_program in a child process"]
+fn gort_main_child() {
+    if std::env::var_os("GORT_EXITING_CHILD").is_some() {
+        main_with_blocked_threads();
+    }
+}
+
+/// Item 4b: the runtime's drop waited for ever for the blocked threads, so the program
+/// never ended. The child is this test binary running `gort_main_child`.
+#[test]
+fn a_gort_main_that_returns_ends_the_program() {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["gort_main_child", "--exact", "--ignored", "--nocapture"])
+        .env("GORT_EXITING_CHILD", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > PATIENCE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the program did not end after its #[gort::main] returned");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let out = std::io::read_to_string(child.stdout.take().unwrap()).unwrap();
+    assert!(status.success(), "child failed: {status}\n{out}");
+    assert!(out.contains("main returns"), "the child did not run: {out}");
+    assert!(
+        out.contains("1 passed"),
+        "the child test did not pass: {out}"
+    );
+}
