@@ -45,3 +45,13 @@ pub mod time {
 }
 
 pub use gort_chan::select;
+
+/// Go's `context`: cancellation and deadlines flowing from parents to children.
+pub mod context {
+    pub use gort_context::*;
+}
+
+/// Go's `sync` primitives for tasks: [`WaitGroup`](sync::WaitGroup).
+pub mod sync {
+    pub use gort_sync::*;
+}
