@@ -106,7 +106,8 @@ pub use crate::sender::{SendFuture, Sender};
 /// Support for the `select!` expansion; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::select::{select, Arms, Either, Never, Select};
+    pub use crate::select::{guard, select, Arm, ArmPoll, Arms, Either, Flags, Never, Out, Select};
+    pub use crate::select::{ArmViaFuture, ArmViaOption, ArmWrap, OptionRecv};
 }
 
 /// Creates a channel with a buffer of `cap` values (Go's `make(chan T, cap)`); `cap == 0` is
