@@ -155,7 +155,13 @@ pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
 
 fn channel<T>(cap: Option<usize>) -> (Sender<T>, Receiver<T>) {
     let chan = Arc::new(chan::Chan::new(cap));
-    (Sender { chan: chan.clone() }, Receiver::new(chan))
+    (
+        Sender {
+            chan: chan.clone(),
+            sink: None,
+        },
+        Receiver::new(chan),
+    )
 }
 
 #[allow(dead_code)]

@@ -7,10 +7,13 @@
 
 use std::sync::atomic::Ordering::SeqCst;
 
+mod loom_support;
+
 use gort_sync::WaitGroup;
 use loom::sync::atomic::AtomicUsize;
 use loom::sync::Arc;
 use loom::thread;
+use loom_support::block_on;
 
 #[test]
 fn last_done_wakes_the_waiter() {
@@ -27,7 +30,7 @@ fn last_done_wakes_the_waiter() {
                 })
             })
             .collect();
-        loom::future::block_on(wg.wait());
+        block_on(wg.wait());
         assert_eq!(finished.load(SeqCst), 2, "wait returned before every done");
         for w in workers {
             w.join().unwrap();
@@ -52,7 +55,7 @@ fn waiter_dropped_while_done_runs() {
             let _ = std::future::Future::poll(wait.as_mut(), &mut cx);
         }
         worker.join().unwrap();
-        loom::future::block_on(wg.wait());
+        block_on(wg.wait());
         assert_eq!(wg.count(), 0);
     });
 }
