@@ -158,7 +158,7 @@ fn channel<T>(cap: Option<usize>) -> (Sender<T>, Receiver<T>) {
     (
         Sender {
             chan: chan.clone(),
-            sink: None,
+            sink: sender::SinkSlot::EMPTY,
         },
         Receiver::new(chan),
     )
@@ -171,6 +171,9 @@ fn _assert_send_sync() {
     fn unpin<T: Unpin>() {}
     send_sync::<Sender<Vec<u8>>>();
     send_sync::<Receiver<Vec<u8>>>();
+    // A payload that is `Send` but not `Sync` still gives `Sync` halves.
+    send_sync::<Sender<std::cell::Cell<u8>>>();
+    send_sync::<Receiver<std::cell::Cell<u8>>>();
     send::<SendFuture<'static, Vec<u8>>>();
     send::<RecvFuture<'static, Vec<u8>>>();
     unpin::<SendFuture<'static, std::marker::PhantomPinned>>();

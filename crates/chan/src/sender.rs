@@ -31,9 +31,27 @@ use crate::error::{SendError, TrySendError};
 /// ```
 pub struct Sender<T> {
     pub(crate) chan: Arc<Chan<T>>,
-    /// The value sent through the [`Sink`] impl, until flushed (allocated on first use).
-    pub(crate) sink: Option<Box<SinkSend<T>>>,
+    /// The value sent through the [`Sink`](futures_sink::Sink) impl, until flushed
+    /// (allocated on first use).
+    pub(crate) sink: SinkSlot<T>,
 }
+
+/// A `Sender`'s pending `Sink` send. Only ever touched through `&mut Sender` (the `Sink`
+/// methods and `Drop`), never through `&Sender`, so sharing a `&Sender` between threads
+/// shares no access to it: a `Sender<T>` stays `Sync` for every `T: Send`, as it was before
+/// it was a `Sink` (payloads such as `Box<dyn FnOnce() + Send>` are not `Sync`).
+pub(crate) struct SinkSlot<T>(Option<Box<SinkSend<T>>>);
+
+impl<T> SinkSlot<T> {
+    /// No send pending (and nothing allocated).
+    pub(crate) const EMPTY: SinkSlot<T> = SinkSlot(None);
+}
+
+// SAFETY: no method reads or writes a `SinkSlot` through a shared reference (its only field
+// is private to this module and reached only from `&mut Sender` in the `Sink` methods and
+// `Drop`), so `&SinkSlot<T>` gives no access to `T` and may cross threads; sending it moves
+// the `T`, which needs `T: Send` (the auto `Send` impl).
+unsafe impl<T: Send> Sync for SinkSlot<T> {}
 
 /// A send started by `Sink::start_send`: the state of a [`SendFuture`], owned.
 pub(crate) struct SinkSend<T> {
@@ -158,7 +176,7 @@ impl<T> Clone for Sender<T> {
         self.chan.with(|core, _| core.add_sender());
         Sender {
             chan: self.chan.clone(),
-            sink: None,
+            sink: SinkSlot::EMPTY,
         }
     }
 }
@@ -166,7 +184,7 @@ impl<T> Clone for Sender<T> {
 impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
         // An unflushed `Sink` send is withdrawn, as a dropped `SendFuture`'s is.
-        if let Some(slot) = self.sink.as_mut().map(|p| &mut p.slot) {
+        if let Some(slot) = self.sink.0.as_mut().map(|p| &mut p.slot) {
             if slot.is_some() {
                 let unsent = self.chan.with(|core, d| core.cancel_send(slot, d));
                 drop(unsent);
@@ -211,7 +229,7 @@ impl<T> futures_sink::Sink<T> for Sender<T> {
 
     fn start_send(self: Pin<&mut Self>, item: T) -> Result<(), Self::Error> {
         let this = self.get_mut();
-        let pending = this.sink.get_or_insert_with(|| {
+        let pending = this.sink.0.get_or_insert_with(|| {
             Box::new(SinkSend {
                 value: None,
                 slot: None,
@@ -227,7 +245,7 @@ impl<T> futures_sink::Sink<T> for Sender<T> {
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         let this = self.get_mut();
-        let Some(p) = this.sink.as_mut() else {
+        let Some(p) = this.sink.0.as_mut() else {
             return Poll::Ready(Ok(()));
         };
         if p.value.is_none() && p.slot.is_none() {
