@@ -448,3 +448,37 @@ fn error_display_and_traits() {
     send_sync_clone::<Context>();
     send_sync_clone::<crate::CancelFn>();
 }
+
+/// The deadline is ONE timer on the per-P heaps, stopped by cancel (so mass cancellation
+/// costs what T7's stopped timers cost, no wake-up): 10,000 timeout contexts canceled before
+/// their deadline stop 10,000 timers and fire none; children whose deadline the parent's
+/// caps start no timer at all.
+#[test]
+fn deadline_is_one_timer_stopped_on_cancel() {
+    let rt = rt();
+    let before = rt.metrics();
+    rt.block_on(async {
+        let bg = Context::background();
+        for _ in 0..10_000 {
+            let (_ctx, cancel) = with_timeout(&bg, VERY_LONG);
+            cancel.cancel();
+        }
+        let (parent, cancel_parent) = with_timeout(&bg, Duration::from_secs(60));
+        let children: Vec<_> = (0..1_000)
+            .map(|_| with_timeout(&parent, VERY_LONG))
+            .collect();
+        assert!(children.iter().all(|(c, _)| !c.node.has_timer()));
+        cancel_parent.cancel();
+    });
+    let after = rt.metrics();
+    assert_eq!(
+        after.timers_fired - before.timers_fired,
+        0,
+        "a deadline fired"
+    );
+    assert_eq!(
+        after.timers_stopped - before.timers_stopped,
+        10_001,
+        "one timer per deadline context (children capped by the parent's have none)"
+    );
+}
