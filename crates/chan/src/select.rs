@@ -1,8 +1,9 @@
 //! `select!`: wait on several futures, run the body of the first one ready.
 //!
-//! The macro (in `macros.rs`) pins every arm's future on the caller's stack, builds the nested
-//! tuple `(Pin<&mut F0>, (Pin<&mut F1>, (..., ())))`, and awaits [`Select`] over it; the output
-//! is a nested [`Either`] that the macro matches to run the chosen body with the arm's pattern
+//! The macro (in `macros.rs`) pins every arm's future on the caller's stack inside an
+//! `Option` (`None`: disabled), pairs each with its pattern as a predicate ([`Arm`]), builds
+//! the nested tuple `(Arm0, (Arm1, (..., ())))`, and awaits [`Select`] over it; the output is
+//! a nested [`Either`] that the macro matches to run the chosen body with the arm's pattern
 //! bound. Everything but the parsing is plain generic code here.
 //!
 //! # One arm takes effect
@@ -10,14 +11,18 @@
 //! Each poll of a [`Select`] is one of:
 //!
 //! 1. A counterparty completed a channel operation of arm `k` while the select was parked
-//!    (its [`Group`] was claimed for `k`): poll arm `k` only, and return its output.
+//!    (its [`Group`] was claimed for `k`): poll arm `k` only, and return its output. If its
+//!    pattern rejects the output, the arm is disabled (its future dropped), the group is
+//!    reopened to `POLLING`, and the poll goes on as step 2.
 //! 2. Otherwise the group is `POLLING` (no counterparty can complete any arm's operation):
-//!    poll the arms in a fresh uniformly random order, and return the first ready one.
+//!    poll the enabled arms in a fresh uniformly random order (declared order with
+//!    `biased;`), and return the first ready one whose output its pattern accepts.
 //!    On the first poll this takes two passes, as Go's `selectgo` does: one where channel
 //!    operations only try (so a select with a ready arm never allocates or parks anything),
 //!    then one where they park. With `default`, only the first pass runs, and `default` wins
 //!    if no arm is ready.
-//! 3. None ready: the group becomes `IDLE` and the select returns `Pending`.
+//! 3. None ready: the group becomes `IDLE` and the select returns `Pending`. Every arm
+//!    disabled: `else` (or `default`), else a panic.
 //!
 //! So at most one arm's channel operation takes effect, as in Go. See `group.rs` for the
 //! states and the proof obligations.
