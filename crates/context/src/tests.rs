@@ -163,7 +163,7 @@ fn test_canceled_timeout() {
         assert_eq!(o.err(), Some(Error::Canceled));
         assert_eq!(c.err(), Some(Error::Canceled));
         assert!(!c.node.has_timer(), "cancel stops the deadline timer");
-        gort_time::sleep(Duration::from_millis(300)).await;
+        gort_time::sleep(Duration::from_millis(1100)).await;
         assert_eq!(
             c.err(),
             Some(Error::Canceled),
