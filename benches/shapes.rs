@@ -177,6 +177,16 @@ pub static SHAPES: &[Shape] = &[
         tokio: timer_tokio::t6_timeout_rpc,
     },
     Shape {
+        id: "T6_ctx",
+        name: "context_timeout",
+        group: "timer",
+        metrics: PER_OP,
+        reps: 3,
+        quiet: false,
+        gort: timer_gort::t6_context_timeout,
+        tokio: timer_tokio::t6_timeout_rpc,
+    },
+    Shape {
         id: "T7",
         name: "mass_cancel",
         group: "timer",

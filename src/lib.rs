@@ -23,7 +23,8 @@
 //!
 //! The crates behind it: `gort-sched` (tasks, Ps, Ms, poller), `gort-timer` (per-P timer
 //! heaps and their state machine), `gort-time` (this crate's [`time`] module), `gort-chan`
-//! ([`chan`] and [`select!`]). `design/ARCHITECTURE.md` and `design/TIMERS.md` explain them.
+//! ([`chan`] and [`select!`]), `gort-context` ([`context`]), `gort-sync` ([`sync`]).
+//! `design/ARCHITECTURE.md` and `design/TIMERS.md` explain them.
 
 #![warn(missing_docs)]
 
@@ -45,3 +46,13 @@ pub mod time {
 }
 
 pub use gort_chan::select;
+
+/// Go's `context`: cancellation and deadlines flowing from parents to children.
+pub mod context {
+    pub use gort_context::*;
+}
+
+/// Go's `sync` primitives for tasks: [`WaitGroup`](sync::WaitGroup).
+pub mod sync {
+    pub use gort_sync::*;
+}

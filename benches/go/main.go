@@ -91,6 +91,8 @@ var shapes = []shape{
 	{"T5_idle", "ticker_jitter idle", "timer", ticks, 11, func(p params) []figure { return t5TickerJitter(p, false) }},
 	{"T5_busy", "ticker_jitter busy", "timer", ticks, 11, func(p params) []figure { return t5TickerJitter(p, true) }},
 	{"T6", "timeout_rpc", "timer", []string{"per_op_ns"}, 3, t6TimeoutRPC},
+	// T6_ctx: gort's context.with_timeout against Go's context.WithTimeout (T6's Go code).
+	{"T6_ctx", "context_timeout", "timer", []string{"per_op_ns"}, 3, t6TimeoutRPC},
 	{"T7", "mass_cancel", "timer", []string{"cpu_ms", "rss_mib", "fired"}, 1, t7MassCancel},
 	{"T8", "simultaneous", "timer", []string{"last_p50_us", "last_max_us"}, 3, t8Simultaneous},
 	{"T9", "reset_earlier", "timer", []string{"per_op_ns", "cpu_ms"}, 1, t9ResetEarlier},

@@ -301,6 +301,29 @@ pub fn t6_timeout_rpc(p: &Params) -> Figures {
     })
 }
 
+/// T6_ctx: T6 with Go's idiom instead of a timeout future: each call gets a
+/// `context::with_timeout(1 s)` (one after_func timer on the per-P heaps), runs one yield,
+/// checks the context, and cancels it (stopping the timer). Go's row is the same code with
+/// `context.WithTimeout`; Tokio's is T6's `timeout`.
+pub fn t6_context_timeout(p: &Params) -> Figures {
+    let (per, total) = p.split(p.n(1_000_000));
+    let w = p.workers;
+    run(p, move || async move {
+        let m = Meter::start();
+        join_all(spawn_each(w, |_| async move {
+            let bg = gort::context::Context::background();
+            for _ in 0..per {
+                let (ctx, cancel) = gort::context::with_timeout(&bg, Duration::from_secs(1));
+                gort::yield_now().await;
+                assert!(ctx.err().is_none(), "a one-yield call timed out");
+                cancel.cancel();
+            }
+        }))
+        .await;
+        vec![("per_op_ns", m.ns_per(total))]
+    })
+}
+
 /// Counters of T7.
 struct MassCancel {
     fired: AtomicU64,

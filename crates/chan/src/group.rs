@@ -27,6 +27,7 @@
 //! | `begin_poll`          | `k`        | `k`        | poll arm `k` only                   |
 //! | `begin_poll`          | `POLLING`, `FINISHED` | — | panic (re-entrant or finished select) |
 //! | `end_poll`            | `POLLING`  | `IDLE`     | the select returns `Pending`        |
+//! | `reopen`              | `k`        | `POLLING`  | arm `k` was disabled by its pattern |
 //! | `finish`              | any        | `FINISHED` | the select returns `Ready`          |
 //!
 //! While `POLLING`, the owner completes operations itself with no claim: nobody else can move
@@ -116,6 +117,18 @@ impl Group {
         // Only the owner moves the group out of POLLING, so a plain store cannot lose a claim.
         debug_assert_eq!(self.state.load(Relaxed), POLLING, "end_poll outside a poll");
         self.state.store(IDLE, Relaxed);
+    }
+
+    /// The owner found that the arm committed to it is disabled after all (its output did not
+    /// match its refutable pattern) and goes on polling the other arms. The caller has dropped
+    /// that arm's future, so no waiter of it remains to be claimed: while the group was
+    /// committed, only such waiters could be claimed, so a plain store loses nothing.
+    pub(crate) fn reopen(&self) {
+        debug_assert!(
+            self.state.load(Relaxed) < FINISHED,
+            "reopen of a group not committed"
+        );
+        self.state.store(POLLING, Relaxed);
     }
 
     /// The owner returned: every remaining waiter is dead.

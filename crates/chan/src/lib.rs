@@ -106,7 +106,8 @@ pub use crate::sender::{SendFuture, Sender};
 /// Support for the `select!` expansion; not a public API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::select::{select, Arms, Either, Never, Select};
+    pub use crate::select::{guard, select, Arm, ArmPoll, Arms, Either, Flags, Never, Out, Select};
+    pub use crate::select::{ArmViaFuture, ArmViaOption, ArmWrap, OptionRecv};
 }
 
 /// Creates a channel with a buffer of `cap` values (Go's `make(chan T, cap)`); `cap == 0` is
@@ -154,7 +155,13 @@ pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
 
 fn channel<T>(cap: Option<usize>) -> (Sender<T>, Receiver<T>) {
     let chan = Arc::new(chan::Chan::new(cap));
-    (Sender { chan: chan.clone() }, Receiver::new(chan))
+    (
+        Sender {
+            chan: chan.clone(),
+            sink: sender::SinkSlot::EMPTY,
+        },
+        Receiver::new(chan),
+    )
 }
 
 #[allow(dead_code)]
@@ -164,6 +171,9 @@ fn _assert_send_sync() {
     fn unpin<T: Unpin>() {}
     send_sync::<Sender<Vec<u8>>>();
     send_sync::<Receiver<Vec<u8>>>();
+    // A payload that is `Send` but not `Sync` still gives `Sync` halves.
+    send_sync::<Sender<std::cell::Cell<u8>>>();
+    send_sync::<Receiver<std::cell::Cell<u8>>>();
     send::<SendFuture<'static, Vec<u8>>>();
     send::<RecvFuture<'static, Vec<u8>>>();
     unpin::<SendFuture<'static, std::marker::PhantomPinned>>();

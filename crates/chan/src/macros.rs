@@ -5,33 +5,54 @@
 ///
 /// ```text
 /// select! {
-///     pattern = future => body,
+///     biased;                               // optional, first: poll arms in order
+///     pattern = expression => body,
+///     pattern = expression, if guard => body,
 ///     ...
-///     default => body,   // optional
+///     default => body,                      // optional: nothing ready now
+///     else => body,                         // optional: every arm disabled
 /// }
 /// ```
 ///
-/// 1. Every arm's future expression is evaluated, in order, before anything is polled.
+/// 1. For each arm in order, its `guard` (if any) is evaluated, then its expression. An arm
+///    whose guard is false is *disabled*: its future is dropped unpolled (its expression is
+///    still evaluated, as in Tokio).
 /// 2. The arms are polled in a new uniformly random order on every poll, as Go does: among
 ///    arms that are ready at the same time, each is chosen with equal probability, so none
-///    starves.
-/// 3. The first arm found ready wins: the other arms' futures are dropped, then its body
-///    runs with `pattern` bound to the future's output. Bodies run in the enclosing async
-///    context, so `return`, `?`, `break` and `.await` work in them.
-/// 4. With `default`, if no arm is ready on the first poll, `default`'s body runs instead
+///    starves. With `biased;` they are polled in the order written instead (Tokio's
+///    `biased;`): earlier arms win, and may starve later ones.
+/// 3. The first arm found ready whose output matches its `pattern` wins: the other arms'
+///    futures are dropped, then its body runs with `pattern` bound to the output. Bodies run
+///    in the enclosing async context, so `return`, `?`, `break` and `.await` work in them.
+/// 4. A refutable pattern that does not match the output *disables* the arm (Tokio's rule):
+///    the output and the arm's future are dropped, and the select goes on with the other
+///    arms. (So `Some(v) = rx.recv()` stops listening to a closed channel. A value that an
+///    arm received and its pattern rejected has been consumed and is dropped.)
+/// 5. With `default`, if no arm is ready on the first poll, `default`'s body runs instead
 ///    (channel operations are only tried, never parked, as in Go).
+/// 6. Once every arm is disabled, `else`'s body runs; without `else` (and without
+///    `default`), the select panics with "all branches are disabled and there is no else
+///    branch", as Tokio's does. `select! {}` never completes, like Go's `select {}`.
+///
+/// An arm's expression is a future, or an `Option<&Receiver<T>>` (Go's nil-channel idiom):
+/// `Some(rx)` receives as `rx.recv()` does (the arm's output is an `Option<T>`, `None` once
+/// the channel is closed and drained), and `None` is never ready, like a receive from a nil
+/// channel in Go's `select`. A `None` arm is not disabled: a select whose arms are all `None`
+/// waits forever, as in Go.
 ///
 /// Arms may be any futures. For gort's channel operations (also inside an arm's future, such
 /// as an `async` block or a timeout around a receive) select is exact as in Go: **at most one
 /// arm's operation takes effect**. Once a sender hands a value to one arm's receive, no other
 /// arm can receive or send; a dropped arm's send has not sent, and a dropped arm's receive has
 /// not consumed anything. If an arm's operation is completed by another task while the select
-/// waits, that arm is the one chosen, even if it then still has work to do. A `select!` nested
-/// inside an arm of another commits on its own.
+/// waits, that arm is the one chosen, even if it then still has work to do (unless its
+/// pattern rejects the output: rule 4). A `select!` nested inside an arm of another commits
+/// on its own.
 ///
-/// Patterns must be irrefutable (bind the output and `match` in the body). `select! {}`
-/// never completes, like Go's `select {}`. Any number of arms is accepted (up to the
-/// macro recursion limit).
+/// Patterns are matched against a reference to the output first (as in Tokio), so a `mut`
+/// binding of a non-`Copy` value inside a refutable pattern does not compile: bind without
+/// `mut` and rebind in the body. Any number of arms is accepted (up to the macro recursion
+/// limit).
 ///
 /// On its first poll, a `select!` without `default` looks at every arm twice, as Go's
 /// `selectgo` does: once where channel operations only try (so a select with a ready arm
@@ -82,86 +103,191 @@
 ///     assert_eq!(got, Some(1));
 /// });
 /// ```
+/// Guards, `biased;`, refutable patterns, `else`, and a nil-channel arm:
+///
+/// ```
+/// use gort_chan::{select, unbounded, Receiver};
+///
+/// futures::executor::block_on(async {
+///     let (tx_a, rx_a) = unbounded::<u32>();
+///     let (tx_b, rx_b) = unbounded::<u32>();
+///     tx_a.try_send(1).unwrap();
+///     tx_b.try_send(2).unwrap();
+///     drop((tx_a, tx_b)); // both close once drained
+///
+///     // Go's merge loop: a drained channel is turned off by setting it to None.
+///     let (mut a, mut b): (Option<&Receiver<u32>>, Option<&Receiver<u32>>) =
+///         (Some(&rx_a), Some(&rx_b));
+///     let mut sum = 0;
+///     while a.is_some() || b.is_some() {
+///         select! {
+///             v = a => match v { Some(v) => sum += v, None => a = None },
+///             v = b => match v { Some(v) => sum += v, None => b = None },
+///         }
+///     }
+///     assert_eq!(sum, 3);
+///
+///     // Refutable patterns disable closed channels' arms; `else` runs when none is left.
+///     let budget = 0;
+///     let got = select! {
+///         biased;
+///         Some(v) = rx_a.recv() => v,
+///         Some(v) = rx_b.recv(), if budget > 0 => v,
+///         else => 0,
+///     };
+///     assert_eq!(got, 0);
+/// });
+/// ```
 #[macro_export]
 macro_rules! select {
+    (biased; $($tokens:tt)*) => {
+        $crate::__select_parse!(@biased [true] @arms [] @default [] @else [] @rest $($tokens)*)
+    };
     ($($tokens:tt)*) => {
-        $crate::__select_parse!(@arms [] @default [] @rest $($tokens)*)
+        $crate::__select_parse!(@biased [false] @arms [] @default [] @else [] @rest $($tokens)*)
     };
 }
 
+/// Parses the arms into `[(pattern) (expression) (guard) (body)]` groups, `default` and
+/// `else` into their own lists, then hands everything to `__select_expand!`.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __select_parse {
     // Every arm parsed.
-    (@arms [$($arms:tt)*] @default [$($default:tt)*] @rest) => {
-        $crate::__select_expand!([$($default)*] $($arms)*)
+    (@biased $b:tt @arms [$($arms:tt)*] @default $d:tt @else $e:tt @rest) => {
+        $crate::__select_expand!($b $d $e $($arms)*)
     };
-    (@arms $arms:tt @default [$($default:tt)+] @rest default $($rest:tt)*) => {
+    // `default`
+    (@biased $b:tt @arms $a:tt @default [$($d:tt)+] @else $e:tt @rest default $($rest:tt)*) => {
         ::core::compile_error!("select! takes at most one `default` arm")
     };
-    (@arms $arms:tt @default [] @rest default => $body:block , $($rest:tt)*) => {
-        $crate::__select_parse!(@arms $arms @default [$body] @rest $($rest)*)
+    (@biased $b:tt @arms $a:tt @default [] @else $e:tt @rest
+        default => $body:block $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@biased $b @arms $a @default [$body] @else $e
+            @rest $($($rest)*)?)
     };
-    (@arms $arms:tt @default [] @rest default => $body:block $($rest:tt)*) => {
-        $crate::__select_parse!(@arms $arms @default [$body] @rest $($rest)*)
+    (@biased $b:tt @arms $a:tt @default [] @else $e:tt @rest
+        default => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@biased $b @arms $a @default [$body] @else $e
+            @rest $($($rest)*)?)
     };
-    (@arms $arms:tt @default [] @rest default => $body:expr , $($rest:tt)*) => {
-        $crate::__select_parse!(@arms $arms @default [$body] @rest $($rest)*)
+    // `else`
+    (@biased $b:tt @arms $a:tt @default $d:tt @else [$($e:tt)+] @rest else $($rest:tt)*) => {
+        ::core::compile_error!("select! takes at most one `else` arm")
     };
-    (@arms $arms:tt @default [] @rest default => $body:expr) => {
-        $crate::__select_parse!(@arms $arms @default [$body] @rest)
+    (@biased $b:tt @arms $a:tt @default $d:tt @else [] @rest
+        else => $body:block $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@biased $b @arms $a @default $d @else [$body]
+            @rest $($($rest)*)?)
     };
-    (@arms [$($arms:tt)*] @default $default:tt @rest
-        $p:pat = $f:expr => $body:block , $($rest:tt)*) => {
-        $crate::__select_parse!(@arms [$($arms)* [($p) ($f) ($body)]] @default $default
-            @rest $($rest)*)
+    (@biased $b:tt @arms $a:tt @default $d:tt @else [] @rest
+        else => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@biased $b @arms $a @default $d @else [$body]
+            @rest $($($rest)*)?)
     };
-    (@arms [$($arms:tt)*] @default $default:tt @rest
+    // `pattern = expression, if guard => body`
+    (@biased $b:tt @arms [$($arms:tt)*] @default $d:tt @else $e:tt @rest
+        $p:pat = $f:expr, if $c:expr => $body:block $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@biased $b @arms [$($arms)* [($p) ($f) ($c) ($body)]]
+            @default $d @else $e @rest $($($rest)*)?)
+    };
+    (@biased $b:tt @arms [$($arms:tt)*] @default $d:tt @else $e:tt @rest
+        $p:pat = $f:expr, if $c:expr => $body:block $($rest:tt)*) => {
+        $crate::__select_parse!(@biased $b @arms [$($arms)* [($p) ($f) ($c) ($body)]]
+            @default $d @else $e @rest $($rest)*)
+    };
+    (@biased $b:tt @arms [$($arms:tt)*] @default $d:tt @else $e:tt @rest
+        $p:pat = $f:expr, if $c:expr => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@biased $b @arms [$($arms)* [($p) ($f) ($c) ($body)]]
+            @default $d @else $e @rest $($($rest)*)?)
+    };
+    // `pattern = expression => body`
+    (@biased $b:tt @arms [$($arms:tt)*] @default $d:tt @else $e:tt @rest
+        $p:pat = $f:expr => $body:block $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@biased $b @arms [$($arms)* [($p) ($f) (true) ($body)]]
+            @default $d @else $e @rest $($($rest)*)?)
+    };
+    (@biased $b:tt @arms [$($arms:tt)*] @default $d:tt @else $e:tt @rest
         $p:pat = $f:expr => $body:block $($rest:tt)*) => {
-        $crate::__select_parse!(@arms [$($arms)* [($p) ($f) ($body)]] @default $default
-            @rest $($rest)*)
+        $crate::__select_parse!(@biased $b @arms [$($arms)* [($p) ($f) (true) ($body)]]
+            @default $d @else $e @rest $($rest)*)
     };
-    (@arms [$($arms:tt)*] @default $default:tt @rest
-        $p:pat = $f:expr => $body:expr , $($rest:tt)*) => {
-        $crate::__select_parse!(@arms [$($arms)* [($p) ($f) ($body)]] @default $default
-            @rest $($rest)*)
-    };
-    (@arms [$($arms:tt)*] @default $default:tt @rest $p:pat = $f:expr => $body:expr) => {
-        $crate::__select_parse!(@arms [$($arms)* [($p) ($f) ($body)]] @default $default @rest)
+    (@biased $b:tt @arms [$($arms:tt)*] @default $d:tt @else $e:tt @rest
+        $p:pat = $f:expr => $body:expr $(, $($rest:tt)*)?) => {
+        $crate::__select_parse!(@biased $b @arms [$($arms)* [($p) ($f) (true) ($body)]]
+            @default $d @else $e @rest $($($rest)*)?)
     };
 }
 
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __select_expand {
-    ([$($default:tt)*] $([($p:pat) ($f:expr) ($($body:tt)*)])*) => {{
+    ([$biased:expr] [$($default:tt)*] [$($else:tt)*]
+        $([($p:pat) ($f:expr) ($c:expr) ($($body:tt)*)])*) => {{
         // The arms' futures live in this inner block, so they are dropped before a body runs.
         let __gort_select_out = {
-            let __gort_select_arms = $crate::__select_tuple!($($f,)*);
+            #[allow(unused_imports)]
+            use $crate::__private::{ArmViaFuture as _, ArmViaOption as _};
+            let __gort_select_futs = $crate::__select_tuple!($(($c) ($f),)*);
+            let __gort_select_arms = $crate::__select_arms!(__gort_select_futs; $(($p))*);
             let __gort_select_out = $crate::__private::select(
                 __gort_select_arms,
-                $crate::__select_has_default!($($default)*),
+                $crate::__private::Flags {
+                    default: $crate::__select_has!($($default)*),
+                    has_else: $crate::__select_has!($($else)*),
+                    biased: $biased,
+                },
             )
             .await;
             __gort_select_out
         };
         match __gort_select_out {
-            ::core::option::Option::Some(__gort_select_out) => {
+            $crate::__private::Out::Arm(__gort_select_out) => {
                 $crate::__select_dispatch!(__gort_select_out $([($p) ($($body)*)])*)
             }
-            ::core::option::Option::None => $crate::__select_default!($($default)*),
+            $crate::__private::Out::Default => $crate::__select_body!(default $($default)*),
+            $crate::__private::Out::Else => $crate::__select_body!(else $($else)*),
         }
     }};
 }
 
-/// `(pin!(f0), (pin!(f1), ... ()))`, pinned in place on the caller's stack.
+/// `(pin!(guard(c0, f0)), (pin!(guard(c1, f1)), ... ()))`, pinned in place on the caller's
+/// stack; each guard is evaluated just before its arm's expression.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __select_tuple {
     () => { () };
-    ($f:expr, $($rest:expr,)*) => {
-        (::core::pin::pin!($f), $crate::__select_tuple!($($rest,)*))
+    (($c:expr) ($f:expr), $($rest:tt)*) => {
+        (
+            ::core::pin::pin!($crate::__private::guard(
+                $c,
+                (&$crate::__private::ArmWrap::new($f)).__gort_select_arm(),
+            )),
+            $crate::__select_tuple!($($rest)*),
+        )
     };
+}
+
+/// Pairs each pinned future with its pattern as a predicate (`match` on a reference to the
+/// output, as Tokio does, so the output is not moved).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __select_arms {
+    ($futs:expr;) => { () };
+    ($futs:expr; ($p:pat) $($rest:tt)*) => {{
+        let (__gort_fut, __gort_rest) = $futs;
+        (
+            $crate::__private::Arm::new(__gort_fut, |__gort_out| {
+                #[allow(unused_variables, unused_mut, unreachable_patterns)]
+                let __gort_accept = match __gort_out {
+                    $p => true,
+                    _ => false,
+                };
+                __gort_accept
+            }),
+            $crate::__select_arms!(__gort_rest; $($rest)*),
+        )
+    }};
 }
 
 #[doc(hidden)]
@@ -173,6 +299,10 @@ macro_rules! __select_dispatch {
     ($out:ident [($p:pat) ($($body:tt)*)] $($rest:tt)*) => {
         match $out {
             $crate::__private::Either::Left($p) => { $($body)* }
+            #[allow(unreachable_patterns)]
+            $crate::__private::Either::Left(_) => {
+                ::core::unreachable!("select! chose an arm whose pattern did not match")
+            }
             $crate::__private::Either::Right($out) => $crate::__select_dispatch!($out $($rest)*),
         }
     };
@@ -180,22 +310,22 @@ macro_rules! __select_dispatch {
 
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __select_has_default {
+macro_rules! __select_has {
     () => {
         false
     };
-    ($($default:tt)+) => {
+    ($($tokens:tt)+) => {
         true
     };
 }
 
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __select_default {
-    () => {
-        ::core::unreachable!("select! without `default` returned no arm")
+macro_rules! __select_body {
+    ($kind:tt) => {
+        ::core::unreachable!(::core::concat!("select! without `", ::core::stringify!($kind), "` resolved to it"))
     };
-    ($($default:tt)+) => {
-        $($default)+
+    ($kind:tt $($body:tt)+) => {
+        $($body)+
     };
 }

@@ -31,6 +31,32 @@ use crate::error::{SendError, TrySendError};
 /// ```
 pub struct Sender<T> {
     pub(crate) chan: Arc<Chan<T>>,
+    /// The value sent through the [`Sink`](futures_sink::Sink) impl, until flushed
+    /// (allocated on first use).
+    pub(crate) sink: SinkSlot<T>,
+}
+
+/// A `Sender`'s pending `Sink` send. Only ever touched through `&mut Sender` (the `Sink`
+/// methods and `Drop`), never through `&Sender`, so sharing a `&Sender` between threads
+/// shares no access to it: a `Sender<T>` stays `Sync` for every `T: Send`, as it was before
+/// it was a `Sink` (payloads such as `Box<dyn FnOnce() + Send>` are not `Sync`).
+pub(crate) struct SinkSlot<T>(Option<Box<SinkSend<T>>>);
+
+impl<T> SinkSlot<T> {
+    /// No send pending (and nothing allocated).
+    pub(crate) const EMPTY: SinkSlot<T> = SinkSlot(None);
+}
+
+// SAFETY: no method reads or writes a `SinkSlot` through a shared reference (its only field
+// is private to this module and reached only from `&mut Sender` in the `Sink` methods and
+// `Drop`), so `&SinkSlot<T>` gives no access to `T` and may cross threads; sending it moves
+// the `T`, which needs `T: Send` (the auto `Send` impl).
+unsafe impl<T: Send> Sync for SinkSlot<T> {}
+
+/// A send started by `Sink::start_send`: the state of a [`SendFuture`], owned.
+pub(crate) struct SinkSend<T> {
+    value: Option<T>,
+    slot: Option<usize>,
 }
 
 impl<T> Sender<T> {
@@ -150,13 +176,94 @@ impl<T> Clone for Sender<T> {
         self.chan.with(|core, _| core.add_sender());
         Sender {
             chan: self.chan.clone(),
+            sink: SinkSlot::EMPTY,
         }
     }
 }
 
 impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
+        // An unflushed `Sink` send is withdrawn, as a dropped `SendFuture`'s is.
+        if let Some(slot) = self.sink.0.as_mut().map(|p| &mut p.slot) {
+            if slot.is_some() {
+                let unsent = self.chan.with(|core, d| core.cancel_send(slot, d));
+                drop(unsent);
+            }
+        }
         self.chan.with(|core, d| core.drop_sender(d));
+    }
+}
+
+/// A `Sender` is a [`Sink`](futures_sink::Sink) of one value at a time: `start_send` hands
+/// the value to the sender, and `poll_flush` (and `poll_ready`, before the next value) waits
+/// until it is sent, exactly as `send(value).await` would (an unbuffered channel's flush
+/// completes when a receiver took the value). The error gives the value back when the
+/// channel is closed.
+///
+/// `poll_close` only flushes: it does not close the channel, which other senders may still
+/// use; the channel closes when every `Sender` is dropped or on [`close`](Sender::close).
+/// A value not yet flushed when the `Sender` is dropped is withdrawn, never delivered.
+///
+/// # Examples
+///
+/// ```
+/// use futures::{SinkExt, StreamExt};
+///
+/// futures::executor::block_on(async {
+///     let (mut tx, rx) = gort_chan::bounded(0);
+///     let reader = async { rx.take(3).collect::<Vec<u32>>().await };
+///     let writer = async {
+///         let mut items = futures::stream::iter([1, 2, 3]).map(Ok);
+///         tx.send_all(&mut items).await.unwrap();
+///     };
+///     let (got, ()) = futures::join!(reader, writer);
+///     assert_eq!(got, [1, 2, 3]);
+/// });
+/// ```
+impl<T> futures_sink::Sink<T> for Sender<T> {
+    type Error = SendError<T>;
+
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.poll_flush(cx)
+    }
+
+    fn start_send(self: Pin<&mut Self>, item: T) -> Result<(), Self::Error> {
+        let this = self.get_mut();
+        let pending = this.sink.0.get_or_insert_with(|| {
+            Box::new(SinkSend {
+                value: None,
+                slot: None,
+            })
+        });
+        assert!(
+            pending.value.is_none() && pending.slot.is_none(),
+            "Sink::start_send on a gort Sender without a successful poll_ready"
+        );
+        pending.value = Some(item);
+        Ok(())
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        let this = self.get_mut();
+        let Some(p) = this.sink.0.as_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        if p.value.is_none() && p.slot.is_none() {
+            return Poll::Ready(Ok(()));
+        }
+        context::with_op(|select| {
+            let mut ctx = OpCtx {
+                waker: cx.waker(),
+                select,
+            };
+            let (slot, value) = (&mut p.slot, &mut p.value);
+            this.chan
+                .with(|core, d| core.poll_send(slot, value, &mut ctx, d))
+        })
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.poll_flush(cx)
     }
 }
 

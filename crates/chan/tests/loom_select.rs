@@ -143,3 +143,28 @@ fn select_default_races_sender() {
         assert_eq!(got.xor(left), Some(1), "select got {got:?}, left {left:?}");
     });
 }
+
+/// A refutable pattern rejects the value a sender committed to its parked arm while another
+/// arm's sender races: the select reopens (`Group::reopen`) and takes the other arm's value;
+/// no wake-up is lost (a loom deadlock otherwise) and no value of the other arm is lost.
+#[test]
+fn rejected_commit_reopens_the_select() {
+    loom::model(|| {
+        let (tx_a, rx_a) = bounded::<u8>(0);
+        let (tx_b, rx_b) = bounded::<u8>(1);
+        let a = thread::spawn(move || {
+            let _ = tx_a.try_send(5); // rejected by the pattern if the select takes it
+        });
+        let b = thread::spawn(move || tx_b.try_send(2).unwrap());
+        let got = block_on(async {
+            select! {
+                Some(1) = rx_a.recv() => 1,
+                Some(v) = rx_b.recv() => v,
+            }
+        });
+        a.join().unwrap();
+        b.join().unwrap();
+        assert_eq!(got, 2, "the rejected arm was chosen");
+        assert_eq!(rx_b.try_recv().err(), Some(TryRecvError::Closed));
+    });
+}

@@ -163,6 +163,33 @@ impl Interval {
     }
 }
 
+/// An `Interval` is a never-ending [`Stream`](futures_core::Stream) of its ticks' due
+/// instants, as [`tick`](Interval::tick) returns them.
+///
+/// # Examples
+///
+/// ```
+/// use futures_core::Stream;
+/// use std::pin::Pin;
+/// use std::time::Duration;
+///
+/// let rt = gort_sched::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let mut ticks = gort_time::interval(Duration::from_millis(1));
+///     let a = std::future::poll_fn(|cx| Pin::new(&mut ticks).poll_next(cx)).await;
+///     let b = std::future::poll_fn(|cx| Pin::new(&mut ticks).poll_next(cx)).await;
+///     let (a, b) = (a.unwrap(), b.unwrap());
+///     assert!(a < b);
+/// });
+/// ```
+impl futures_core::Stream for Interval {
+    type Item = Instant;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
+        self.get_mut().poll_tick(cx).map(Some)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

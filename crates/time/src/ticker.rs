@@ -164,3 +164,34 @@ pub fn tick(period: Duration) -> Receiver<Instant> {
     assert!(!period.is_zero(), "gort::time::tick: non-positive period");
     Core::start(period, nanos(period), "gort::time::tick").1
 }
+
+/// A `Ticker` is a [`Stream`](futures_core::Stream) of its ticks, as received from
+/// [`c`](Ticker::c) (which is itself a stream once cloned: `ticker.c().clone()`, like the
+/// receiver [`tick`] returns). It never ends: a stopped ticker's stream just waits.
+///
+/// # Examples
+///
+/// ```
+/// use futures_core::Stream;
+/// use std::pin::Pin;
+/// use std::time::Duration;
+///
+/// let rt = gort_sched::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let mut ticker = gort_time::Ticker::new(Duration::from_millis(1));
+///     let a = std::future::poll_fn(|cx| Pin::new(&mut ticker).poll_next(cx)).await;
+///     let b = std::future::poll_fn(|cx| Pin::new(&mut ticker).poll_next(cx)).await;
+///     let (a, b) = (a.unwrap(), b.unwrap());
+///     assert!(b > a);
+/// });
+/// ```
+impl futures_core::Stream for Ticker {
+    type Item = Instant;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Instant>> {
+        futures_core::Stream::poll_next(std::pin::Pin::new(&mut self.get_mut().rx), cx)
+    }
+}

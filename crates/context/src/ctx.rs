@@ -1,0 +1,356 @@
+//! [`Context`] and [`CancelFn`]: Go's `cancelCtx` and `timerCtx` in one node type.
+//!
+//! Each derived context is a node with a lock over its cancellation state: the error once
+//! canceled, the children to cancel with it, its deadline timer, and the `after_func`s to
+//! start. Cancelling (Go's `cancelCtx.cancel`) takes all of these out under the lock, then,
+//! with the lock released, closes `done`, stops the timer, cancels the children, starts the
+//! functions, and removes the node from its parent. So no user code (wakers, functions,
+//! drops) ever runs under a context's lock, and locks are only taken parent → nothing or
+//! child → parent one at a time, never nested.
+//!
+//! `done` is created on first use, under the lock, so that a concurrent cancel either sees it
+//! (and closes it) or has already set the error (and `done` creates it closed).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use gort_chan::{Receiver, Sender};
+use gort_time::Instant;
+use parking_lot::Mutex;
+
+use crate::after_func::Slot;
+use crate::Error;
+
+/// A cancellation signal and deadline that flows from a parent to its children (Go's
+/// `context.Context`, without values). Cheap to clone: clones are the same context.
+///
+/// # Examples
+///
+/// ```
+/// use gort::context::{self, Context, Error};
+///
+/// let rt = gort::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let (ctx, cancel) = context::with_cancel(&Context::background());
+///     let worker = gort::spawn({
+///         let ctx = ctx.clone();
+///         async move {
+///             ctx.done().recv().await; // parks until canceled
+///             ctx.err()
+///         }
+///     });
+///     cancel.cancel();
+///     assert_eq!(worker.await.unwrap(), Some(Error::Canceled));
+/// });
+/// ```
+#[derive(Clone)]
+pub struct Context {
+    pub(crate) node: Arc<Node>,
+}
+
+/// Cancels its [`Context`] (and the context's children) with [`Error::Canceled`] (Go's
+/// `CancelFunc`). Calling it again, or after the context is done, does nothing. Dropping it
+/// does not cancel.
+///
+/// # Examples
+///
+/// ```
+/// use gort::context::{self, Context, Error};
+///
+/// let (ctx, cancel) = context::with_cancel(&Context::background());
+/// let also = cancel.clone();
+/// drop(cancel); // does not cancel
+/// assert_eq!(ctx.err(), None);
+/// also.cancel();
+/// also.cancel(); // no-op
+/// assert_eq!(ctx.err(), Some(Error::Canceled));
+/// ```
+#[derive(Clone)]
+pub struct CancelFn {
+    node: Arc<Node>,
+}
+
+pub(crate) struct Node {
+    /// Background is never canceled: nothing registers with it.
+    cancelable: bool,
+    deadline: Option<Instant>,
+    /// The node this one is registered with (removed from on its own cancel).
+    parent: Option<Arc<Node>>,
+    state: Mutex<State>,
+    done: OnceLock<(Sender<()>, Receiver<()>)>,
+}
+
+#[derive(Default)]
+pub(crate) struct State {
+    pub(crate) err: Option<Error>,
+    /// Keyed by the child's address (unique while the map holds it).
+    children: HashMap<usize, Arc<Node>>,
+    timer: Option<gort_time::AfterFunc>,
+    /// Keyed by the slot's address.
+    pub(crate) after_funcs: HashMap<usize, Arc<Slot>>,
+}
+
+impl Context {
+    /// The root context: never canceled, no deadline (Go's `context.Background`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let bg = gort::context::Context::background();
+    /// assert_eq!(bg.err(), None);
+    /// assert_eq!(bg.deadline(), None);
+    /// assert!(bg.done().try_recv().is_err()); // never closed
+    /// ```
+    #[doc(alias = "Background")]
+    #[doc(alias = "TODO")]
+    pub fn background() -> Context {
+        static BACKGROUND: OnceLock<Context> = OnceLock::new();
+        BACKGROUND
+            .get_or_init(|| Context {
+                node: Arc::new(Node::new(false, None, None)),
+            })
+            .clone()
+    }
+
+    /// A channel closed when the context is canceled: `ctx.done().recv()` resolves to `None`
+    /// then (and never receives a value). Usable as a `select!` arm.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::context::{self, Context};
+    ///
+    /// futures::executor::block_on(async {
+    ///     let (ctx, cancel) = context::with_cancel(&Context::background());
+    ///     let (_tx, work) = gort::chan::bounded::<u32>(1);
+    ///     cancel.cancel();
+    ///     let got = gort::select! {
+    ///         v = work.recv() => v,
+    ///         _ = ctx.done().recv() => None,
+    ///     };
+    ///     assert_eq!(got, None);
+    /// });
+    /// ```
+    #[doc(alias = "Done")]
+    pub fn done(&self) -> &Receiver<()> {
+        &self.node.done().1
+    }
+
+    /// `None` while the context is live; why it is done once it is (Go's `ctx.Err()`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::context::{self, Context, Error};
+    ///
+    /// let (ctx, cancel) = context::with_cancel(&Context::background());
+    /// assert_eq!(ctx.err(), None);
+    /// cancel.cancel();
+    /// assert_eq!(ctx.err(), Some(Error::Canceled));
+    /// ```
+    #[doc(alias = "Err")]
+    pub fn err(&self) -> Option<Error> {
+        self.node.state.lock().err
+    }
+
+    /// When the context will be canceled by a deadline (its own or an ancestor's), if ever
+    /// (Go's `ctx.Deadline()`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use gort::context::{self, Context};
+    /// use gort::time::Instant;
+    ///
+    /// let rt = gort::Runtime::new().unwrap();
+    /// rt.block_on(async {
+    ///     let soon = Instant::now() + Duration::from_secs(10);
+    ///     let (parent, _c1) = context::with_deadline(&Context::background(), soon);
+    ///     // A later deadline of a child is capped by its parent's.
+    ///     let (child, _c2) = context::with_timeout(&parent, Duration::from_secs(60));
+    ///     assert_eq!(child.deadline(), Some(soon));
+    /// });
+    /// ```
+    #[doc(alias = "Deadline")]
+    pub fn deadline(&self) -> Option<Instant> {
+        self.node.deadline
+    }
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("deadline", &self.deadline())
+            .field("err", &self.err())
+            .finish_non_exhaustive()
+    }
+}
+
+impl CancelFn {
+    /// Cancels the context with [`Error::Canceled`] unless it is already done: closes its
+    /// `done` channel, stops its deadline timer, cancels its children, starts its
+    /// `after_func`s, and unregisters it from its parent.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::context::{self, Context};
+    ///
+    /// let (ctx, cancel) = context::with_cancel(&Context::background());
+    /// cancel.cancel();
+    /// assert!(ctx.done().is_closed());
+    /// ```
+    #[doc(alias = "CancelFunc")]
+    pub fn cancel(&self) {
+        self.node.cancel(true, Error::Canceled);
+    }
+}
+
+impl fmt::Debug for CancelFn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CancelFn").finish_non_exhaustive()
+    }
+}
+
+/// A child of `parent`, with `deadline` if given (already checked to be earlier than the
+/// parent's), registered to be canceled with it.
+#[track_caller]
+pub(crate) fn derive(parent: &Context, deadline: Option<Instant>) -> (Context, CancelFn) {
+    let registered_with = parent.node.cancelable.then(|| parent.node.clone());
+    let node = Arc::new(Node::new(
+        true,
+        deadline.or(parent.node.deadline),
+        registered_with,
+    ));
+    node.propagate_cancel();
+    if let Some(deadline) = deadline {
+        node.arm_deadline(deadline);
+    }
+    (Context { node: node.clone() }, CancelFn { node })
+}
+
+impl Node {
+    fn new(cancelable: bool, deadline: Option<Instant>, parent: Option<Arc<Node>>) -> Node {
+        Node {
+            cancelable,
+            deadline,
+            parent,
+            state: Mutex::new(State::default()),
+            done: OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn is_cancelable(&self) -> bool {
+        self.cancelable
+    }
+
+    pub(crate) fn state(&self) -> parking_lot::MutexGuard<'_, State> {
+        self.state.lock()
+    }
+
+    fn done(&self) -> &(Sender<()>, Receiver<()>) {
+        if let Some(done) = self.done.get() {
+            return done;
+        }
+        let s = self.state.lock();
+        self.done.get_or_init(|| {
+            let (tx, rx) = gort_chan::bounded(0);
+            if s.err.is_some() {
+                tx.close(); // a new channel: no waiter to wake under the lock
+            }
+            (tx, rx)
+        })
+    }
+
+    /// Registers with the parent, or cancels at once if the parent is already done (Go's
+    /// `propagateCancel`).
+    fn propagate_cancel(self: &Arc<Self>) {
+        let Some(parent) = &self.parent else { return };
+        let mut ps = parent.state.lock();
+        match ps.err {
+            Some(err) => {
+                drop(ps);
+                self.cancel(false, err);
+            }
+            None => {
+                ps.children.insert(key(self), self.clone());
+            }
+        }
+    }
+
+    /// Starts the deadline timer, or cancels at once if the deadline has passed.
+    #[track_caller]
+    fn arm_deadline(self: &Arc<Self>, deadline: Instant) {
+        let now = Instant::now();
+        if deadline <= now {
+            self.cancel(true, Error::DeadlineExceeded);
+            return;
+        }
+        let me = self.clone();
+        let timer = gort_time::after_func(deadline - now, move || {
+            me.cancel(true, Error::DeadlineExceeded);
+        });
+        let mut s = self.state.lock();
+        if s.err.is_none() {
+            s.timer = Some(timer);
+            return;
+        }
+        drop(s);
+        timer.stop(); // canceled (by the parent) meanwhile
+    }
+
+    /// Go's `cancelCtx.cancel(removeFromParent, err)`.
+    pub(crate) fn cancel(self: &Arc<Self>, remove_from_parent: bool, err: Error) {
+        if !self.cancelable {
+            return;
+        }
+        let (children, timer, funcs) = {
+            let mut s = self.state.lock();
+            if s.err.is_some() {
+                return;
+            }
+            s.err = Some(err);
+            let s = &mut *s;
+            (
+                std::mem::take(&mut s.children),
+                s.timer.take(),
+                std::mem::take(&mut s.after_funcs),
+            )
+        };
+        if let Some((tx, _)) = self.done.get() {
+            tx.close();
+        }
+        if let Some(timer) = timer {
+            timer.stop();
+        }
+        for child in children.into_values() {
+            child.cancel(false, err);
+        }
+        for slot in funcs.into_values() {
+            slot.start();
+        }
+        if remove_from_parent {
+            if let Some(parent) = &self.parent {
+                let removed = parent.state.lock().children.remove(&key(self));
+                drop(removed); // outside the parent's lock
+            }
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn children_len(&self) -> usize {
+        self.state.lock().children.len()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn has_timer(&self) -> bool {
+        self.state.lock().timer.is_some()
+    }
+}
+
+/// A map key for `node`: its address, unique while the map keeps it alive.
+pub(crate) fn key<T>(node: &Arc<T>) -> usize {
+    Arc::as_ptr(node) as *const () as usize
+}

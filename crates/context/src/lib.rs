@@ -1,0 +1,162 @@
+//! Go's `context` package: cancellation and deadlines that flow from a parent to its children.
+//!
+//! - [`Context::background`] is the root: never canceled, no deadline.
+//! - [`with_cancel`], [`with_deadline`] and [`with_timeout`] derive a child and a [`CancelFn`].
+//!   A child is canceled when its `CancelFn` is called, when its deadline passes, or when its
+//!   parent is canceled, whichever comes first; its deadline is the earlier of its own and its
+//!   parent's.
+//! - [`Context::done`] is a channel closed on cancellation, usable as a `select!` arm;
+//!   [`Context::err`] says why ([`Error::Canceled`] or [`Error::DeadlineExceeded`]).
+//! - [`after_func`] runs a function in its own task once a context is done (Go 1.21).
+//!
+//! Unlike Go's `CancelFunc`, dropping a [`CancelFn`] does not cancel; as in Go, a child that is
+//! never canceled stays registered with its (cancelable) parent until the parent is canceled,
+//! so call `cancel` when the work is done.
+//!
+//! # Cost
+//!
+//! A deadline is ONE `gort::time::after_func` timer on the per-P heaps (as Go's
+//! `WithDeadline` uses `time.AfterFunc`), stopped when the context is canceled first; the
+//! `done` channel is created only when first asked for. A `with_timeout` followed by its
+//! `cancel` therefore costs a context allocation, a timer started and stopped, and no wake-up.
+//!
+//! # Examples
+//!
+//! A worker that stops when its context is canceled or times out:
+//!
+//! ```
+//! use std::time::Duration;
+//! use gort::context::{self, Context, Error};
+//!
+//! let rt = gort::Runtime::new().unwrap();
+//! rt.block_on(async {
+//!     let (ctx, cancel) = context::with_timeout(&Context::background(), Duration::from_millis(20));
+//!     let jobs = gort::time::tick(Duration::from_millis(1));
+//!     let mut done_jobs = 0;
+//!     loop {
+//!         gort::select! {
+//!             _ = jobs.recv() => done_jobs += 1,
+//!             _ = ctx.done().recv() => break,
+//!         }
+//!     }
+//!     assert_eq!(ctx.err(), Some(Error::DeadlineExceeded));
+//!     assert!(done_jobs > 0);
+//!     cancel.cancel(); // harmless after the deadline; always call it
+//! });
+//! ```
+
+#![warn(missing_docs)]
+
+mod after_func;
+mod ctx;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::time::Duration;
+
+pub use crate::after_func::{after_func, AfterFunc};
+pub use crate::ctx::{CancelFn, Context};
+use gort_time::Instant;
+
+/// Why a context is done (Go's `context.Canceled` and `context.DeadlineExceeded`).
+///
+/// # Examples
+///
+/// ```
+/// use gort::context::Error;
+/// assert_eq!(Error::Canceled.to_string(), "context canceled");
+/// assert_eq!(Error::DeadlineExceeded.to_string(), "context deadline exceeded");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Error {
+    /// Canceled by a [`CancelFn`] (its own or an ancestor's).
+    Canceled,
+    /// Its deadline (or an ancestor's) passed.
+    DeadlineExceeded,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Error::Canceled => "context canceled",
+            Error::DeadlineExceeded => "context deadline exceeded",
+        })
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// A child of `parent` that is canceled when the returned [`CancelFn`] is called or when
+/// `parent` is canceled (Go's `context.WithCancel`). Its deadline is its parent's.
+///
+/// # Examples
+///
+/// ```
+/// use gort::context::{self, Context, Error};
+///
+/// let (parent, cancel_parent) = context::with_cancel(&Context::background());
+/// let (child, _cancel_child) = context::with_cancel(&parent);
+/// cancel_parent.cancel();
+/// assert_eq!(child.err(), Some(Error::Canceled));
+/// assert!(child.done().is_closed());
+/// ```
+#[doc(alias = "WithCancel")]
+pub fn with_cancel(parent: &Context) -> (Context, CancelFn) {
+    ctx::derive(parent, None)
+}
+
+/// A child of `parent` that is also canceled, with [`Error::DeadlineExceeded`], at `deadline`
+/// (Go's `context.WithDeadline`). If the parent's deadline is earlier, the child keeps the
+/// parent's (and needs no timer); a deadline already past cancels the child at once.
+///
+/// # Panics
+///
+/// Outside a gort runtime, if a timer has to be started (the deadline is in the future and
+/// earlier than the parent's).
+///
+/// # Examples
+///
+/// ```
+/// use gort::context::{self, Context, Error};
+/// use gort::time::Instant;
+///
+/// let past = Instant::now() - std::time::Duration::from_secs(1);
+/// let (ctx, _cancel) = context::with_deadline(&Context::background(), past);
+/// assert_eq!(ctx.err(), Some(Error::DeadlineExceeded));
+/// assert_eq!(ctx.deadline(), Some(past));
+/// ```
+#[doc(alias = "WithDeadline")]
+#[track_caller]
+pub fn with_deadline(parent: &Context, deadline: Instant) -> (Context, CancelFn) {
+    if parent.deadline().is_some_and(|d| d <= deadline) {
+        // The parent's deadline comes first: it will cancel the child.
+        return with_cancel(parent);
+    }
+    ctx::derive(parent, Some(deadline))
+}
+
+/// [`with_deadline`] at `Instant::now() + timeout` (Go's `context.WithTimeout`).
+///
+/// # Panics
+///
+/// Outside a gort runtime, as [`with_deadline`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use gort::context::{self, Context, Error};
+///
+/// let rt = gort::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let (ctx, _cancel) = context::with_timeout(&Context::background(), Duration::from_millis(5));
+///     ctx.done().recv().await; // closed at the deadline
+///     assert_eq!(ctx.err(), Some(Error::DeadlineExceeded));
+/// });
+/// ```
+#[doc(alias = "WithTimeout")]
+#[track_caller]
+pub fn with_timeout(parent: &Context, timeout: Duration) -> (Context, CancelFn) {
+    with_deadline(parent, Instant::now() + timeout)
+}

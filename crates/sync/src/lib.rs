@@ -1,0 +1,29 @@
+//! Go's `sync` primitives for tasks: [`WaitGroup`].
+//!
+//! Locks and condition-like waiting for async code are already done well by
+//! runtime-agnostic crates (`tokio::sync`, `async-lock`), which work on gort unchanged (see
+//! the README); this crate holds what Go programmers reach for and those crates lack.
+//!
+//! # Examples
+//!
+//! ```
+//! let rt = gort::Runtime::new().unwrap();
+//! rt.block_on(async {
+//!     let wg = gort::sync::WaitGroup::new();
+//!     for _ in 0..4 {
+//!         wg.add(1);
+//!         let wg = wg.clone();
+//!         gort::spawn(async move {
+//!             gort::time::sleep(std::time::Duration::from_millis(1)).await;
+//!             wg.done();
+//!         });
+//!     }
+//!     wg.wait().await;
+//! });
+//! ```
+
+#![warn(missing_docs)]
+
+mod wait_group;
+
+pub use crate::wait_group::WaitGroup;
