@@ -36,7 +36,10 @@ impl std::error::Error for Error {}
 ///   whose first tick is immediate).
 /// - Ticks stay on the original phase (`start + k * period`) however late they are delivered.
 ///   A receiver that falls behind loses ticks: the channel holds at most one, so there is no
-///   backlog.
+///   backlog. After a pause, a receiver gets the oldest missed tick's instant at once, then
+///   the next tick of the phase after now (Go 1.23).
+/// - An unread ticker costs nothing: as in Go 1.23, it is in a timer heap only while a
+///   receiver waits on its channel.
 /// - After [`stop`](Ticker::stop) or [`reset`](Ticker::reset) returns, no tick of the earlier
 ///   configuration is received (a buffered one is discarded).
 /// - Dropping the `Ticker` stops it (unless a clone of its receiver is still alive).

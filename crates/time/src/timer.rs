@@ -19,6 +19,9 @@ use crate::Instant;
 ///   needed (go#37196, go#69312).
 /// - The value is the instant the timer was due, not when it was sent, so a late delivery
 ///   still reports the deadline.
+/// - As in Go 1.23, the timer is in a timer heap only while a receiver waits on its channel;
+///   a receiver (or [`len`](gort_chan::Receiver::len)) that arrives after the deadline finds
+///   the value at once.
 /// - Dropping the `Timer` stops it and frees everything, unless you kept a clone of its
 ///   receiver: a clone keeps the timer running until the last receiver is dropped.
 /// - A duration too long to represent ([`Duration::MAX`]) never fires and costs no heap entry.
