@@ -51,8 +51,8 @@ pub struct Timer {
 const WHAT: &str = "gort::time::Timer";
 
 impl Timer {
-    /// A timer that sends the instant it was due on [`c`](Timer::c) after `d`. A zero `d` fires
-    /// at the next timer check of the scheduler (not synchronously).
+    /// A timer that sends the instant it was due on [`c`](Timer::c) after `d`. With a zero `d`
+    /// the value is there for the first receive (or `len`), which sends it itself (Go 1.23).
     ///
     /// # Panics
     ///

@@ -3,7 +3,7 @@
 
 use quote::quote;
 
-use super::{expand, Kind};
+use super::{expand, try_expand, Kind};
 
 fn expand_main(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> String {
     expand(attr, item, Kind::Main).to_string()
@@ -176,4 +176,32 @@ fn return_type_and_attributes_are_kept() {
     assert!(out.contains("procs (2)"), "{out}");
     assert!(out.contains(":: core :: prelude :: v1 :: test"), "{out}");
     assert!(!out.starts_with("async"), "{out}");
+}
+
+/// Where an error points: (line, column) of its span, for source given as text.
+fn error_at(attr: &str, item: &str, kind: Kind) -> (String, usize, usize) {
+    let e = try_expand(attr.parse().unwrap(), item.parse().unwrap(), kind).unwrap_err();
+    let start = e.span().start();
+    (e.to_string(), start.line, start.column)
+}
+
+#[test]
+fn errors_point_at_the_offending_tokens() {
+    // Each source below is parsed on its own, so line 1, column = offset in the string.
+    let (msg, _, col) = error_at("procs = 2, flavor = 1", "async fn main() {}", Kind::Main);
+    assert_eq!(
+        (msg.as_str(), col),
+        (
+            "gort: unknown `flavor`; the only argument is `procs = N`",
+            11
+        )
+    );
+    let (_, _, col) = error_at("procs = 0", "async fn main() {}", Kind::Main);
+    assert_eq!(col, 8, "at the 0");
+    let (_, _, col) = error_at("procs = \"x\"", "async fn main() {}", Kind::Main);
+    assert_eq!(col, 8, "at the string");
+    let (_, _, col) = error_at("", "pub fn main() {}", Kind::Main);
+    assert_eq!(col, 4, "at `fn`");
+    let (_, _, col) = error_at("", "async fn t(a: u8, b: u8) {}", Kind::Test);
+    assert_eq!(col, 11, "at the parameters");
 }
