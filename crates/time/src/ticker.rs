@@ -103,7 +103,8 @@ impl Ticker {
         Ok(Ticker { core, rx })
     }
 
-    /// The channel the ticks arrive on (Go's `t.C`).
+    /// The channel the ticks arrive on (Go's `t.C`). Waiting on it puts the ticker in a heap
+    /// of the runtime, so a receive that has to wait panics on a thread of no gort runtime.
     pub fn c(&self) -> &Receiver<Instant> {
         &self.rx
     }

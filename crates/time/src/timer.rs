@@ -65,6 +65,8 @@ impl Timer {
     }
 
     /// The channel the value arrives on (Go's `t.C`). Its length is 0 after `stop`/`reset`.
+    /// Waiting on it puts the timer in a heap of the runtime, so a receive that has to wait
+    /// panics on a thread of no gort runtime.
     pub fn c(&self) -> &Receiver<Instant> {
         &self.rx
     }
