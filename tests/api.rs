@@ -165,6 +165,9 @@ fn metrics_count_timers_and_tasks() {
     let rt = Builder::new().procs(2).build().unwrap();
     rt.block_on(async {
         let t = Timer::new(Duration::from_secs(3600));
+        // A channel timer is in a heap only while a receiver waits (Go 1.23): wait a moment.
+        let waited = gort::time::timeout(Duration::from_millis(1), t.c().recv()).await;
+        assert!(waited.is_err());
         assert!(t.stop());
         gort::spawn(async {}).await.unwrap();
     });

@@ -2,10 +2,13 @@
 
 use std::fmt;
 
+use std::sync::Weak;
+
 use gort_loom::Mutex;
 
 use crate::core::Core;
 use crate::wake::Deferred;
+use crate::RecvHook;
 
 /// What every [`Sender`](crate::Sender) and [`Receiver`](crate::Receiver) of one channel
 /// points to.
@@ -13,14 +16,23 @@ pub(crate) struct Chan<T> {
     core: Mutex<Core<T>>,
     /// A copy of the core's capacity, readable without the lock.
     cap: Option<usize>,
+    /// A timer channel's receive hook (set at creation, never changed).
+    hook: Option<Weak<dyn RecvHook>>,
 }
 
 impl<T> Chan<T> {
-    pub(crate) fn new(cap: Option<usize>) -> Self {
+    pub(crate) fn new(cap: Option<usize>, hook: Option<Weak<dyn RecvHook>>) -> Self {
         Chan {
             core: Mutex::new(Core::new(cap)),
             cap,
+            hook,
         }
+    }
+
+    /// The receive hook, if this is a timer channel whose timer is still alive.
+    #[inline]
+    pub(crate) fn hook(&self) -> Option<std::sync::Arc<dyn RecvHook>> {
+        self.hook.as_ref().and_then(Weak::upgrade)
     }
 
     pub(crate) fn capacity(&self) -> Option<usize> {

@@ -154,7 +154,14 @@ pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
 }
 
 fn channel<T>(cap: Option<usize>) -> (Sender<T>, Receiver<T>) {
-    let chan = Arc::new(chan::Chan::new(cap));
+    hooked(cap, None)
+}
+
+fn hooked<T>(
+    cap: Option<usize>,
+    hook: Option<std::sync::Weak<dyn RecvHook>>,
+) -> (Sender<T>, Receiver<T>) {
+    let chan = Arc::new(chan::Chan::new(cap, hook));
     (
         Sender {
             chan: chan.clone(),
@@ -162,6 +169,33 @@ fn channel<T>(cap: Option<usize>) -> (Sender<T>, Receiver<T>) {
         },
         Receiver::new(chan),
     )
+}
+
+/// What a channel timer (gort::time's `Timer`/`Ticker`) is told about its channel's
+/// receivers, so that it needs a runtime timer only while someone waits (Go 1.23's
+/// `maybeRunChan`, `blockTimerChan`, `unblockTimerChan`). Not a user API.
+///
+/// Every call is made with no channel lock held. For one receive operation, `parked` is
+/// always followed by exactly one `unparked`, in that order.
+#[doc(hidden)]
+pub trait RecvHook: Send + Sync {
+    /// A receive (`recv`, `try_recv`, a `select!` arm, the `Stream`) or `len` is about to
+    /// look at the channel: a timer that is due but not in a heap sends its value now.
+    fn before_recv(&self);
+    /// A receive operation parked: it waits for a value.
+    fn parked(&self);
+    /// A parked receive operation ended: it got a value, or it was cancelled or dropped.
+    fn unparked(&self);
+}
+
+/// [`bounded`] for a channel timer: `hook` is told about the receivers (see [`RecvHook`]).
+/// It is held weakly, so the timer may own the sender without a cycle. Not a user API.
+#[doc(hidden)]
+pub fn bounded_with_hook<T>(
+    cap: usize,
+    hook: std::sync::Weak<dyn RecvHook>,
+) -> (Sender<T>, Receiver<T>) {
+    hooked(Some(cap), Some(hook))
 }
 
 #[allow(dead_code)]

@@ -87,6 +87,9 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.try_recv(), Ok('x'));
     /// ```
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        if let Some(hook) = self.chan.hook() {
+            hook.before_recv();
+        }
         self.chan.with(|core, d| core.try_recv(None, d))
     }
 
@@ -102,6 +105,9 @@ impl<T> Receiver<T> {
 
     /// The number of buffered values (Go's `len(ch)`).
     pub fn len(&self) -> usize {
+        if let Some(hook) = self.chan.hook() {
+            hook.before_recv();
+        }
         self.chan.len()
     }
 
@@ -143,11 +149,15 @@ impl<T> Clone for Receiver<T> {
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
         let stream = &mut self.stream;
+        let parked = stream.is_some();
         let (unreceivable, hook) = self.chan.with(|core, d| {
             core.cancel_recv(stream, d);
             core.drop_receiver(d)
         });
         drop(unreceivable);
+        if parked {
+            unparked(&self.chan);
+        }
         if let Some(hook) = hook {
             hook();
         }
@@ -171,15 +181,36 @@ impl<T> Stream for Receiver<T> {
     }
 }
 
-/// Polls a receive parked in `slot`, inside the current select context if any.
+/// Polls a receive parked in `slot`, inside the current select context if any, and tells a
+/// timer channel's hook when the receive parks or stops being parked.
 fn poll_recv<T>(chan: &Chan<T>, slot: &mut Option<usize>, cx: &mut Context<'_>) -> Poll<Option<T>> {
-    context::with_op(|select| {
+    let hook = chan.hook();
+    if let Some(hook) = &hook {
+        hook.before_recv();
+    }
+    let was_parked = slot.is_some();
+    let out = context::with_op(|select| {
         let mut ctx = OpCtx {
             waker: cx.waker(),
             select,
         };
         chan.with(|core, d| core.poll_recv(slot, &mut ctx, d))
-    })
+    });
+    if let Some(hook) = &hook {
+        match (was_parked, slot.is_some()) {
+            (false, true) => hook.parked(),
+            (true, false) => hook.unparked(),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A parked receive of `chan` was cancelled: tells a timer channel's hook.
+fn unparked<T>(chan: &Chan<T>) {
+    if let Some(hook) = chan.hook() {
+        hook.unparked();
+    }
 }
 
 /// The future of [`Receiver::recv`].
@@ -209,6 +240,7 @@ impl<T> Drop for RecvFuture<'_, T> {
         if self.slot.is_some() {
             let slot = &mut self.slot;
             self.rx.chan.with(|core, d| core.cancel_recv(slot, d));
+            unparked(&self.rx.chan);
         }
     }
 }

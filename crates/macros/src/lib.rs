@@ -1,14 +1,15 @@
 //! `#[gort::main]` and `#[gort::test]`: run an `async fn` on a fresh gort runtime.
 //!
-//! Both accept an optional `procs = N` argument (the runtime's number of Ps).
+//! Both accept an optional `procs = N` argument (the runtime's number of Ps, `1..=MAX_PROCS`).
+//! The function keeps its return type: `main` may return anything a plain `fn main` may (any
+//! `T: Termination`, e.g. `Result<(), E>`), a test `()` or `Result<(), E>`; other attributes
+//! (`#[should_panic]`, `#[ignore]`, ...) stay on the generated function.
 
 use proc_macro::TokenStream;
-use quote::quote;
-use syn::parse::Parser;
-use syn::punctuated::Punctuated;
-use syn::{Expr, ItemFn, Lit, MetaNameValue, Token};
 
-/// Runs `async fn main` on a gort runtime.
+mod expand;
+
+/// Runs `async fn main` on a gort runtime, which is dropped when `main` returns.
 ///
 /// When `main` returns (or panics) the runtime is dropped, waiting at most one second for
 /// threads still busy (a blocking closure, a task in `block_in_place`); those are abandoned
@@ -16,80 +17,33 @@ use syn::{Expr, ItemFn, Lit, MetaNameValue, Token};
 ///
 /// ```ignore
 /// #[gort::main]
-/// async fn main() {
+/// async fn main() -> Result<(), std::num::ParseIntError> {
 ///     gort::time::sleep(std::time::Duration::from_millis(1)).await;
+///     let n: u32 = "42".parse()?;
+///     assert_eq!(n, 42);
+///     Ok(())
 /// }
 /// ```
+///
+/// `#[gort::main(procs = 4)]` sets the number of Ps. A bad argument, a `procs` outside
+/// `1..=gort::MAX_PROCS`, a non-`async` function or one with parameters is a compile error.
 #[proc_macro_attribute]
 pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand(args, item, false)
+    expand::expand(args.into(), item.into(), expand::Kind::Main).into()
 }
 
 /// Runs an `async fn` test on a fresh gort runtime (dropped when the test ends).
 ///
 /// ```ignore
 /// #[gort::test(procs = 2)]
-/// async fn adds() {
+/// async fn adds() -> Result<(), String> {
 ///     assert_eq!(gort::spawn(async { 1 + 1 }).await.unwrap(), 2);
+///     Ok(())
 /// }
 /// ```
+///
+/// It takes the same arguments as [`main`](macro@main).
 #[proc_macro_attribute]
 pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand(args, item, true)
-}
-
-fn expand(args: TokenStream, item: TokenStream, is_test: bool) -> TokenStream {
-    match try_expand(args, item, is_test) {
-        Ok(ts) => ts,
-        Err(e) => e.to_compile_error().into(),
-    }
-}
-
-fn try_expand(args: TokenStream, item: TokenStream, is_test: bool) -> syn::Result<TokenStream> {
-    let mut func: ItemFn = syn::parse(item)?;
-    let args = Punctuated::<MetaNameValue, Token![,]>::parse_terminated.parse(args)?;
-    let mut procs = None;
-    for arg in args {
-        if !arg.path.is_ident("procs") {
-            return Err(syn::Error::new_spanned(
-                &arg.path,
-                "gort: unknown argument; expected `procs = N`",
-            ));
-        }
-        match &arg.value {
-            Expr::Lit(l) if matches!(l.lit, Lit::Int(_)) => procs = Some(l.lit.clone()),
-            other => {
-                return Err(syn::Error::new_spanned(
-                    other,
-                    "gort: `procs` takes an integer literal",
-                ))
-            }
-        }
-    }
-    if func.sig.asyncness.take().is_none() {
-        return Err(syn::Error::new_spanned(
-            func.sig.fn_token,
-            "gort: the function must be `async fn`",
-        ));
-    }
-    // A program ends when `main` returns, as a Go program does: its runtime's drop waits at
-    // most a second for threads still busy (a blocking closure, a task in `block_in_place`)
-    // and abandons them (`Builder::drop_timeout`). A test's drop waits for everything.
-    let exit = (!is_test).then(|| quote! { .drop_timeout(::std::time::Duration::from_secs(1)) });
-    let builder = match procs {
-        Some(n) => quote! { ::gort::Builder::new().procs(#n) #exit .build() },
-        None => quote! { ::gort::Builder::new() #exit .build() },
-    };
-    let body = &func.block;
-    let ret = &func.sig.output;
-    func.block = syn::parse_quote! {{
-        let __gort_rt = #builder.expect("gort: failed to build the runtime");
-        __gort_rt.block_on(async move #ret #body)
-    }};
-    let test_attr = if is_test {
-        quote! { #[::core::prelude::v1::test] }
-    } else {
-        quote! {}
-    };
-    Ok(quote! { #test_attr #func }.into())
+    expand::expand(args.into(), item.into(), expand::Kind::Test).into()
 }

@@ -33,6 +33,16 @@ pub struct Builder {
     drop_timeout: Option<Duration>,
 }
 
+/// The one rule for a number of Ps, shared by [`Builder::procs`] and [`Runtime::set_procs`]:
+/// `1..=MAX_PROCS`, or a panic naming the caller and the valid range.
+#[track_caller]
+fn check_procs(n: usize, caller: &str) {
+    assert!(
+        (1..=MAX_PROCS).contains(&n),
+        "gort: {caller}({n}): the number of Ps must be in 1..={MAX_PROCS} (MAX_PROCS)"
+    );
+}
+
 impl Builder {
     /// A builder with the defaults: as many Ps as CPUs this process may use (honouring a
     /// cgroup CPU quota, as Go 1.25's GOMAXPROCS does).
@@ -44,13 +54,10 @@ impl Builder {
     ///
     /// # Panics
     ///
-    /// If `n` is 0 or above [`MAX_PROCS`].
+    /// If `n` is 0 or above [`MAX_PROCS`] (the same rule as [`Runtime::set_procs`]).
     #[track_caller]
     pub fn procs(&mut self, n: usize) -> &mut Builder {
-        assert!(
-            (1..=MAX_PROCS).contains(&n),
-            "gort: Builder::procs(n) needs 1 <= n <= {MAX_PROCS}, got {n}"
-        );
+        check_procs(n, "Builder::procs");
         self.procs = Some(n);
         self
     }
@@ -206,10 +213,16 @@ impl Runtime {
 
     /// Changes the number of Ps while running (Go's `GOMAXPROCS(n)` / `procresize`). Removed
     /// Ps retire at their next scheduling point: their queued tasks go to the global queue
-    /// and their timers move to the remaining Ps (Go's `moveTimers`). `n` is clamped to
-    /// `1..=MAX_PROCS`.
+    /// and their timers move to the remaining Ps (Go's `moveTimers`).
+    ///
+    /// # Panics
+    ///
+    /// If `n` is 0 or above [`MAX_PROCS`], as [`Builder::procs`] does (Go's `GOMAXPROCS(0)`
+    /// only queries; here [`procs`](Runtime::procs) does that, and a silent clamp would hide
+    /// a computed 0).
+    #[track_caller]
     pub fn set_procs(&self, n: usize) {
-        let n = n.clamp(1, MAX_PROCS);
+        check_procs(n, "Runtime::set_procs");
         let shared = &self.shared;
         let _serial = self.resize.lock();
         shared.idle.locked(|l| {

@@ -1,23 +1,36 @@
 //! The core shared by every channel timer ([`Timer`](crate::Timer), [`after`](crate::after),
-//! [`Ticker`](crate::Ticker), [`tick`](crate::tick)): who may put a value in the channel, and
-//! what `stop`/`reset` return. Generic over the channel ([`Sink`]) and over how the underlying
-//! runtime timer is stopped and armed (closures), so that `tests/loom_arming.rs` can model it
-//! without a scheduler.
+//! [`Ticker`](crate::Ticker), [`tick`](crate::tick)): when the runtime timer is in a heap,
+//! who may put a value in the channel, and what `stop`/`reset` return. Generic over the
+//! channel ([`Sink`]) and the runtime timer ([`Heap`]), so that `tests/loom_arming.rs` can
+//! model it without a scheduler.
 //!
 //! # The contract (Go 1.23: go#37196, go#69312, go#80760)
 //!
 //! `stop()` and `reset()` return true exactly when no value of the current arming has been
 //! received or can still be received; after either returns, no value of an earlier arming is
-//! ever received.
+//! ever received. A value is the instant the timer was due.
 //!
-//! # How
+//! # In a heap only while a receiver waits (Go 1.23's `blockTimerChan`)
 //!
-//! One small lock orders the three actors: the fire callback, `stop` and `reset`.
+//! The runtime timer is in a heap only while the arming is `Armed` and at least one receive
+//! operation is parked on the channel ([`block`](Arming::block) /
+//! [`unblock`](Arming::unblock)), so an unread timer or ticker costs nothing. The arming
+//! keeps the next deadline `when` itself. A receive that arrives first calls
+//! [`maybe_run`](Arming::maybe_run) (Go's `maybeRunChan`): if the timer is not in a heap and
+//! `when` has passed, it sends the value due at `when` at once, as the heap would have. A
+//! ticker then moves `when` to the first tick of its phase after now: after a pause, a
+//! receiver gets the oldest unreceived tick's instant, and the ticks in between are dropped
+//! (as Go 1.23 does, and as a full channel would drop them).
+//!
+//! # Ordering
+//!
+//! One small lock orders every actor: the fire callback, `maybe_run`, `block`/`unblock`,
+//! `stop` and `reset`.
 //!
 //! | state  | meaning                                            | `stop`/`reset` returns         |
 //! |--------|----------------------------------------------------|--------------------------------|
 //! | Idle   | stopped (or never armed)                           | false (a stale value is drained) |
-//! | Armed  | armed; for a one-shot, nothing sent yet            | true                           |
+//! | Armed  | armed; for a one-shot, nothing sent yet (due or not) | true                         |
 //! | Sent   | one-shot fired; the value sits in the channel or was received | true iff it was still buffered (drained) |
 //!
 //! Both always stop the runtime timer, drain the channel and leave `Idle` (`reset` then arms
@@ -25,16 +38,17 @@
 //!
 //! The subtle part is a fire that is already *in flight*: gort-timer marks a one-shot timer
 //! done (and a periodic one re-armed) *before* it calls the callback without any lock, so
-//! `stop`/`reset` can run between the two, and the callback then arrives late. A late fire
-//! must be dropped, and must not be mistaken for a fire of the *next* arming. No generation
-//! number is needed for that: every arming records its first deadline `start` (the initial
-//! floor for accepting fires), read from the
-//! clock *after* the old runtime timer was stopped. A fire is only ever run once its deadline
-//! `when <= now` was observed, before the stop saw the run, so every late fire has `when <=`
-//! the clock reading that computed the new `start`: `when < start`, and it is dropped. Only a
-//! zero-duration reset in the same nanosecond can tie, and then both values are the same
-//! instant and only the first of them is sent (a one-shot leaves `Armed` on its first send),
-//! so nothing observable changes.
+//! `stop`/`reset`/`unblock` can run between the two, and the callback then arrives late. A
+//! late fire of an earlier arming must be dropped, and must not be mistaken for a fire of the
+//! *next* arming. No generation number is needed for that: every arming records its first
+//! deadline `start` (the initial floor for accepting fires), read from the clock *after* the
+//! old runtime timer was stopped. A fire is only ever run once its deadline `when <= now` was
+//! observed, before the stop saw the run, so every late fire has `when <=` the clock reading
+//! that computed the new `start`: `when < start`, and it is dropped. Only a zero-duration
+//! reset in the same nanosecond can tie, and then both values are the same instant and only
+//! the first of them is sent (a one-shot leaves `Armed` on its first send), so nothing
+//! observable changes. A late fire of the *current* arming (after `unblock` took the timer
+//! out of its heap) is a value that `maybe_run` would have sent anyway: it is accepted.
 //!
 //! A ticker has one more race of the same kind: gort-timer re-arms a periodic timer *before*
 //! running its callback, so another thread may run the next tick while the previous one is
@@ -42,7 +56,7 @@
 //! the floor just past its deadline: ticks are delivered in increasing order or dropped.
 
 use gort_loom::Mutex;
-use gort_timer::Nanos;
+use gort_timer::{Nanos, NEVER};
 
 use crate::Instant;
 
@@ -53,6 +67,19 @@ pub trait Sink: Send + Sync {
     fn try_send(&self, value: Instant) -> bool;
     /// Removes every buffered value; returns how many there were.
     fn take_buffered(&self) -> usize;
+}
+
+/// The runtime timer under a channel timer, as the arming drives it. Not a user API.
+#[doc(hidden)]
+pub trait Heap {
+    /// The clock (`nanotime`).
+    fn now(&self) -> Nanos;
+    /// Puts the runtime timer in a heap: due at `when`, then every `period` if > 0; its fire
+    /// must call [`Arming::fire`].
+    fn add(&self, when: Nanos, period: Nanos, slack: Nanos);
+    /// Stops the runtime timer and drops its payload. A fire already in flight may still
+    /// call [`Arming::fire`] afterwards.
+    fn del(&self);
 }
 
 /// The arming state; see the module docs.
@@ -74,6 +101,16 @@ struct Inner {
     /// current arming, then just past the last accepted tick. Fires due earlier are late
     /// leftovers of an earlier arming, or (a ticker) an older tick overtaken by a newer one.
     floor: Nanos,
+    /// The next deadline of the current arming that nothing was sent for (`NEVER`: none).
+    when: Nanos,
+    /// 0 for a one-shot timer.
+    period: Nanos,
+    /// The coalescing slack the runtime timer is armed with.
+    slack: Nanos,
+    /// Parked receive operations (Go's `t.blocked`).
+    blocked: usize,
+    /// The runtime timer was put in a heap and not stopped since.
+    heaped: bool,
 }
 
 /// The arming core of a channel timer. Not a user API (public for the loom model).
@@ -91,6 +128,11 @@ impl<S: Sink> Arming<S> {
             inner: Mutex::new(Inner {
                 state: State::Idle,
                 floor: 0,
+                when: NEVER,
+                period: 0,
+                slack: 0,
+                blocked: 0,
+                heaped: false,
             }),
             sink,
         }
@@ -106,53 +148,136 @@ impl<S: Sink> Arming<S> {
         self.inner.lock().state
     }
 
-    /// The fire callback: a deadline `when` came due. Sends `when` unless this fire is a late
-    /// leftover of an earlier arming or the timer is stopped; a one-shot then leaves `Armed`.
-    /// A periodic timer stays `Armed`, and a full channel drops its tick (a slow receiver gets
-    /// no backlog); a tick older than one already accepted is dropped too (see the module
-    /// docs). Returns whether a value was sent. Never blocks.
-    pub fn fire(&self, when: Nanos, periodic: bool) -> bool {
+    /// Whether the runtime timer is in a heap (as far as the arming knows).
+    pub fn is_heaped(&self) -> bool {
+        self.inner.lock().heaped
+    }
+
+    /// The fire callback: a deadline `when` came due in a heap. Sends `when` unless this fire
+    /// is a late leftover of an earlier arming or the timer is stopped; a one-shot then leaves
+    /// `Armed` (and its heap). A periodic timer stays `Armed`, and a full channel drops its
+    /// tick (a slow receiver gets no backlog); a tick older than one already accepted is
+    /// dropped too (see the module docs). Returns whether a value was sent. Never blocks.
+    pub fn fire(&self, when: Nanos, heap: &impl Heap) -> bool {
         let mut g = self.inner.lock();
+        let sent = self.deliver(&mut g, when, heap.now());
+        sync_heap(&mut g, heap);
+        sent
+    }
+
+    /// A receive is about to look at the channel (Go's `maybeRunChan`): if the runtime timer
+    /// is not in a heap and the next deadline has passed, sends its value now.
+    pub fn maybe_run(&self, heap: &impl Heap) {
+        let mut g = self.inner.lock();
+        if g.heaped || g.state != State::Armed || g.when == NEVER {
+            return;
+        }
+        let now = heap.now();
+        if g.when <= now {
+            let when = g.when;
+            self.deliver(&mut g, when, now);
+        }
+    }
+
+    /// A receive operation parked (Go's `blockTimerChan`): the timer must be in a heap.
+    pub fn block(&self, heap: &impl Heap) {
+        let mut g = self.inner.lock();
+        g.blocked += 1;
+        sync_heap(&mut g, heap);
+    }
+
+    /// A parked receive operation ended (Go's `unblockTimerChan`): the last one takes the
+    /// timer out of its heap; its next deadline stays recorded for `maybe_run`.
+    pub fn unblock(&self, heap: &impl Heap) {
+        let mut g = self.inner.lock();
+        assert!(g.blocked > 0, "gort::time: unblock without block");
+        g.blocked -= 1;
+        sync_heap(&mut g, heap);
+    }
+
+    /// Stops the timer. Returns true if no value of this arming was or can be received.
+    pub fn stop(&self, heap: &impl Heap) -> bool {
+        let mut g = self.inner.lock();
+        self.stop_locked(&mut g, heap)
+    }
+
+    /// Stops as [`stop`](Arming::stop) does, then arms again: the first deadline is
+    /// `start(now)`, with `now` read after the old runtime timer was stopped (see the module
+    /// docs), then every `period` if > 0. Returns what `stop` would have.
+    pub fn reset(
+        &self,
+        heap: &impl Heap,
+        start: impl FnOnce(Nanos) -> Nanos,
+        period: Nanos,
+        slack: Nanos,
+    ) -> bool {
+        let mut g = self.inner.lock();
+        let was = self.stop_locked(&mut g, heap);
+        let start = start(heap.now());
+        g.floor = start;
+        g.when = start;
+        g.period = period;
+        g.slack = slack;
+        g.state = State::Armed;
+        sync_heap(&mut g, heap);
+        was
+    }
+
+    /// Sends the value due at `when` if it belongs to the current arming and is newer than
+    /// every value sent before, and moves the arming past it.
+    fn deliver(&self, g: &mut Inner, when: Nanos, now: Nanos) -> bool {
         if g.state != State::Armed || when < g.floor {
             return false;
         }
         g.floor = when.saturating_add(1);
         let sent = self.sink.try_send(Instant::from_nanos(when));
-        if !periodic {
+        if g.period > 0 {
+            g.when = next_tick(when, g.period, now);
+        } else {
             // A failed one-shot send means every receiver is gone: nobody can observe it.
             g.state = if sent { State::Sent } else { State::Idle };
+            g.when = NEVER;
         }
         sent
     }
 
-    /// Stops: `del` stops the runtime timer (its result does not matter: a fire it could not
-    /// stop is dropped here). Returns true if no value of this arming was or can be received.
-    pub fn stop(&self, del: impl FnOnce()) -> bool {
-        let mut g = self.inner.lock();
-        Self::stop_locked(&mut g, &self.sink, del)
-    }
-
-    /// Stops as [`stop`](Arming::stop) does, then `arm()` arms the runtime timer again and
-    /// returns the new first deadline. `arm` must read the clock itself, so that its reading
-    /// follows `del` (see the module docs). Returns what `stop` would have.
-    pub fn reset(&self, del: impl FnOnce(), arm: impl FnOnce() -> Nanos) -> bool {
-        let mut g = self.inner.lock();
-        let was = Self::stop_locked(&mut g, &self.sink, del);
-        g.floor = arm();
-        g.state = State::Armed;
-        was
-    }
-
-    fn stop_locked(g: &mut Inner, sink: &S, del: impl FnOnce()) -> bool {
-        del();
+    fn stop_locked(&self, g: &mut Inner, heap: &impl Heap) -> bool {
+        // Always: a runtime timer whose fire is in flight is not `heaped` any more, but its
+        // payload must still go.
+        heap.del();
+        g.heaped = false;
         // A periodic timer may hold an unreceived tick even while Armed; drain it too.
-        let drained = sink.take_buffered();
+        let drained = self.sink.take_buffered();
         let was = match g.state {
             State::Armed => true,
             State::Sent => drained > 0,
             State::Idle => false,
         };
         g.state = State::Idle;
+        g.when = NEVER;
         was
     }
+}
+
+/// Puts the runtime timer in a heap exactly while it is armed with a deadline and a receiver
+/// waits; takes it out otherwise.
+fn sync_heap(g: &mut Inner, heap: &impl Heap) {
+    let wanted = g.state == State::Armed && g.blocked > 0 && g.when != NEVER;
+    if wanted && !g.heaped {
+        g.heaped = true;
+        heap.add(g.when, g.period, g.slack);
+    } else if !wanted && g.heaped {
+        g.heaped = false;
+        heap.del();
+    }
+}
+
+/// A ticker's next deadline after sending the tick due at `when`: the first point of its
+/// phase strictly after `now` (missed ticks are dropped, never burst), saturating at `NEVER`.
+fn next_tick(when: Nanos, period: Nanos, now: Nanos) -> Nanos {
+    let k = 1 + now.saturating_sub(when).max(0) / period;
+    period
+        .checked_mul(k)
+        .and_then(|d| when.checked_add(d))
+        .unwrap_or(NEVER)
 }

@@ -2,20 +2,25 @@
 //! runtime timer that fires it. [`Timer`](crate::Timer), [`after`](crate::after),
 //! [`Ticker`](crate::Ticker) and [`tick`](crate::tick) are thin handles on it.
 //!
-//! Ownership: while armed, the runtime timer's payload is an `Arc<Core>` (heap → timer →
-//! core), so `after(d)` keeps working when only its receiver is held. The receiver's drop
-//! hook also owns an `Arc<Core>`; when the last receiver goes, the hook stops the timer,
-//! which drops the payload, and the core is freed: an unreferenced timer costs nothing
-//! (go#61542, go#60144).
+//! Go 1.23's lazy heap: the runtime timer is in a heap only while a receive waits on the
+//! channel (the channel's [`RecvHook`] tells the arming); see [`crate::arming`].
+//!
+//! Ownership: while in a heap, the runtime timer's payload is an `Arc<Core>` (heap → timer →
+//! core). The receiver's drop hook owns an `Arc<Core>` too, so `after(d)` keeps working when
+//! only its receiver is held; the channel's receive hook holds the core weakly. When the last
+//! receiver goes, the drop hook stops the timer, which drops the payload, and the core is
+//! freed: an unreferenced timer costs nothing (go#61542, go#60144).
 
 use std::fmt;
+use std::sync::{Arc, Weak};
 
-use gort_chan::{Receiver, Sender};
+use gort_chan::{Receiver, RecvHook, Sender};
 use gort_loom::Arc as SyncArc;
+use gort_sched::timer_api::in_runtime;
 use gort_timer::{deadline_after, del, nanotime, Fire, Nanos, Timer as RtTimer, NEVER};
 
-use crate::arming::{Arming, Sink};
-use crate::rt::{arm, nanos, slack};
+use crate::arming::{Arming, Heap, Sink};
+use crate::rt::{arm, outside, slack};
 use crate::Instant;
 
 impl Sink for Sender<Instant> {
@@ -30,14 +35,53 @@ impl Sink for Sender<Instant> {
 pub(crate) struct Core {
     arming: Arming<Sender<Instant>>,
     timer: SyncArc<RtTimer>,
-    periodic: bool,
+    /// This core, for the runtime timer's payload while it is in a heap.
+    me: Weak<Core>,
     /// For panic messages: "gort::time::Timer" or "gort::time::Ticker".
     what: &'static str,
 }
 
 impl Fire for Core {
-    fn fire(self: std::sync::Arc<Self>, when: Nanos) {
-        self.arming.fire(when, self.periodic);
+    fn fire(self: Arc<Self>, when: Nanos) {
+        self.arming.fire(when, &*self);
+    }
+}
+
+/// The runtime timer as the arming drives it: in a heap only while a receiver waits.
+impl Heap for Core {
+    fn now(&self) -> Nanos {
+        nanotime()
+    }
+
+    /// # Panics
+    ///
+    /// Outside a gort runtime (a receiver waiting on a thread of no runtime).
+    fn add(&self, when: Nanos, period: Nanos, slack: Nanos) {
+        if let Some(me) = self.me.upgrade() {
+            self.timer.set_fire(me);
+            arm(&self.timer, when, period, slack, self.what);
+        }
+    }
+
+    /// Stops the runtime timer and drops its payload (breaking the payload → core cycle even
+    /// when the timer already ran).
+    fn del(&self) {
+        del(&self.timer);
+        self.timer.clear_target();
+    }
+}
+
+/// Go 1.23's timer-channel hooks: a receiver that arrives late gets a due value at once, and
+/// the runtime timer is in a heap only while a receiver waits.
+impl RecvHook for Core {
+    fn before_recv(&self) {
+        self.arming.maybe_run(self);
+    }
+    fn parked(&self) {
+        self.arming.block(self);
+    }
+    fn unparked(&self) {
+        self.arming.unblock(self);
     }
 }
 
@@ -52,14 +96,20 @@ impl Core {
         d: std::time::Duration,
         period: Nanos,
         what: &'static str,
-    ) -> (std::sync::Arc<Core>, Receiver<Instant>) {
-        let (tx, rx) = gort_chan::bounded(1);
-        let core = std::sync::Arc::new(Core {
-            arming: Arming::new(tx),
-            timer: RtTimer::new(),
-            periodic: period > 0,
-            what,
+    ) -> (Arc<Core>, Receiver<Instant>) {
+        let mut rx = None;
+        let core = Arc::new_cyclic(|me: &Weak<Core>| {
+            let hook: Weak<dyn RecvHook> = me.clone();
+            let (tx, r) = gort_chan::bounded_with_hook(1, hook);
+            rx = Some(r);
+            Core {
+                arming: Arming::new(tx),
+                timer: RtTimer::new(),
+                me: me.clone(),
+                what,
+            }
         });
+        let rx = rx.expect("bounded_with_hook returns a receiver");
         let hook = core.clone();
         rx.set_drop_hook(Box::new(move || {
             hook.stop();
@@ -70,36 +120,24 @@ impl Core {
 
     /// Go 1.23's `Stop`: see [`Arming::stop`].
     pub(crate) fn stop(&self) -> bool {
-        self.arming.stop(|| self.disarm())
+        self.arming.stop(self)
     }
 
     /// Go 1.23's `Reset`: see [`Arming::reset`]. The first value is due `d` from now, then
-    /// every `period` if > 0.
+    /// every `period` if > 0. The runtime timer enters a heap only when a receiver waits.
+    ///
+    /// # Panics
+    ///
+    /// Outside a gort runtime, unless `d` is so long that nothing needs registering (the
+    /// timer could never be served).
     #[track_caller]
-    pub(crate) fn reset(
-        self: &std::sync::Arc<Self>,
-        d: std::time::Duration,
-        period: Nanos,
-    ) -> bool {
-        self.arming.reset(
-            || self.disarm(),
-            || {
-                // Read after `disarm` (the arming's ordering argument depends on it).
-                let start = deadline_after(nanotime(), d);
-                if start != NEVER {
-                    self.timer.set_fire(self.clone());
-                    arm(&self.timer, start, period, slack(nanos(d)), self.what);
-                }
-                start
-            },
-        )
-    }
-
-    /// Stops the runtime timer and drops its payload (breaking the payload → core cycle even
-    /// when the timer already ran).
-    fn disarm(&self) {
-        del(&self.timer);
-        self.timer.clear_target();
+    pub(crate) fn reset(&self, d: std::time::Duration, period: Nanos) -> bool {
+        if deadline_after(0, d) != NEVER && !in_runtime() {
+            outside(self.what);
+        }
+        let slack = slack(crate::rt::nanos(d));
+        self.arming
+            .reset(self, |now| deadline_after(now, d), period, slack)
     }
 }
 
@@ -108,7 +146,7 @@ impl fmt::Debug for Core {
         f.debug_struct("Core")
             .field("state", &self.arming.state())
             .field("when", &Instant::from_nanos(self.timer.when()))
-            .field("periodic", &self.periodic)
+            .field("heaped", &self.arming.is_heaped())
             .finish()
     }
 }

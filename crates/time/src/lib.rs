@@ -17,6 +17,9 @@
 //!   has been received or can still be received; after either returns, no earlier value is
 //!   ever received. The same holds for [`Ticker`] ticks.
 //! - The value on a timer channel is the instant the timer was due.
+//! - A channel timer is in a timer heap only while a receiver waits on its channel, so an
+//!   unread [`Timer`] or [`Ticker`] costs nothing; a receiver that arrives late gets the value
+//!   Go 1.23 gives (the due instant; for a ticker, the oldest missed tick, then its phase).
 //! - Dropping a [`Timer`], a [`Ticker`], or the last receiver of [`after`]/[`tick`] stops it
 //!   and frees it; an [`AfterFunc`] keeps running when its handle is dropped.
 //! - Deadlines saturate: [`Duration::MAX`](std::time::Duration::MAX) means "never", which

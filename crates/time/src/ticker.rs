@@ -36,7 +36,10 @@ impl std::error::Error for Error {}
 ///   whose first tick is immediate).
 /// - Ticks stay on the original phase (`start + k * period`) however late they are delivered.
 ///   A receiver that falls behind loses ticks: the channel holds at most one, so there is no
-///   backlog.
+///   backlog. After a pause, a receiver gets the oldest missed tick's instant at once, then
+///   the next tick of the phase after now (Go 1.23).
+/// - An unread ticker costs nothing: as in Go 1.23, it is in a timer heap only while a
+///   receiver waits on its channel.
 /// - After [`stop`](Ticker::stop) or [`reset`](Ticker::reset) returns, no tick of the earlier
 ///   configuration is received (a buffered one is discarded).
 /// - Dropping the `Ticker` stops it (unless a clone of its receiver is still alive).
@@ -100,7 +103,8 @@ impl Ticker {
         Ok(Ticker { core, rx })
     }
 
-    /// The channel the ticks arrive on (Go's `t.C`).
+    /// The channel the ticks arrive on (Go's `t.C`). Waiting on it puts the ticker in a heap
+    /// of the runtime, so a receive that has to wait panics on a thread of no gort runtime.
     pub fn c(&self) -> &Receiver<Instant> {
         &self.rx
     }

@@ -19,6 +19,9 @@ use crate::Instant;
 ///   needed (go#37196, go#69312).
 /// - The value is the instant the timer was due, not when it was sent, so a late delivery
 ///   still reports the deadline.
+/// - As in Go 1.23, the timer is in a timer heap only while a receiver waits on its channel;
+///   a receiver (or [`len`](gort_chan::Receiver::len)) that arrives after the deadline finds
+///   the value at once.
 /// - Dropping the `Timer` stops it and frees everything, unless you kept a clone of its
 ///   receiver: a clone keeps the timer running until the last receiver is dropped.
 /// - A duration too long to represent ([`Duration::MAX`]) never fires and costs no heap entry.
@@ -48,8 +51,8 @@ pub struct Timer {
 const WHAT: &str = "gort::time::Timer";
 
 impl Timer {
-    /// A timer that sends the instant it was due on [`c`](Timer::c) after `d`. A zero `d` fires
-    /// at the next timer check of the scheduler (not synchronously).
+    /// A timer that sends the instant it was due on [`c`](Timer::c) after `d`. With a zero `d`
+    /// the value is there for the first receive (or `len`), which sends it itself (Go 1.23).
     ///
     /// # Panics
     ///
@@ -62,6 +65,8 @@ impl Timer {
     }
 
     /// The channel the value arrives on (Go's `t.C`). Its length is 0 after `stop`/`reset`.
+    /// Waiting on it puts the timer in a heap of the runtime, so a receive that has to wait
+    /// panics on a thread of no gort runtime.
     pub fn c(&self) -> &Receiver<Instant> {
         &self.rx
     }

@@ -113,8 +113,10 @@ fn ticker_stop_and_reset_drop_buffered_tick() {
     });
 }
 
+/// Go 1.23: a timer channel is in a heap only while a receive waits on it (issue 17, item 5:
+/// before, every armed timer was pending, so an unread ticker fired for nothing).
 #[test]
-fn dropping_handles_stops_timers() {
+fn timers_are_pending_only_while_a_receiver_waits() {
     let rt = Runtime::new().unwrap();
     rt.block_on(async {
         let base = rt.metrics().timers_pending;
@@ -122,14 +124,34 @@ fn dropping_handles_stops_timers() {
         let tk = Ticker::new(Duration::from_secs(3600));
         let a = after(Duration::from_secs(3600));
         let c = tick(Duration::from_secs(3600));
-        assert_eq!(rt.metrics().timers_pending, base + 4);
-        drop((t, tk, a, c));
+        assert_eq!(rt.metrics().timers_pending, base, "unread timers in a heap");
+        {
+            let waits = [t.c().recv(), tk.c().recv(), a.recv(), c.recv()];
+            let mut waits = waits.map(Box::pin);
+            for w in &mut waits {
+                assert!(futures_poll_once(w.as_mut()).is_pending());
+            }
+            assert_eq!(rt.metrics().timers_pending, base + 4, "waited-on timers");
+        }
         assert_eq!(
             rt.metrics().timers_pending,
             base,
-            "dropped timers still pending"
+            "timers still pending after their receives were dropped"
         );
+        drop((t, tk, a, c));
+        assert_eq!(rt.metrics().timers_pending, base, "dropped timers pending");
     });
+}
+
+fn futures_poll_once<F: std::future::Future>(
+    f: std::pin::Pin<&mut F>,
+) -> std::task::Poll<F::Output> {
+    struct Nop;
+    impl std::task::Wake for Nop {
+        fn wake(self: std::sync::Arc<Self>) {}
+    }
+    let waker = std::task::Waker::from(std::sync::Arc::new(Nop));
+    f.poll(&mut std::task::Context::from_waker(&waker))
 }
 
 #[test]

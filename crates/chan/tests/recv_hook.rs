@@ -1,0 +1,131 @@
+//! The hidden receive hook gort's channel timers use (`bounded_with_hook`, `RecvHook`): it is
+//! told before every receive and `len`, and every parked receive operation is reported once
+//! as parked and once as unparked, whichever way it ends (value, cancel, select, stream).
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Weak};
+use std::task::Poll;
+
+use common::poll_once;
+use futures::StreamExt;
+use gort_chan::{bounded_with_hook, RecvHook};
+
+#[derive(Default)]
+struct Counts {
+    looks: AtomicUsize,
+    parked: AtomicUsize,
+    unparked: AtomicUsize,
+}
+
+impl RecvHook for Counts {
+    fn before_recv(&self) {
+        self.looks.fetch_add(1, SeqCst);
+    }
+    fn parked(&self) {
+        self.parked.fetch_add(1, SeqCst);
+    }
+    fn unparked(&self) {
+        self.unparked.fetch_add(1, SeqCst);
+    }
+}
+
+impl Counts {
+    /// (parked, unparked)
+    fn parks(&self) -> (usize, usize) {
+        (self.parked.load(SeqCst), self.unparked.load(SeqCst))
+    }
+}
+
+fn hooked() -> (
+    Arc<Counts>,
+    gort_chan::Sender<u32>,
+    gort_chan::Receiver<u32>,
+) {
+    let counts = Arc::new(Counts::default());
+    let weak: Weak<dyn RecvHook> = Arc::downgrade(&counts) as Weak<dyn RecvHook>;
+    let (tx, rx) = bounded_with_hook(1, weak);
+    (counts, tx, rx)
+}
+
+#[test]
+fn try_recv_and_len_look_without_parking() {
+    let (counts, tx, rx) = hooked();
+    assert!(rx.try_recv().is_err());
+    tx.try_send(1).unwrap();
+    assert_eq!(rx.len(), 1);
+    assert_eq!(rx.try_recv(), Ok(1));
+    assert_eq!(counts.looks.load(SeqCst), 3);
+    assert_eq!(counts.parks(), (0, 0));
+}
+
+#[test]
+fn a_ready_recv_does_not_park() {
+    let (counts, tx, rx) = hooked();
+    tx.try_send(1).unwrap();
+    assert_eq!(poll_once(&mut rx.recv()), Poll::Ready(Some(1)));
+    assert_eq!(counts.parks(), (0, 0));
+    assert_eq!(counts.looks.load(SeqCst), 1);
+}
+
+#[test]
+fn a_parked_recv_is_unparked_by_its_value() {
+    let (counts, tx, rx) = hooked();
+    let mut f = rx.recv();
+    assert!(poll_once(&mut f).is_pending());
+    assert!(poll_once(&mut f).is_pending());
+    assert_eq!(counts.parks(), (1, 0), "parked once, however often polled");
+    tx.try_send(7).unwrap();
+    assert_eq!(poll_once(&mut f), Poll::Ready(Some(7)));
+    assert_eq!(counts.parks(), (1, 1));
+    drop(f);
+    assert_eq!(counts.parks(), (1, 1), "not unparked twice");
+}
+
+#[test]
+fn a_dropped_parked_recv_is_unparked() {
+    let (counts, _tx, rx) = hooked();
+    let mut f = rx.recv();
+    assert!(poll_once(&mut f).is_pending());
+    drop(f);
+    assert_eq!(counts.parks(), (1, 1));
+}
+
+#[test]
+fn select_arms_park_and_unpark() {
+    let (counts, tx, rx) = hooked();
+    let (other_tx, other_rx) = gort_chan::bounded::<u32>(1);
+    let mut sel = Box::pin(async {
+        gort_chan::select! {
+            v = rx.recv() => v,
+            v = other_rx.recv() => v,
+        }
+    });
+    assert!(poll_once(&mut sel).is_pending());
+    assert_eq!(counts.parks(), (1, 0));
+    other_tx.try_send(2).unwrap();
+    assert_eq!(poll_once(&mut sel), Poll::Ready(Some(2)));
+    drop(sel);
+    assert_eq!(counts.parks(), (1, 1), "the losing arm was unparked");
+    drop(tx);
+}
+
+#[test]
+fn a_parked_stream_is_unparked_when_its_receiver_drops() {
+    let (counts, _tx, mut rx) = hooked();
+    assert!(poll_once(&mut rx.next()).is_pending());
+    assert_eq!(counts.parks(), (1, 0));
+    drop(rx);
+    assert_eq!(counts.parks(), (1, 1));
+}
+
+#[test]
+fn a_dead_hook_is_ignored() {
+    let (counts, tx, rx) = hooked();
+    drop(counts);
+    tx.try_send(3).unwrap();
+    assert_eq!(rx.try_recv(), Ok(3));
+    let mut f = rx.recv();
+    assert!(poll_once(&mut f).is_pending());
+}

@@ -1,0 +1,161 @@
+//! The expansion of both attributes, on `proc_macro2` tokens so that unit tests can run it.
+//!
+//! `async fn name() -> R { body }` becomes
+//!
+//! ```text
+//! fn name() -> R {
+//!     async fn __gort_body() -> R { body }
+//!     Builder::new().procs(N).drop_timeout(1 s, main only).build().expect(..).block_on(__gort_body())
+//! }
+//! ```
+//!
+//! The body moves into an inner `async fn` with the same return type, so `?`, `return` and
+//! `impl Trait` returns type-check exactly as in the original function (an `async` block
+//! would need its error type spelled out).
+
+use proc_macro2::{Span, TokenStream as TokenStream2};
+use quote::{quote, quote_spanned};
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Expr, ItemFn, Lit, LitInt, Meta, Token};
+
+/// Which attribute is expanded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Main,
+    Test,
+}
+
+/// Expands `#[gort::main(attr)]` / `#[gort::test(attr)]` on `item`; any error becomes a
+/// `compile_error!` spanned on the offending tokens.
+pub(crate) fn expand(attr: TokenStream2, item: TokenStream2, kind: Kind) -> TokenStream2 {
+    match try_expand(attr, item, kind) {
+        Ok(ts) => ts,
+        Err(e) => e.to_compile_error(),
+    }
+}
+
+fn try_expand(attr: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result<TokenStream2> {
+    let procs = parse_procs(attr)?;
+    let mut func: ItemFn = syn::parse2(item)?;
+    check_signature(&func, kind)?;
+    func.sig.asyncness = None;
+    // A program ends when `main` returns, as a Go program does: its runtime's drop waits at
+    // most a second for threads still busy (a blocking closure, a task in `block_in_place`)
+    // and abandons them (`Builder::drop_timeout`). A test's drop waits for everything.
+    let exit = (kind == Kind::Main)
+        .then(|| quote! { .drop_timeout(::std::time::Duration::from_secs(1)) });
+    let builder = match &procs {
+        Some(n) => quote_spanned! {n.span()=> ::gort::Builder::new().procs(#n) #exit .build() },
+        None => quote! { ::gort::Builder::new() #exit .build() },
+    };
+    let max_check = procs.as_ref().map(|n| {
+        quote_spanned! {n.span()=>
+            const _: () = ::core::assert!(
+                #n <= ::gort::MAX_PROCS,
+                "gort: `procs` must be in 1..=gort::MAX_PROCS",
+            );
+        }
+    });
+    let output = &func.sig.output;
+    let body = &func.block;
+    func.block = syn::parse_quote! {{
+        #max_check
+        async fn __gort_body() #output #body
+        let __gort_rt = #builder.expect("gort: failed to build the runtime");
+        __gort_rt.block_on(__gort_body())
+    }};
+    let test_attr = match kind {
+        Kind::Test => quote! { #[::core::prelude::v1::test] },
+        Kind::Main => quote! {},
+    };
+    Ok(quote! { #test_attr #func })
+}
+
+/// Parses the arguments: nothing, or `procs = N` with an integer literal `N >= 1`.
+fn parse_procs(attr: TokenStream2) -> syn::Result<Option<LitInt>> {
+    let args = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
+    let mut procs: Option<LitInt> = None;
+    for arg in args {
+        let Meta::NameValue(nv) = &arg else {
+            return Err(unknown(arg.span(), &arg));
+        };
+        if !nv.path.is_ident("procs") {
+            return Err(unknown(nv.path.span(), &arg));
+        }
+        if procs.is_some() {
+            return Err(syn::Error::new_spanned(
+                &nv.path,
+                "gort: `procs` is given twice",
+            ));
+        }
+        let n = match &nv.value {
+            Expr::Lit(l) => match &l.lit {
+                Lit::Int(n) => n.clone(),
+                other => return Err(not_an_integer(other.span())),
+            },
+            other => return Err(not_an_integer(other.span())),
+        };
+        if n.base10_parse::<usize>()? == 0 {
+            return Err(syn::Error::new(
+                n.span(),
+                "gort: `procs` must be in 1..=gort::MAX_PROCS, got 0",
+            ));
+        }
+        procs = Some(n);
+    }
+    Ok(procs)
+}
+
+fn unknown(span: Span, arg: &Meta) -> syn::Error {
+    if arg.path().is_ident("procs") {
+        return syn::Error::new(span, "gort: `procs` takes a value: `procs = N`");
+    }
+    let name = match arg.path().get_ident() {
+        Some(id) => format!("`{id}`"),
+        None => "argument".to_owned(),
+    };
+    syn::Error::new(
+        span,
+        format!("gort: unknown {name}; the only argument is `procs = N`"),
+    )
+}
+
+fn not_an_integer(span: Span) -> syn::Error {
+    syn::Error::new(
+        span,
+        "gort: `procs` takes an integer literal, e.g. `procs = 4`",
+    )
+}
+
+/// The function must be a plain `async fn` without parameters or generics.
+fn check_signature(func: &ItemFn, kind: Kind) -> syn::Result<()> {
+    let what = match kind {
+        Kind::Main => "#[gort::main]",
+        Kind::Test => "#[gort::test]",
+    };
+    let sig = &func.sig;
+    if sig.asyncness.is_none() {
+        return Err(syn::Error::new_spanned(
+            sig.fn_token,
+            format!("gort: {what} needs an `async fn`"),
+        ));
+    }
+    if !sig.inputs.is_empty() {
+        return Err(syn::Error::new_spanned(
+            &sig.inputs,
+            format!("gort: {what} takes a function without parameters"),
+        ));
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        return Err(syn::Error::new_spanned(
+            &sig.generics,
+            format!("gort: {what} takes a function without generics"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,207 @@
+//! The expansion's error messages (compile-fail cases) and its shape. The compile-pass cases
+//! (every return type, `#[should_panic]`, `#[ignore]`) are real uses in `tests/macros.rs`.
+
+use quote::quote;
+
+use super::{expand, try_expand, Kind};
+
+fn expand_main(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> String {
+    expand(attr, item, Kind::Main).to_string()
+}
+
+/// Asserts that the expansion is exactly one `compile_error!` containing `msg`.
+#[track_caller]
+fn assert_error(out: &str, msg: &str) {
+    assert!(out.contains("compile_error"), "not an error: {out}");
+    assert!(out.contains(msg), "expected {msg:?} in {out}");
+    assert!(!out.contains("block_on"), "an error also expanded: {out}");
+}
+
+#[test]
+fn unknown_argument_is_named() {
+    let out = expand_main(
+        quote!(flavor = "x"),
+        quote!(
+            async fn main() {}
+        ),
+    );
+    assert_error(
+        &out,
+        "gort: unknown `flavor`; the only argument is `procs = N`",
+    );
+    let out = expand_main(
+        quote!(multi_thread),
+        quote!(
+            async fn main() {}
+        ),
+    );
+    assert_error(&out, "gort: unknown `multi_thread`");
+    let out = expand_main(
+        quote!(procs(2)),
+        quote!(
+            async fn main() {}
+        ),
+    );
+    assert_error(&out, "gort: `procs` takes a value: `procs = N`");
+}
+
+#[test]
+fn procs_zero_is_rejected() {
+    let out = expand_main(
+        quote!(procs = 0),
+        quote!(
+            async fn main() {}
+        ),
+    );
+    assert_error(&out, "gort: `procs` must be in 1..=gort::MAX_PROCS, got 0");
+}
+
+#[test]
+fn procs_must_be_an_integer_literal() {
+    for attr in [quote!(procs = "x"), quote!(procs = 1.5), quote!(procs = N)] {
+        let out = expand_main(
+            attr,
+            quote!(
+                async fn main() {}
+            ),
+        );
+        assert_error(&out, "gort: `procs` takes an integer literal");
+    }
+}
+
+#[test]
+fn procs_twice_is_rejected() {
+    let out = expand_main(
+        quote!(procs = 1, procs = 2),
+        quote!(
+            async fn main() {}
+        ),
+    );
+    assert_error(&out, "gort: `procs` is given twice");
+}
+
+#[test]
+fn procs_over_max_is_a_const_assert() {
+    // The macro cannot see gort::MAX_PROCS; the expansion asserts it at compile time.
+    let out = expand_main(
+        quote!(procs = 100000),
+        quote!(
+            async fn main() {}
+        ),
+    );
+    assert!(out.contains(":: gort :: MAX_PROCS"), "{out}");
+    assert!(out.contains("assert"), "{out}");
+}
+
+#[test]
+fn non_async_fn_is_rejected() {
+    let out = expand_main(
+        quote!(),
+        quote!(
+            fn main() {}
+        ),
+    );
+    assert_error(&out, "gort: #[gort::main] needs an `async fn`");
+    let out = expand(
+        quote!(),
+        quote!(
+            fn t() {}
+        ),
+        Kind::Test,
+    )
+    .to_string();
+    assert_error(&out, "gort: #[gort::test] needs an `async fn`");
+}
+
+#[test]
+fn parameters_and_generics_are_rejected() {
+    let out = expand_main(
+        quote!(),
+        quote!(
+            async fn main(n: u32) {}
+        ),
+    );
+    assert_error(
+        &out,
+        "gort: #[gort::main] takes a function without parameters",
+    );
+    let out = expand(
+        quote!(),
+        quote!(
+            async fn t<T>() {}
+        ),
+        Kind::Test,
+    )
+    .to_string();
+    assert_error(
+        &out,
+        "gort: #[gort::test] takes a function without generics",
+    );
+}
+
+#[test]
+fn not_a_function_is_a_parse_error() {
+    let out = expand_main(
+        quote!(),
+        quote!(
+            struct S;
+        ),
+    );
+    assert!(out.contains("compile_error"), "{out}");
+}
+
+#[test]
+fn return_type_and_attributes_are_kept() {
+    let out = expand(
+        quote!(procs = 2),
+        quote!(
+            #[should_panic(expected = "boom")]
+            async fn t() -> Result<(), String> {
+                Ok(())
+            }
+        ),
+        Kind::Test,
+    )
+    .to_string();
+    assert!(!out.contains("compile_error"), "{out}");
+    assert!(
+        out.contains("# [should_panic (expected = \"boom\")]"),
+        "{out}"
+    );
+    assert!(out.contains("fn t () -> Result < () , String >"), "{out}");
+    assert!(
+        out.contains("async fn __gort_body () -> Result < () , String >"),
+        "{out}"
+    );
+    assert!(out.contains("procs (2)"), "{out}");
+    assert!(out.contains(":: core :: prelude :: v1 :: test"), "{out}");
+    assert!(!out.starts_with("async"), "{out}");
+}
+
+/// Where an error points: (line, column) of its span, for source given as text.
+fn error_at(attr: &str, item: &str, kind: Kind) -> (String, usize, usize) {
+    let e = try_expand(attr.parse().unwrap(), item.parse().unwrap(), kind).unwrap_err();
+    let start = e.span().start();
+    (e.to_string(), start.line, start.column)
+}
+
+#[test]
+fn errors_point_at_the_offending_tokens() {
+    // Each source below is parsed on its own, so line 1, column = offset in the string.
+    let (msg, _, col) = error_at("procs = 2, flavor = 1", "async fn main() {}", Kind::Main);
+    assert_eq!(
+        (msg.as_str(), col),
+        (
+            "gort: unknown `flavor`; the only argument is `procs = N`",
+            11
+        )
+    );
+    let (_, _, col) = error_at("procs = 0", "async fn main() {}", Kind::Main);
+    assert_eq!(col, 8, "at the 0");
+    let (_, _, col) = error_at("procs = \"x\"", "async fn main() {}", Kind::Main);
+    assert_eq!(col, 8, "at the string");
+    let (_, _, col) = error_at("", "pub fn main() {}", Kind::Main);
+    assert_eq!(col, 4, "at `fn`");
+    let (_, _, col) = error_at("", "async fn t(a: u8, b: u8) {}", Kind::Test);
+    assert_eq!(col, 11, "at the parameters");
+}
