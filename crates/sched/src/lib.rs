@@ -13,24 +13,29 @@
 #![warn(missing_docs)]
 
 mod blocking;
+mod builder;
 mod context;
+mod handle;
 mod idle;
 mod p;
 mod poller;
 mod procs;
 mod runq;
-mod runtime;
+pub mod runtime;
 mod shared;
 mod sysmon;
-mod task;
+pub mod task;
+mod threads;
 mod worker;
 
 pub use procs::default_procs;
+pub use runtime::Handle;
 pub use runtime::{Builder, Metrics, Runtime};
 pub use shared::MAX_PROCS;
-pub use task::{JoinError, JoinHandle};
+#[cfg(not(loom))]
+pub use task::JoinSet;
+pub use task::{AbortHandle, JoinError, JoinHandle};
 
-use blocking::BlockingTask;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -87,11 +92,7 @@ where
     let Some(shared) = context::current() else {
         panic!("gort::spawn_blocking {OUTSIDE}");
     };
-    let raw = task::Cell::spawn(BlockingTask::new(f), shared.blocking.clone());
-    use task::Schedule;
-    shared.blocking.schedule(task::Task::Raw(raw.clone()));
-    // SAFETY: the cell's future is a `BlockingTask<F>`, whose output is `R`.
-    unsafe { JoinHandle::new(raw) }
+    handle::spawn_blocking_on(&shared, f)
 }
 
 /// Runs `f`, which may block, on the current thread after handing this thread's P to another
