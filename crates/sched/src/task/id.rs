@@ -87,7 +87,8 @@ impl Drop for CurrentGuard {
 }
 
 /// The id of the task being polled on this thread, or `None` outside a task (in
-/// `block_on`'s own future, a blocking closure, a plain thread).
+/// `block_on`'s own future, a plain thread). A blocking closure has the id of its
+/// `JoinHandle`, as in Tokio.
 ///
 /// # Examples
 ///
@@ -121,6 +122,5 @@ pub fn try_id() -> Option<Id> {
 /// ```
 #[track_caller]
 pub fn id() -> Id {
-    try_id()
-        .expect("gort_sched::task::id called outside a task (use gort_sched::task::try_id there)")
+    try_id().expect("gort::task::id called outside a task (use gort::task::try_id there)")
 }
