@@ -88,13 +88,16 @@ pub mod runtime {
 /// let rt = gort::Runtime::new().unwrap();
 /// rt.block_on(async {
 ///     let mut set = gort::task::JoinSet::new();
-///     let abort: gort::task::AbortHandle = set.spawn(std::future::pending::<()>());
-///     let quick = set.spawn(async { gort::task::id() });
-///     abort.abort();
+///     let stuck: gort::task::AbortHandle = set.spawn(async {
+///         std::future::pending::<()>().await;
+///         None
+///     });
+///     let quick = set.spawn(async { Some(gort::task::id()) });
+///     stuck.abort();
 ///     let mut cancelled = 0;
 ///     while let Some(res) = set.join_next().await {
 ///         match res {
-///             Ok(id) => assert_eq!(id, quick.id()),
+///             Ok(id) => assert_eq!(id, Some(quick.id())),
 ///             Err(e) => {
 ///                 assert!(e.is_cancelled());
 ///                 cancelled += 1;

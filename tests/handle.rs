@@ -204,3 +204,14 @@ fn a_runtime_survives_catch_unwind_around_its_users() {
     assert!(res.is_err());
     assert_eq!(rt.block_on(rt.spawn(async { 9 })).unwrap(), 9);
 }
+
+/// Guards the difference between entering a runtime and running its tasks: a plain thread
+/// under `Handle::enter` may still block on (as in Tokio).
+#[test]
+fn block_on_under_an_enter_guard_on_a_plain_thread_works() {
+    let rt = runtime();
+    let _guard = rt.handle().enter();
+    let h = gort::spawn(async { 3 });
+    assert_eq!(rt.block_on(h).unwrap(), 3);
+    assert_eq!(rt.handle().block_on(async { 4 }), 4);
+}

@@ -12,54 +12,52 @@ thread_local! {
     /// The P this thread holds, or null. Ps live as long as their runtime (`Shared::allp`),
     /// which `SHARED` keeps alive, so the pointer stays valid while it is set.
     static CURRENT_P: Cell<*const P> = const { Cell::new(std::ptr::null()) };
-    /// Whether this thread is a blocking-pool thread outside any `block_on`: the one kind
-    /// of runtime thread that may call `Handle::block_on` (it runs no tasks, so parking it
-    /// stalls nothing).
-    static BLOCKING_POOL: Cell<bool> = const { Cell::new(false) };
+    /// Whether `block_on` may park this thread: true on a plain thread (a `Handle::enter`
+    /// guard does not change it) and on a blocking-pool thread, which run no tasks; false on
+    /// an M and inside `block_on` itself, where parking would stall the tasks to be run.
+    static MAY_BLOCK_ON: Cell<bool> = const { Cell::new(true) };
 }
 
 /// Restores the previous context when dropped.
 pub(crate) struct EnterGuard {
     prev: Option<Arc<Shared>>,
     prev_p: *const P,
-    prev_pool: bool,
+    prev_may_block: bool,
 }
 
 /// Makes `shared` the current runtime of this thread (without a P).
 pub(crate) fn enter(shared: Arc<Shared>) -> EnterGuard {
     let prev = SHARED.with(|s| s.borrow_mut().replace(shared));
     let prev_p = CURRENT_P.with(|p| p.replace(std::ptr::null()));
-    let prev_pool = BLOCKING_POOL.with(|b| b.replace(false));
+    let prev_may_block = MAY_BLOCK_ON.with(|b| b.replace(false));
     EnterGuard {
         prev,
         prev_p,
-        prev_pool,
+        prev_may_block,
     }
 }
 
 /// `enter` for a blocking-pool thread.
 pub(crate) fn enter_blocking_pool(shared: Arc<Shared>) -> EnterGuard {
     let guard = enter(shared);
-    BLOCKING_POOL.with(|b| b.set(true));
+    MAY_BLOCK_ON.with(|b| b.set(true));
     guard
 }
 
-/// `Handle::enter`: makes `shared` current, keeping this thread's P (and its blocking-pool
-/// mark) when `shared` is already its runtime, so that entering one's own runtime from a
-/// task changes nothing.
+/// `Handle::enter`: makes `shared` current, keeping this thread's P when `shared` is
+/// already its runtime (so that entering one's own runtime from a task changes nothing),
+/// and whether it may `block_on` (entering a runtime does not make a thread run tasks).
 pub(crate) fn enter_keep_own(shared: Arc<Shared>) -> EnterGuard {
     let own = with_current(|s| s.is_some_and(|s| Arc::ptr_eq(s, &shared)));
     let prev = SHARED.with(|s| s.borrow_mut().replace(shared));
     let prev_p = current_p();
-    let prev_pool = BLOCKING_POOL.with(|b| b.get());
     if !own {
         set_current_p(std::ptr::null());
-        BLOCKING_POOL.with(|b| b.set(false));
     }
     EnterGuard {
         prev,
         prev_p,
-        prev_pool,
+        prev_may_block: may_block_on(),
     }
 }
 
@@ -67,14 +65,13 @@ impl Drop for EnterGuard {
     fn drop(&mut self) {
         SHARED.with(|s| *s.borrow_mut() = self.prev.take());
         CURRENT_P.with(|p| p.set(self.prev_p));
-        BLOCKING_POOL.with(|b| b.set(self.prev_pool));
+        MAY_BLOCK_ON.with(|b| b.set(self.prev_may_block));
     }
 }
 
-/// Whether `block_on` may park this thread: a plain thread, or a blocking-pool thread. A
-/// worker (M) or a thread already in `block_on` may not.
+/// Whether `block_on` may park this thread (see `MAY_BLOCK_ON`).
 pub(crate) fn may_block_on() -> bool {
-    with_current(|s| s.is_none()) || BLOCKING_POOL.with(|b| b.get())
+    MAY_BLOCK_ON.with(|b| b.get())
 }
 
 /// The current runtime; `Err` while this thread's locals are being torn down.
