@@ -77,8 +77,9 @@ where
     }
 }
 
-/// Runs a blocking closure on the runtime's blocking pool (threads started on demand, at most
-/// 512, each exiting after 10 s idle), so that it does not hold up tasks.
+/// Runs a blocking closure on the runtime's blocking pool (threads started on demand, by
+/// default at most 512, each exiting after 10 s idle: `Builder::max_blocking_threads`,
+/// `Builder::thread_keep_alive`), so that it does not hold up tasks.
 ///
 /// # Panics
 ///
