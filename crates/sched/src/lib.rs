@@ -17,6 +17,7 @@ mod builder;
 mod context;
 mod handle;
 mod idle;
+mod join_set_spawn;
 mod p;
 mod poller;
 mod procs;
@@ -32,7 +33,6 @@ pub use procs::default_procs;
 pub use runtime::Handle;
 pub use runtime::{Builder, Metrics, Runtime};
 pub use shared::MAX_PROCS;
-#[cfg(not(loom))]
 pub use task::JoinSet;
 pub use task::{AbortHandle, JoinError, JoinHandle};
 

@@ -5,11 +5,14 @@
 //! ready queue and wakes whoever awaits `join_next`. A new task's id starts in the queue
 //! too, so `join_next` polls every task's `JoinHandle` once to register that waker; after
 //! that it polls only tasks that said they finished.
+//!
+//! `tests/loom_join_set.rs` models it with the task cells: outputs raced against `join_next`
+//! come back once each, and no wake-up is lost.
 
 use super::abort::AbortHandle;
 use super::id::Id;
 use super::join::{JoinError, JoinHandle};
-use parking_lot::Mutex;
+use gort_loom::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::{poll_fn, Future};
@@ -129,8 +132,9 @@ impl<T> JoinSet<T> {
         self.tasks.is_empty()
     }
 
-    /// Adds the task of `handle` to the set.
-    fn insert(&mut self, handle: JoinHandle<T>) -> AbortHandle {
+    /// Adds the task of `handle` to the set (the spawn methods are in `join_set_spawn.rs`,
+    /// apart from this runtime-agnostic core that the loom models compile).
+    pub(crate) fn insert(&mut self, handle: JoinHandle<T>) -> AbortHandle {
         let id = handle.id();
         let abort = handle.abort_handle();
         let waker = Waker::from(Arc::new(EntryWaker {
@@ -213,77 +217,6 @@ impl<T> JoinSet<T> {
                 return Poll::Ready(Some(res));
             }
         }
-    }
-}
-
-impl<T: Send + 'static> JoinSet<T> {
-    /// Spawns `future` on the current runtime (as [`spawn`](crate::spawn)) and adds it to
-    /// the set; the returned handle can abort it.
-    ///
-    /// # Panics
-    ///
-    /// Outside a gort runtime (enter one with [`Handle::enter`](crate::runtime::Handle::enter)
-    /// on a plain thread, or use [`spawn_on`](JoinSet::spawn_on)).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
-    /// rt.block_on(async {
-    ///     let mut set = gort_sched::task::JoinSet::new();
-    ///     let abort = set.spawn(std::future::pending::<()>());
-    ///     abort.abort();
-    ///     assert!(set.join_next().await.unwrap().unwrap_err().is_cancelled());
-    /// });
-    /// ```
-    #[track_caller]
-    pub fn spawn<F>(&mut self, future: F) -> AbortHandle
-    where
-        F: Future<Output = T> + Send + 'static,
-    {
-        self.insert(crate::spawn(future))
-    }
-
-    /// Spawns `future` on the runtime of `handle` and adds it to the set.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
-    /// let mut set = gort_sched::task::JoinSet::new();
-    /// set.spawn_on(async { 7 }, rt.handle());
-    /// assert_eq!(rt.block_on(set.join_next()).unwrap().unwrap(), 7);
-    /// ```
-    pub fn spawn_on<F>(&mut self, future: F, handle: &crate::runtime::Handle) -> AbortHandle
-    where
-        F: Future<Output = T> + Send + 'static,
-    {
-        self.insert(handle.spawn(future))
-    }
-
-    /// Runs the blocking closure `f` on the current runtime's blocking pool (as
-    /// [`spawn_blocking`](crate::spawn_blocking)) and adds it to the set.
-    ///
-    /// # Panics
-    ///
-    /// Outside a gort runtime.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
-    /// rt.block_on(async {
-    ///     let mut set = gort_sched::task::JoinSet::new();
-    ///     set.spawn_blocking(|| 5);
-    ///     assert_eq!(set.join_next().await.unwrap().unwrap(), 5);
-    /// });
-    /// ```
-    #[track_caller]
-    pub fn spawn_blocking<F>(&mut self, f: F) -> AbortHandle
-    where
-        F: FnOnce() -> T + Send + 'static,
-    {
-        self.insert(crate::spawn_blocking(f))
     }
 }
 

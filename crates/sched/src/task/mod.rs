@@ -11,8 +11,6 @@ mod callback;
 mod cell;
 mod id;
 mod join;
-// Not in the loom models, which compile this module without the runtime it spawns on.
-#[cfg(not(loom))]
 mod join_set;
 mod raw;
 mod registry;
@@ -24,7 +22,6 @@ pub use callback::Callback;
 pub(crate) use cell::Cell;
 pub use id::{id, try_id, Id};
 pub use join::{JoinError, JoinHandle};
-#[cfg(not(loom))]
 pub use join_set::JoinSet;
 pub(crate) use raw::RawTask;
 pub(crate) use registry::Registry;
