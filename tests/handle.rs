@@ -215,3 +215,35 @@ fn block_on_under_an_enter_guard_on_a_plain_thread_works() {
     assert_eq!(rt.block_on(h).unwrap(), 3);
     assert_eq!(rt.handle().block_on(async { 4 }), 4);
 }
+
+/// Guards `enter` on a worker: entering the own runtime must leave the P alone when the
+/// guard drops. A task that gave its P away inside the guard (`block_in_place`) would else
+/// get the old P back while another M runs it: two Ms on one P's queues.
+#[test]
+fn enter_then_block_in_place_inside_a_task_does_not_hand_back_a_given_away_p() {
+    let rt = runtime();
+    let total = rt.block_on(async {
+        let tasks: Vec<_> = (0..8u64)
+            .map(|i| {
+                gort::spawn(async move {
+                    let mut sum = 0;
+                    for j in 0..20u64 {
+                        {
+                            let _guard = Handle::current().enter();
+                            gort::block_in_place(|| std::thread::sleep(Duration::from_micros(200)));
+                        }
+                        sum += gort::spawn(async move { i * j }).await.unwrap();
+                        gort::yield_now().await;
+                    }
+                    sum
+                })
+            })
+            .collect();
+        let mut total = 0;
+        for t in tasks {
+            total += t.await.unwrap();
+        }
+        total
+    });
+    assert_eq!(total, 28 * 190);
+}

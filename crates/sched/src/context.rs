@@ -21,7 +21,8 @@ thread_local! {
 /// Restores the previous context when dropped.
 pub(crate) struct EnterGuard {
     prev: Option<Arc<Shared>>,
-    prev_p: *const P,
+    /// The P to restore, or `None` to leave the P alone (see `enter_keep_own`).
+    prev_p: Option<*const P>,
     prev_may_block: bool,
 }
 
@@ -32,7 +33,7 @@ pub(crate) fn enter(shared: Arc<Shared>) -> EnterGuard {
     let prev_may_block = MAY_BLOCK_ON.with(|b| b.replace(false));
     EnterGuard {
         prev,
-        prev_p,
+        prev_p: Some(prev_p),
         prev_may_block,
     }
 }
@@ -44,16 +45,19 @@ pub(crate) fn enter_blocking_pool(shared: Arc<Shared>) -> EnterGuard {
     guard
 }
 
-/// `Handle::enter`: makes `shared` current, keeping this thread's P when `shared` is
-/// already its runtime (so that entering one's own runtime from a task changes nothing),
-/// and whether it may `block_on` (entering a runtime does not make a thread run tasks).
+/// `Handle::enter`: makes `shared` current, and whether this thread may `block_on` stays
+/// as it was (entering a runtime does not make a thread run tasks).
+///
+/// Entering the thread's own runtime leaves its P alone, now and when the guard drops: a
+/// task that enters its own runtime changes nothing, and if it then gives its P away
+/// (`block_in_place`), the guard must not hand the old P back to this thread. Entering
+/// another runtime hides the P (its queues and timers are not that runtime's) until the
+/// guard drops; the guard cannot be held across an await, so the P is still this
+/// thread's then.
 pub(crate) fn enter_keep_own(shared: Arc<Shared>) -> EnterGuard {
     let own = with_current(|s| s.is_some_and(|s| Arc::ptr_eq(s, &shared)));
     let prev = SHARED.with(|s| s.borrow_mut().replace(shared));
-    let prev_p = current_p();
-    if !own {
-        set_current_p(std::ptr::null());
-    }
+    let prev_p = (!own).then(|| CURRENT_P.with(|p| p.replace(std::ptr::null())));
     EnterGuard {
         prev,
         prev_p,
@@ -64,7 +68,9 @@ pub(crate) fn enter_keep_own(shared: Arc<Shared>) -> EnterGuard {
 impl Drop for EnterGuard {
     fn drop(&mut self) {
         SHARED.with(|s| *s.borrow_mut() = self.prev.take());
-        CURRENT_P.with(|p| p.set(self.prev_p));
+        if let Some(prev_p) = self.prev_p {
+            CURRENT_P.with(|p| p.set(prev_p));
+        }
         MAY_BLOCK_ON.with(|b| b.set(self.prev_may_block));
     }
 }

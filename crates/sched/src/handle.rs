@@ -328,3 +328,42 @@ impl crate::Runtime {
 /// user code runs under its locks (Tokio's `Runtime` is unwind-safe for the same reason).
 impl std::panic::UnwindSafe for crate::Runtime {}
 impl std::panic::RefUnwindSafe for crate::Runtime {}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+
+    /// Guards `enter` on a worker: a guard of the own runtime must leave the P alone when
+    /// it drops. Here the task gives its P away inside the guard (`block_in_place`, while a
+    /// spinning task keeps that P busy on another M, so none is idle to take back); the
+    /// guard's drop must not hand this thread the P another M now runs.
+    #[test]
+    fn an_own_runtime_guard_does_not_restore_a_p_given_away_under_it() {
+        let rt = crate::Builder::new().procs(1).build().unwrap();
+        let release = Arc::new(AtomicBool::new(false));
+        let spin = release.clone();
+        let p_after_drop = rt.block_on(rt.spawn(async move {
+            let spinner = crate::spawn(async move {
+                while !spin.load(SeqCst) {
+                    std::hint::spin_loop();
+                }
+            });
+            let handle = Handle::current();
+            let guard = handle.enter();
+            crate::block_in_place(|| std::thread::sleep(std::time::Duration::from_millis(20)));
+            let p_after_block = context::current_p();
+            drop(guard);
+            let p_after_drop = context::current_p();
+            release.store(true, SeqCst);
+            drop(spinner);
+            (p_after_block.is_null(), p_after_drop == p_after_block)
+        }));
+        let (lost_p, unchanged) = p_after_drop.unwrap();
+        assert!(
+            lost_p,
+            "the P was not given away: the test did not set up its case"
+        );
+        assert!(unchanged, "the guard's drop changed the thread's P");
+    }
+}
