@@ -63,9 +63,9 @@ pub use gort_sched::Handle;
 /// ```
 pub use gort_sched::JoinSet;
 
-/// The runtime and its handles: [`Runtime`](runtime::Runtime), [`Builder`](runtime::Builder),
-/// [`Handle`](runtime::Handle) (from any thread: `spawn`, `spawn_blocking`, `block_on`,
-/// `enter`), [`Metrics`](runtime::Metrics).
+/// The runtime and its handles: [`Runtime`], [`Builder`],
+/// [`Handle`] (from any thread: `spawn`, `spawn_blocking`, `block_on`,
+/// `enter`), [`Metrics`].
 ///
 /// ```
 /// use gort::runtime::{Builder, Handle};
@@ -80,8 +80,8 @@ pub mod runtime {
     pub use gort_sched::runtime::{Builder, EnterGuard, Handle, Metrics, Runtime, TryCurrentError};
 }
 
-/// Tasks: [`JoinSet`](task::JoinSet), [`AbortHandle`](task::AbortHandle), task
-/// [`Id`](task::Id)s ([`id`](task::id) inside a task, [`JoinHandle::id`] outside), and the
+/// Tasks: [`JoinSet`], [`AbortHandle`](task::AbortHandle), task
+/// [`Id`](task::Id)s ([`id`](task::id()) inside a task, [`JoinHandle::id`] outside), and the
 /// spawn functions again.
 ///
 /// ```

@@ -23,6 +23,8 @@ fn ids_abort_handles_and_join_sets_have_the_promised_traits() {
     id_traits::<Id>();
     clone_send_sync::<AbortHandle>();
     send::<JoinSet<u32>>();
+    fn unwind_safe<T: UnwindSafe + RefUnwindSafe>() {}
+    unwind_safe::<gort::JoinHandle<u32>>();
 }
 
 #[test]

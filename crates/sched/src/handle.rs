@@ -252,11 +252,25 @@ pub struct TryCurrentError {
 
 impl TryCurrentError {
     /// This thread is not in a runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = gort_sched::runtime::Handle::try_current().unwrap_err();
+    /// assert!(err.is_missing_context());
+    /// ```
     pub fn is_missing_context(&self) -> bool {
         !self.destroyed
     }
 
     /// This thread's locals are being destroyed (the call came from a thread-local's `Drop`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let err = gort_sched::runtime::Handle::try_current().unwrap_err();
+    /// assert!(!err.is_thread_local_destroyed()); // a plain thread, alive
+    /// ```
     pub fn is_thread_local_destroyed(&self) -> bool {
         self.destroyed
     }

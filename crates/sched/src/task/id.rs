@@ -66,6 +66,15 @@ impl Id {
     }
 
     /// The id as a number (unique, never 0).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let h = rt.spawn(async {});
+    /// assert_ne!(h.id().as_u64(), 0);
+    /// assert_eq!(h.id().to_string(), h.id().as_u64().to_string());
+    /// ```
     pub fn as_u64(self) -> u64 {
         self.0
     }

@@ -1,7 +1,7 @@
-//! Tasks: Go's G. A task is one cell ([`cell::Cell`]) holding a header (state word
-//! ([`state`]), reference count, vtable: [`raw`]), the future and the output, shared by the
-//! run queues (as [`Task`]), its wakers, the owner's registry and the [`JoinHandle`]. Cells
-//! come from and go back to per-thread free lists ([`cache`]), Go's `gfree`.
+//! Tasks: Go's G. A task is one cell (`cell::Cell`) holding a header (state word
+//! (`state`), reference count, vtable: `raw`), the future and the output, shared by the
+//! run queues (as `Task`), its wakers, the owner's registry and the [`JoinHandle`]. Cells
+//! come from and go back to per-thread free lists (`cache`), Go's `gfree`.
 //!
 //! The public part: [`JoinSet`], [`AbortHandle`], task [`Id`]s and [`id()`].
 
