@@ -89,9 +89,11 @@ fn start_and_stop_hooks_run_once_per_thread_on_that_thread() {
         .procs(2)
         .thread_name("hooked")
         .on_thread_start(move || {
+            // Recorded, not asserted here: a hook's panic is caught.
+            let in_runtime = gort::Handle::try_current().is_ok();
             s.lock()
                 .unwrap()
-                .push((thread_name(), std::thread::current().id()))
+                .push((thread_name(), std::thread::current().id(), in_runtime))
         })
         .on_thread_stop(move || t.lock().unwrap().push(std::thread::current().id()))
         .build()
@@ -108,7 +110,7 @@ fn start_and_stop_hooks_run_once_per_thread_on_that_thread() {
         );
     }
     let starts = started.lock().unwrap().clone();
-    let start_ids: HashSet<_> = starts.iter().map(|(_, id)| *id).collect();
+    let start_ids: HashSet<_> = starts.iter().map(|(_, id, _)| *id).collect();
     assert_eq!(start_ids.len(), starts.len(), "a thread started twice");
     assert!(
         seen.is_subset(&start_ids),
@@ -116,7 +118,9 @@ fn start_and_stop_hooks_run_once_per_thread_on_that_thread() {
     );
     assert!(starts
         .iter()
-        .all(|(name, _)| name.as_deref() == Some("hooked")));
+        .all(|(name, _, _)| name.as_deref() == Some("hooked")));
+    // The hooks run in the runtime's context (as Tokio's).
+    assert!(starts.iter().all(|(_, _, in_runtime)| *in_runtime));
     drop(rt);
     // Each started thread stops once (the hook may run just after `drop` returned).
     eventually("every stop hook", || {

@@ -68,8 +68,9 @@ impl Blocking {
         } else if s.threads < self.threads.max_blocking {
             s.threads += 1;
             let pool = self.clone();
+            let runtime = self.runtime.lock().clone();
             self.threads
-                .spawn(|| "gort-blocking".into(), move || pool.worker())
+                .spawn(|| "gort-blocking".into(), runtime, move || pool.worker())
                 .unwrap_or_else(|e| panic!("gort: cannot start a blocking thread: {e}"));
         }
         // Else every thread is busy and the pool is full: the task waits in the queue.

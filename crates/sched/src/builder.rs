@@ -63,7 +63,8 @@ impl Builder {
     }
 
     /// Runs `f` on each thread the runtime starts (workers and blocking threads), before it
-    /// does any work. A panic in `f` is caught (after the panic hook reported it): the
+    /// does any work, in the runtime's context (`Handle::current` works there). A panic in
+    /// `f` is caught (after the panic hook reported it): the
     /// thread goes on with its work.
     ///
     /// # Examples

@@ -157,6 +157,7 @@ impl Shared {
         let handle = Arc::new(MHandle::default());
         let spawned = self.m_threads.spawn(
             || format!("gort-m{n}"),
+            Arc::downgrade(self),
             move || worker::m_main(shared, handle, p, spinning),
         );
         match spawned {

@@ -1,10 +1,12 @@
 //! How a runtime starts its threads (Ms and blocking-pool threads): names, stack size, the
 //! user's start and stop hooks, and the blocking pool's limits, as set on the `Builder`.
 
+use crate::context;
+use crate::shared::Shared;
 use std::fmt;
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -56,11 +58,13 @@ impl fmt::Debug for ThreadConfig {
 }
 
 impl ThreadConfig {
-    /// Starts a runtime thread running `body`, named by the user's name (or
-    /// `default_name`), with the start hook before `body` and the stop hook after it.
+    /// Starts a thread of `runtime` running `body`, named by the user's name (or
+    /// `default_name`), with the start hook before `body` and the stop hook after it, both
+    /// in the runtime's context (as Tokio's: `Handle::current` works in them).
     pub(crate) fn spawn(
         &self,
         default_name: impl FnOnce() -> String,
+        runtime: Weak<Shared>,
         body: impl FnOnce() + Send + 'static,
     ) -> io::Result<JoinHandle<()>> {
         let name = match &self.name {
@@ -73,17 +77,18 @@ impl ThreadConfig {
         }
         let (on_start, on_stop) = (self.on_start.clone(), self.on_stop.clone());
         builder.spawn(move || {
-            run_hook(on_start.as_deref());
+            run_hook(on_start.as_deref(), &runtime);
             body();
-            run_hook(on_stop.as_deref());
+            run_hook(on_stop.as_deref(), &runtime);
         })
     }
 }
 
 /// Runs a user hook. Its panic is caught (the panic hook has printed it): the thread goes
 /// on, so a faulty hook cannot take an M, or the runtime's shutdown, down with it.
-fn run_hook(hook: Option<&(dyn Fn() + Send + Sync)>) {
+fn run_hook(hook: Option<&(dyn Fn() + Send + Sync)>, runtime: &Weak<Shared>) {
     if let Some(hook) = hook {
+        let _ctx = runtime.upgrade().map(context::enter);
         let _ = catch_unwind(AssertUnwindSafe(hook));
     }
 }
