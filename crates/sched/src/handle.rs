@@ -16,7 +16,8 @@ use std::task::{Context, Poll, Wake, Waker};
 
 /// A handle to a runtime: [`Runtime::handle`](crate::Runtime::handle), or
 /// [`Handle::current`] inside one. Cloning it is cheap; it does not keep the runtime's
-/// threads alive (once the `Runtime` is dropped, spawned tasks are cancelled at once).
+/// threads alive: once the `Runtime` is dropped, tasks spawned through it are cancelled at
+/// once, and timers armed in its `block_on` never fire (no thread is left to run them).
 ///
 /// # Examples
 ///
