@@ -77,7 +77,9 @@ pub use gort_sched::JoinSet;
 /// assert_eq!(rt.block_on(h).unwrap().as_deref(), Some("app"));
 /// ```
 pub mod runtime {
-    pub use gort_sched::runtime::{Builder, EnterGuard, Handle, Metrics, Runtime, TryCurrentError};
+    pub use gort_sched::runtime::{
+        Builder, EnterGuard, Handle, Metrics, ProcMetrics, Runtime, TryCurrentError,
+    };
 }
 
 /// Tasks: [`JoinSet`], [`AbortHandle`](task::AbortHandle), task

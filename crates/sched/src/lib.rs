@@ -18,6 +18,7 @@ mod context;
 mod handle;
 mod idle;
 mod join_set_spawn;
+mod metrics;
 mod p;
 mod poller;
 mod procs;
@@ -29,6 +30,7 @@ pub mod task;
 mod threads;
 mod worker;
 
+pub use metrics::ProcMetrics;
 pub use procs::default_procs;
 pub use runtime::Handle;
 pub use runtime::{Builder, Metrics, Runtime};

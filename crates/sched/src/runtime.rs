@@ -3,6 +3,7 @@
 use crate::blocking::Blocking;
 use crate::context;
 pub use crate::handle::{EnterGuard, Handle, TryCurrentError};
+pub use crate::metrics::ProcMetrics;
 use crate::p::{P_DEAD, P_RUNNING};
 use crate::runq::Lane;
 use crate::shared::{DeferredHost, Shared, MAX_PROCS};
