@@ -70,6 +70,34 @@ impl Ready {
         r.ids.push_back(id);
         r.waiter.take()
     }
+
+    /// The next ready id; if there is none, `waker` is registered as the waiter in the same
+    /// lock hold as the check (so a push after it wakes `waker`). A waker is user code: it
+    /// is cloned, and the waiter it replaces dropped, outside the lock.
+    fn pop_or_register(&self, waker: &Waker) -> Option<Id> {
+        let mut fresh: Option<Waker> = None;
+        loop {
+            let mut r = self.inner.lock();
+            if let Some(id) = r.ids.pop_front() {
+                return Some(id);
+            }
+            if r.waiter.as_ref().is_some_and(|w| w.will_wake(waker)) {
+                return None;
+            }
+            match fresh.take() {
+                Some(w) => {
+                    let replaced = r.waiter.replace(w);
+                    drop(r);
+                    drop(replaced);
+                    return None;
+                }
+                None => {
+                    drop(r);
+                    fresh = Some(waker.clone());
+                }
+            }
+        }
+    }
 }
 
 /// One task's join waker: reports the task to its set.
@@ -193,18 +221,7 @@ impl<T> JoinSet<T> {
             if self.tasks.is_empty() {
                 return Poll::Ready(None);
             }
-            let next = {
-                let mut r = self.ready.inner.lock();
-                let next = r.ids.pop_front();
-                if next.is_none() {
-                    match &r.waiter {
-                        Some(w) if w.will_wake(cx.waker()) => {}
-                        _ => r.waiter = Some(cx.waker().clone()),
-                    }
-                }
-                next
-            };
-            let Some(id) = next else {
+            let Some(id) = self.ready.pop_or_register(cx.waker()) else {
                 return Poll::Pending;
             };
             // An id whose task already left the set (listed twice) is skipped.
