@@ -33,6 +33,89 @@ pub use gort_sched::{
     Runtime, MAX_PROCS,
 };
 
+/// A handle to a runtime, to spawn on it and block on it from any thread (also at
+/// [`runtime::Handle`]).
+///
+/// ```
+/// let rt = gort::Runtime::new().unwrap();
+/// let handle: gort::Handle = rt.handle().clone();
+/// let n = std::thread::spawn(move || handle.block_on(handle.spawn(async { 40 + 2 })))
+///     .join()
+///     .unwrap();
+/// assert_eq!(n.unwrap(), 42);
+/// ```
+pub use gort_sched::Handle;
+
+/// A set of tasks awaited in the order they finish (also at [`task::JoinSet`]).
+///
+/// ```
+/// let rt = gort::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let mut set = gort::JoinSet::new();
+///     for i in 1..=3u32 {
+///         set.spawn(async move { i });
+///     }
+///     let mut total = 0;
+///     while let Some(res) = set.join_next().await {
+///         total += res.unwrap();
+///     }
+///     assert_eq!(total, 6);
+/// });
+/// ```
+pub use gort_sched::JoinSet;
+
+/// The runtime and its handles: [`Runtime`], [`Builder`],
+/// [`Handle`] (from any thread: `spawn`, `spawn_blocking`, `block_on`,
+/// `enter`), [`Metrics`].
+///
+/// ```
+/// use gort::runtime::{Builder, Handle};
+///
+/// let rt = Builder::new().procs(2).thread_name("app").build().unwrap();
+/// assert!(Handle::try_current().is_err());
+/// let _guard = rt.handle().enter();
+/// let h = Handle::current().spawn(async { std::thread::current().name().map(String::from) });
+/// assert_eq!(rt.block_on(h).unwrap().as_deref(), Some("app"));
+/// ```
+pub mod runtime {
+    pub use gort_sched::runtime::{
+        Builder, EnterGuard, Handle, Metrics, ProcMetrics, Runtime, TryCurrentError,
+    };
+}
+
+/// Tasks: [`JoinSet`], [`AbortHandle`](task::AbortHandle), task
+/// [`Id`](task::Id)s ([`id`](task::id()) inside a task, [`JoinHandle::id`] outside), and the
+/// spawn functions again.
+///
+/// ```
+/// let rt = gort::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let mut set = gort::task::JoinSet::new();
+///     let stuck: gort::task::AbortHandle = set.spawn(async {
+///         std::future::pending::<()>().await;
+///         None
+///     });
+///     let quick = set.spawn(async { Some(gort::task::id()) });
+///     stuck.abort();
+///     let mut cancelled = 0;
+///     while let Some(res) = set.join_next().await {
+///         match res {
+///             Ok(id) => assert_eq!(id, Some(quick.id())),
+///             Err(e) => {
+///                 assert!(e.is_cancelled());
+///                 cancelled += 1;
+///             }
+///         }
+///     }
+///     assert_eq!(cancelled, 1);
+///     assert_eq!(gort::task::try_id(), None); // block_on's own future is not a task
+/// });
+/// ```
+pub mod task {
+    pub use gort_sched::task::{id, try_id, AbortHandle, Id, JoinError, JoinHandle, JoinSet};
+    pub use gort_sched::{block_in_place, spawn, spawn_blocking, yield_now};
+}
+
 pub use gort_macros::{main, test};
 
 /// Go-like MPMC channels: bounded (0 = rendezvous) and unbounded, with `select!`.

@@ -44,8 +44,8 @@ fn try_expand(attr: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result
     // A program ends when `main` returns, as a Go program does: its runtime's drop waits at
     // most a second for threads still busy (a blocking closure, a task in `block_in_place`)
     // and abandons them (`Builder::drop_timeout`). A test's drop waits for everything.
-    let exit = (kind == Kind::Main)
-        .then(|| quote! { .drop_timeout(::std::time::Duration::from_secs(1)) });
+    let exit =
+        (kind == Kind::Main).then(|| quote! { .drop_timeout(::std::time::Duration::from_secs(1)) });
     let builder = match &procs {
         Some(n) => quote_spanned! {n.span()=> ::gort::Builder::new().procs(#n) #exit .build() },
         None => quote! { ::gort::Builder::new() #exit .build() },

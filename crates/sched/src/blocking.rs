@@ -6,6 +6,7 @@
 use crate::context;
 use crate::shared::Shared;
 use crate::task::{catch_user_here, Schedule, Task};
+use crate::threads::ThreadConfig;
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -13,12 +14,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
-
-/// At most this many blocking threads at once (Tokio's default is 512 too).
-pub(crate) const MAX_BLOCKING_THREADS: usize = 512;
-/// An idle blocking thread exits after this long.
-pub(crate) const KEEP_ALIVE: Duration = Duration::from_secs(10);
+use std::time::Instant;
 
 #[derive(Default)]
 struct State {
@@ -35,16 +31,19 @@ pub(crate) struct Blocking {
     /// The runtime, for the context of blocking threads (so `spawn` works in them).
     runtime: Mutex<Weak<Shared>>,
     panics: AtomicU64,
+    /// Thread names, hooks, the pool's size limit and keep-alive (`Builder`).
+    threads: ThreadConfig,
 }
 
 impl Blocking {
-    pub(crate) fn new() -> Arc<Blocking> {
+    pub(crate) fn new(threads: ThreadConfig) -> Arc<Blocking> {
         Arc::new(Blocking {
             state: Mutex::new(State::default()),
             cv: Condvar::new(),
             all_exited: Condvar::new(),
             runtime: Mutex::new(Weak::new()),
             panics: AtomicU64::new(0),
+            threads,
         })
     }
 
@@ -66,19 +65,23 @@ impl Blocking {
         s.queue.push_back(task);
         if s.idle > 0 {
             self.cv.notify_one();
-        } else if s.threads < MAX_BLOCKING_THREADS {
+        } else if s.threads < self.threads.max_blocking {
             s.threads += 1;
             let pool = self.clone();
-            std::thread::Builder::new()
-                .name("gort-blocking".into())
-                .spawn(move || pool.worker())
+            let runtime = self.runtime.lock().clone();
+            self.threads
+                .spawn(|| "gort-blocking".into(), runtime, move || pool.worker())
                 .unwrap_or_else(|e| panic!("gort: cannot start a blocking thread: {e}"));
         }
         // Else every thread is busy and the pool is full: the task waits in the queue.
     }
 
     fn worker(self: Arc<Self>) {
-        let _ctx = self.runtime.lock().upgrade().map(context::enter);
+        let _ctx = self
+            .runtime
+            .lock()
+            .upgrade()
+            .map(context::enter_blocking_pool);
         let mut s = self.state.lock();
         loop {
             if let Some(task) = s.queue.pop_front() {
@@ -94,7 +97,10 @@ impl Blocking {
                 break;
             }
             s.idle += 1;
-            let timed_out = self.cv.wait_for(&mut s, KEEP_ALIVE).timed_out();
+            let timed_out = self
+                .cv
+                .wait_for(&mut s, self.threads.keep_alive)
+                .timed_out();
             s.idle -= 1;
             if timed_out && s.queue.is_empty() {
                 break;

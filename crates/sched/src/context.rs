@@ -12,26 +12,77 @@ thread_local! {
     /// The P this thread holds, or null. Ps live as long as their runtime (`Shared::allp`),
     /// which `SHARED` keeps alive, so the pointer stays valid while it is set.
     static CURRENT_P: Cell<*const P> = const { Cell::new(std::ptr::null()) };
+    /// Whether `block_on` may park this thread: true on a plain thread (a `Handle::enter`
+    /// guard does not change it) and on a blocking-pool thread, which run no tasks; false on
+    /// an M and inside `block_on` itself, where parking would stall the tasks to be run.
+    static MAY_BLOCK_ON: Cell<bool> = const { Cell::new(true) };
 }
 
 /// Restores the previous context when dropped.
 pub(crate) struct EnterGuard {
     prev: Option<Arc<Shared>>,
-    prev_p: *const P,
+    /// The P to restore, or `None` to leave the P alone (see `enter_keep_own`).
+    prev_p: Option<*const P>,
+    prev_may_block: bool,
 }
 
 /// Makes `shared` the current runtime of this thread (without a P).
 pub(crate) fn enter(shared: Arc<Shared>) -> EnterGuard {
     let prev = SHARED.with(|s| s.borrow_mut().replace(shared));
     let prev_p = CURRENT_P.with(|p| p.replace(std::ptr::null()));
-    EnterGuard { prev, prev_p }
+    let prev_may_block = MAY_BLOCK_ON.with(|b| b.replace(false));
+    EnterGuard {
+        prev,
+        prev_p: Some(prev_p),
+        prev_may_block,
+    }
+}
+
+/// `enter` for a blocking-pool thread.
+pub(crate) fn enter_blocking_pool(shared: Arc<Shared>) -> EnterGuard {
+    let guard = enter(shared);
+    MAY_BLOCK_ON.with(|b| b.set(true));
+    guard
+}
+
+/// `Handle::enter`: makes `shared` current, and whether this thread may `block_on` stays
+/// as it was (entering a runtime does not make a thread run tasks).
+///
+/// Entering the thread's own runtime leaves its P alone, now and when the guard drops: a
+/// task that enters its own runtime changes nothing, and if it then gives its P away
+/// (`block_in_place`), the guard must not hand the old P back to this thread. Entering
+/// another runtime hides the P (its queues and timers are not that runtime's) until the
+/// guard drops; the guard cannot be held across an await, so the P is still this
+/// thread's then.
+pub(crate) fn enter_keep_own(shared: Arc<Shared>) -> EnterGuard {
+    let own = with_current(|s| s.is_some_and(|s| Arc::ptr_eq(s, &shared)));
+    let prev = SHARED.with(|s| s.borrow_mut().replace(shared));
+    let prev_p = (!own).then(|| CURRENT_P.with(|p| p.replace(std::ptr::null())));
+    EnterGuard {
+        prev,
+        prev_p,
+        prev_may_block: may_block_on(),
+    }
 }
 
 impl Drop for EnterGuard {
     fn drop(&mut self) {
         SHARED.with(|s| *s.borrow_mut() = self.prev.take());
-        CURRENT_P.with(|p| p.set(self.prev_p));
+        if let Some(prev_p) = self.prev_p {
+            CURRENT_P.with(|p| p.set(prev_p));
+        }
+        MAY_BLOCK_ON.with(|b| b.set(self.prev_may_block));
     }
+}
+
+/// Whether `block_on` may park this thread (see `MAY_BLOCK_ON`).
+pub(crate) fn may_block_on() -> bool {
+    MAY_BLOCK_ON.with(|b| b.get())
+}
+
+/// The current runtime; `Err` while this thread's locals are being torn down.
+pub(crate) fn try_current() -> Result<Option<Arc<Shared>>, std::thread::AccessError> {
+    SHARED.try_with(|s| s.borrow().clone())
 }
 
 /// The current runtime, if this thread is in one.

@@ -13,26 +13,33 @@
 #![warn(missing_docs)]
 
 mod blocking;
+mod builder;
 mod context;
+mod handle;
 mod idle;
+mod join_set_spawn;
+mod metrics;
 mod p;
 mod park;
 mod peers;
 mod poller;
 mod procs;
 mod runq;
-mod runtime;
+pub mod runtime;
 mod shared;
 mod sysmon;
-mod task;
+pub mod task;
+mod threads;
 mod worker;
 
+pub use metrics::ProcMetrics;
 pub use procs::default_procs;
+pub use runtime::Handle;
 pub use runtime::{Builder, Metrics, Runtime};
 pub use shared::MAX_PROCS;
-pub use task::{JoinError, JoinHandle};
+pub use task::JoinSet;
+pub use task::{AbortHandle, JoinError, JoinHandle};
 
-use blocking::BlockingTask;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -74,8 +81,9 @@ where
     }
 }
 
-/// Runs a blocking closure on the runtime's blocking pool (threads started on demand, at most
-/// 512, each exiting after 10 s idle), so that it does not hold up tasks.
+/// Runs a blocking closure on the runtime's blocking pool (threads started on demand, by
+/// default at most 512, each exiting after 10 s idle: `Builder::max_blocking_threads`,
+/// `Builder::thread_keep_alive`), so that it does not hold up tasks.
 ///
 /// # Panics
 ///
@@ -89,11 +97,7 @@ where
     let Some(shared) = context::current() else {
         panic!("gort::spawn_blocking {OUTSIDE}");
     };
-    let raw = task::Cell::spawn(BlockingTask::new(f), shared.blocking.clone());
-    use task::Schedule;
-    shared.blocking.schedule(task::Task::Raw(raw.clone()));
-    // SAFETY: the cell's future is a `BlockingTask<F>`, whose output is `R`.
-    unsafe { JoinHandle::new(raw) }
+    handle::spawn_blocking_on(&shared, f)
 }
 
 /// Runs `f`, which may block, on the current thread after handing this thread's P to another

@@ -2,18 +2,18 @@
 
 use crate::blocking::Blocking;
 use crate::context;
+pub use crate::handle::{EnterGuard, Handle, TryCurrentError};
+pub use crate::metrics::ProcMetrics;
 use crate::p::{P_DEAD, P_RUNNING};
 use crate::runq::Lane;
 use crate::shared::{DeferredHost, Shared, MAX_PROCS};
 use crate::sysmon::Sysmon;
 use crate::task::{Cell, JoinHandle, Task};
-use crossbeam_utils::sync::{Parker, Unparker};
+use crate::threads::ThreadConfig;
 use std::future::Future;
 use std::io;
-use std::pin::pin;
 use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 /// How often shutdown breaks the poller again while it waits for the Ms to exit.
@@ -31,6 +31,8 @@ const SHUTDOWN_REBREAK: Duration = Duration::from_millis(10);
 pub struct Builder {
     procs: Option<usize>,
     drop_timeout: Option<Duration>,
+    /// Thread options (their setters are in `builder.rs`).
+    pub(crate) threads: ThreadConfig,
 }
 
 /// The one rule for a number of Ps, shared by [`Builder::procs`] and [`Runtime::set_procs`]:
@@ -93,11 +95,12 @@ impl Builder {
     /// Creates the runtime. Worker threads start on demand, when there is work.
     pub fn build(&self) -> io::Result<Runtime> {
         let procs = self.procs.unwrap_or_else(crate::procs::default_procs);
-        let blocking = Blocking::new();
-        let shared = Shared::new(procs.min(MAX_PROCS), blocking.clone())?;
+        let blocking = Blocking::new(self.threads.clone());
+        let shared = Shared::new(procs.min(MAX_PROCS), blocking.clone(), self.threads.clone())?;
         blocking.set_runtime(&shared);
         let sysmon = Sysmon::start(shared.clone());
         Ok(Runtime {
+            handle: Handle::new(shared.clone()),
             shared,
             sysmon: Some(sysmon),
             resize: parking_lot::Mutex::new(()),
@@ -122,6 +125,8 @@ impl Builder {
 /// ```
 pub struct Runtime {
     shared: Arc<Shared>,
+    /// The same runtime, for `Runtime::handle` (in `handle.rs`).
+    pub(crate) handle: Handle,
     sysmon: Option<(Arc<Sysmon>, std::thread::JoinHandle<()>)>,
     resize: parking_lot::Mutex<()>,
     /// [`Builder::drop_timeout`].
@@ -176,25 +181,12 @@ impl Runtime {
     ///
     /// # Panics
     ///
-    /// When called from a thread of a gort runtime (a task, a blocking closure): blocking
-    /// there would stall the scheduler. Use `.await` instead.
+    /// When called from a thread that runs tasks (a worker) or inside another `block_on`:
+    /// blocking there would stall the scheduler. Use `.await` instead. A blocking closure
+    /// may call it.
     #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
-        assert!(
-            context::current().is_none(),
-            "gort: Runtime::block_on called from inside a runtime; use .await there instead"
-        );
-        let _ctx = context::enter(self.shared.clone());
-        let parker = Parker::new();
-        let waker = Waker::from(Arc::new(ThreadWaker(parker.unparker().clone())));
-        let mut cx = Context::from_waker(&waker);
-        let mut future = pin!(future);
-        loop {
-            if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
-                return v;
-            }
-            parker.park();
-        }
+        self.handle.block_on(future)
     }
 
     /// Spawns a task on this runtime (from any thread).
@@ -390,6 +382,7 @@ impl Drop for Runtime {
         // waits until this thread's poll or closure returns.
         let rest = Runtime {
             shared: self.shared.clone(),
+            handle: self.handle.clone(),
             sysmon: self.sysmon.take(),
             resize: parking_lot::Mutex::new(()),
             drop_timeout: self.drop_timeout,
@@ -442,16 +435,4 @@ where
     }
     // SAFETY: the cell's future is an `F`.
     unsafe { JoinHandle::new(raw) }
-}
-
-/// Wakes the thread parked in `block_on`.
-struct ThreadWaker(Unparker);
-
-impl Wake for ThreadWaker {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.unpark();
-    }
 }

@@ -9,6 +9,7 @@ use crate::park::{self, Poll, Sched};
 use crate::poller::Poller;
 use crate::runq::{Global, Lane};
 use crate::task::{drop_panic_payload, Registry, Schedule, Task};
+use crate::threads::ThreadConfig;
 use crate::worker;
 use gort_timer::{Checked, Host, Nanos, Timers};
 use parking_lot::{Condvar, Mutex};
@@ -44,10 +45,16 @@ pub(crate) struct Shared {
     next_m: AtomicUsize,
     /// Round-robin cursor for timers created on threads that hold no P.
     home_cursor: AtomicUsize,
+    /// How Ms are started (names, stack size, hooks: `Builder`).
+    m_threads: ThreadConfig,
 }
 
 impl Shared {
-    pub(crate) fn new(procs: usize, blocking: Arc<Blocking>) -> std::io::Result<Arc<Shared>> {
+    pub(crate) fn new(
+        procs: usize,
+        blocking: Arc<Blocking>,
+        m_threads: ThreadConfig,
+    ) -> std::io::Result<Arc<Shared>> {
         let shared = Arc::new(Shared {
             allp: (0..MAX_PROCS).map(|_| OnceLock::new()).collect(),
             nallp: AtomicUsize::new(0),
@@ -65,6 +72,7 @@ impl Shared {
             user_panics: AtomicU64::new(0),
             next_m: AtomicUsize::new(0),
             home_cursor: AtomicUsize::new(0),
+            m_threads,
         });
         for id in 0..procs {
             let p = shared.make_p(id);
@@ -164,9 +172,11 @@ impl Shared {
         let shared = self.clone();
         *self.live_ms.lock() += 1;
         let handle = Arc::new(MHandle::default());
-        let spawned = std::thread::Builder::new()
-            .name(format!("gort-m{n}"))
-            .spawn(move || worker::m_main(shared, handle, p, spinning));
+        let spawned = self.m_threads.spawn(
+            || format!("gort-m{n}"),
+            Arc::downgrade(self),
+            move || worker::m_main(shared, handle, p, spinning),
+        );
         match spawned {
             Ok(h) => {
                 let mut threads = self.threads.lock();

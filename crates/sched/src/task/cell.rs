@@ -2,6 +2,7 @@
 //! count, vtable) and its output.
 
 use super::cache;
+use super::id::CurrentGuard;
 use super::join::JoinError;
 use super::raw::{Header, RawTask, Vtable};
 use super::state::{AfterPoll, CANCELLED, COMPLETE};
@@ -110,6 +111,8 @@ where
     unsafe fn run(task: RawTask) {
         // SAFETY: the vtable is this type's.
         let this = unsafe { Self::from_header(task.ptr()) };
+        // `task::id()` answers for the whole run: the poll, and the drops in `finish`.
+        let _current = CurrentGuard::enter(this.header.id);
         let prev = this.header.state.start_poll();
         if prev & CANCELLED != 0 {
             this.finish(Err(JoinError::cancelled()));

@@ -1,5 +1,7 @@
 //! `JoinHandle` and `JoinError`: how a spawner learns what became of its task.
 
+use super::abort::AbortHandle;
+use super::id::Id;
 use super::raw::RawTask;
 use super::state::COMPLETE;
 use std::any::Any;
@@ -45,10 +47,37 @@ impl<T> JoinHandle<T> {
     /// not running) and awaiting the handle yields a cancelled [`JoinError`]. A task that has
     /// already completed is not affected.
     pub fn abort(&self) {
-        if self.raw.header().state.cancel() {
-            // The task was idle: queue it so that a worker drops the future.
-            self.raw.clone().schedule();
-        }
+        self.raw.abort();
+    }
+
+    /// A handle that can abort the task (and ask whether it finished) without owning its
+    /// output.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let h = rt.spawn(std::future::pending::<()>());
+    /// let abort = h.abort_handle();
+    /// abort.abort();
+    /// assert!(rt.block_on(h).unwrap_err().is_cancelled());
+    /// assert!(abort.is_finished());
+    /// ```
+    pub fn abort_handle(&self) -> AbortHandle {
+        AbortHandle::new(self.raw.clone())
+    }
+
+    /// The task's id (what [`task::id`](crate::task::id) returns inside it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let (a, b) = (rt.spawn(async {}), rt.spawn(async {}));
+    /// assert_ne!(a.id(), b.id());
+    /// ```
+    pub fn id(&self) -> Id {
+        self.raw.header().id
     }
 
     /// Whether the task has finished: completed, panicked, or been cancelled.
@@ -79,6 +108,7 @@ impl<T> Future for JoinHandle<T> {
 impl<T> fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JoinHandle")
+            .field("id", &self.id())
             .field("finished", &self.is_finished())
             .finish()
     }

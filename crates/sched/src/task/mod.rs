@@ -1,19 +1,28 @@
-//! Tasks: Go's G. A task is one cell ([`cell::Cell`]) holding a header (state word
-//! ([`state`]), reference count, vtable: [`raw`]), the future and the output, shared by the
-//! run queues (as [`Task`]), its wakers, the owner's registry and the [`JoinHandle`]. Cells
-//! come from and go back to per-thread free lists ([`cache`]), Go's `gfree`.
+//! Tasks: Go's G. A task is one cell (`cell::Cell`) holding a header (state word
+//! (`state`), reference count, vtable: `raw`), the future and the output, shared by the
+//! run queues (as `Task`), its wakers, the owner's registry and the [`JoinHandle`]. Cells
+//! come from and go back to per-thread free lists (`cache`), Go's `gfree`.
+//!
+//! The public part: [`JoinSet`], [`AbortHandle`], task [`Id`]s and [`id()`].
 
+mod abort;
 mod cache;
 mod callback;
 mod cell;
+mod id;
 mod join;
+mod join_set;
 mod raw;
 mod registry;
 pub(crate) mod state;
 
+pub use abort::AbortHandle;
+#[doc(hidden)]
 pub use callback::Callback;
 pub(crate) use cell::Cell;
+pub use id::{id, try_id, Id};
 pub use join::{JoinError, JoinHandle};
+pub use join_set::JoinSet;
 pub(crate) use raw::RawTask;
 pub(crate) use registry::Registry;
 

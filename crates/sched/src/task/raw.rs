@@ -2,6 +2,7 @@
 //! cell's [`Vtable`] (Tokio's `RawTask`). Cells are allocated by [`cache`](super::cache),
 //! not by `Arc`, so that a freed cell can serve the next spawn on the same thread.
 
+use super::id::Id;
 use super::state::{State, Wake};
 use gort_loom::atomic::{fence, AtomicUsize, Ordering::*};
 use std::ptr::NonNull;
@@ -13,6 +14,8 @@ pub(crate) struct Header {
     /// References: queue entries, wakers, the registry slot, the `JoinHandle`.
     refs: AtomicUsize,
     pub(crate) vtable: &'static Vtable,
+    /// The task's id, fixed at creation.
+    pub(crate) id: Id,
 }
 
 /// What a cell of one future and scheduler type does, behind its header.
@@ -35,6 +38,7 @@ impl Header {
             state: State::new_scheduled(),
             refs: AtomicUsize::new(1),
             vtable,
+            id: Id::next(),
         }
     }
 }
@@ -87,6 +91,14 @@ impl RawTask {
         let schedule = self.header().vtable.schedule;
         // SAFETY: as in `run`.
         unsafe { schedule(self) }
+    }
+
+    /// Cancels the task (`JoinHandle::abort`, `AbortHandle::abort`): marks it cancelled and,
+    /// if it was idle, queues it so that a runner drops its future.
+    pub(crate) fn abort(&self) {
+        if self.header().state.cancel() {
+            self.clone().schedule();
+        }
     }
 
     /// A waker for this task, borrowing this reference (no count changes until it is cloned).

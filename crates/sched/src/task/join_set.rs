@@ -1,0 +1,256 @@
+//! `JoinSet`: a set of tasks whose outputs come back in the order they finish.
+//!
+//! Finding a finished task costs no scan: each task's join waker is a small `Arc` of its
+//! own (`EntryWaker`) that, when the task finishes, pushes the task's id onto the set's
+//! ready queue and wakes whoever awaits `join_next`. A new task's id starts in the queue
+//! too, so `join_next` polls every task's `JoinHandle` once to register that waker; after
+//! that it polls only tasks that said they finished.
+//!
+//! `tests/loom_join_set.rs` models it with the task cells: outputs raced against `join_next`
+//! come back once each, and no wake-up is lost.
+
+use super::abort::AbortHandle;
+use super::id::Id;
+use super::join::{JoinError, JoinHandle};
+use gort_loom::Mutex;
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+
+/// A set of tasks spawned on a runtime, awaited in the order they finish.
+///
+/// Dropping the set aborts every task still in it.
+///
+/// # Examples
+///
+/// ```
+/// let rt = gort_sched::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let mut set = gort_sched::task::JoinSet::new();
+///     for i in 0..10u64 {
+///         set.spawn(async move { i * i });
+///     }
+///     let mut sum = 0;
+///     while let Some(res) = set.join_next().await {
+///         sum += res.unwrap();
+///     }
+///     assert_eq!(sum, 285);
+/// });
+/// ```
+pub struct JoinSet<T> {
+    tasks: HashMap<Id, Entry<T>>,
+    ready: Arc<Ready>,
+}
+
+struct Entry<T> {
+    handle: JoinHandle<T>,
+    /// This task's join waker (made once: `will_wake` then spares re-registering it).
+    waker: Waker,
+}
+
+/// Ids of tasks that finished (or were never polled), and the waker of `join_next`.
+#[derive(Default)]
+struct Ready {
+    inner: Mutex<ReadyInner>,
+}
+
+#[derive(Default)]
+struct ReadyInner {
+    ids: VecDeque<Id>,
+    waiter: Option<Waker>,
+}
+
+impl Ready {
+    /// Queues `id` and takes the waiter, to be woken outside the lock.
+    fn push(&self, id: Id) -> Option<Waker> {
+        let mut r = self.inner.lock();
+        r.ids.push_back(id);
+        r.waiter.take()
+    }
+
+    /// The next ready id; if there is none, `waker` is registered as the waiter in the same
+    /// lock hold as the check (so a push after it wakes `waker`). A waker is user code: it
+    /// is cloned, and the waiter it replaces dropped, outside the lock.
+    fn pop_or_register(&self, waker: &Waker) -> Option<Id> {
+        let mut fresh: Option<Waker> = None;
+        loop {
+            let mut r = self.inner.lock();
+            if let Some(id) = r.ids.pop_front() {
+                return Some(id);
+            }
+            if r.waiter.as_ref().is_some_and(|w| w.will_wake(waker)) {
+                return None;
+            }
+            match fresh.take() {
+                Some(w) => {
+                    let replaced = r.waiter.replace(w);
+                    drop(r);
+                    drop(replaced);
+                    return None;
+                }
+                None => {
+                    drop(r);
+                    fresh = Some(waker.clone());
+                }
+            }
+        }
+    }
+}
+
+/// One task's join waker: reports the task to its set.
+struct EntryWaker {
+    id: Id,
+    ready: Arc<Ready>,
+}
+
+impl Wake for EntryWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        if let Some(w) = self.ready.push(self.id) {
+            w.wake();
+        }
+    }
+}
+
+impl<T> JoinSet<T> {
+    /// An empty set.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let set = gort_sched::task::JoinSet::<()>::new();
+    /// assert!(set.is_empty());
+    /// ```
+    pub fn new() -> JoinSet<T> {
+        JoinSet {
+            tasks: HashMap::new(),
+            ready: Arc::default(),
+        }
+    }
+
+    /// How many tasks are in the set: running, or finished and not yet returned by
+    /// [`join_next`](JoinSet::join_next).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let _ctx = rt.handle().enter();
+    /// let mut set = gort_sched::task::JoinSet::new();
+    /// set.spawn(async {});
+    /// assert_eq!(set.len(), 1);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether the set holds no task.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(gort_sched::task::JoinSet::<u8>::new().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// Adds the task of `handle` to the set (the spawn methods are in `join_set_spawn.rs`,
+    /// apart from this runtime-agnostic core that the loom models compile).
+    pub(crate) fn insert(&mut self, handle: JoinHandle<T>) -> AbortHandle {
+        let id = handle.id();
+        let abort = handle.abort_handle();
+        let waker = Waker::from(Arc::new(EntryWaker {
+            id,
+            ready: self.ready.clone(),
+        }));
+        self.tasks.insert(id, Entry { handle, waker });
+        // Until its first poll in `join_next` the task has no join waker: list it as ready.
+        if let Some(w) = self.ready.push(id) {
+            w.wake();
+        }
+        abort
+    }
+
+    /// Aborts every task in the set. They stay in it: `join_next` returns each (with a
+    /// cancelled `JoinError` unless it finished first).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// rt.block_on(async {
+    ///     let mut set = gort_sched::task::JoinSet::new();
+    ///     set.spawn(std::future::pending::<()>());
+    ///     set.abort_all();
+    ///     assert!(set.join_next().await.unwrap().unwrap_err().is_cancelled());
+    /// });
+    /// ```
+    pub fn abort_all(&mut self) {
+        for e in self.tasks.values() {
+            e.handle.abort();
+        }
+    }
+
+    /// Waits for the next task to finish and returns its output; `None` when the set is
+    /// empty. Cancel-safe: dropping the future loses no output.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// rt.block_on(async {
+    ///     let mut set = gort_sched::task::JoinSet::new();
+    ///     set.spawn(async { "done" });
+    ///     assert_eq!(set.join_next().await.unwrap().unwrap(), "done");
+    ///     assert!(set.join_next().await.is_none());
+    /// });
+    /// ```
+    pub async fn join_next(&mut self) -> Option<Result<T, JoinError>> {
+        poll_fn(|cx| self.poll_join_next(cx)).await
+    }
+
+    /// The poll behind [`join_next`](JoinSet::join_next).
+    fn poll_join_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, JoinError>>> {
+        loop {
+            if self.tasks.is_empty() {
+                return Poll::Ready(None);
+            }
+            let Some(id) = self.ready.pop_or_register(cx.waker()) else {
+                return Poll::Pending;
+            };
+            // An id whose task already left the set (listed twice) is skipped.
+            let Some(entry) = self.tasks.get_mut(&id) else {
+                continue;
+            };
+            let mut task_cx = Context::from_waker(&entry.waker);
+            if let Poll::Ready(res) = Pin::new(&mut entry.handle).poll(&mut task_cx) {
+                self.tasks.remove(&id);
+                return Poll::Ready(Some(res));
+            }
+        }
+    }
+}
+
+impl<T> Default for JoinSet<T> {
+    fn default() -> JoinSet<T> {
+        JoinSet::new()
+    }
+}
+
+impl<T> Drop for JoinSet<T> {
+    fn drop(&mut self) {
+        self.abort_all();
+    }
+}
+
+impl<T> fmt::Debug for JoinSet<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinSet").field("len", &self.len()).finish()
+    }
+}

@@ -1,0 +1,76 @@
+//! `Runtime::proc_metrics` and `global_queue_depth`: snapshots of what each P holds.
+
+use gort::Builder;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn wait_for(flag: &AtomicBool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !flag.load(SeqCst) {
+        assert!(Instant::now() < deadline, "timed out");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// With one P held by a spinning task, the tasks it spawned wait in its local queue and
+/// those spawned from a plain thread wait in the global queue.
+#[test]
+fn queue_depths_show_where_waiting_tasks_are() {
+    let rt = Builder::new().procs(1).build().unwrap();
+    let (spawned, release) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (s, r) = (spawned.clone(), release.clone());
+    let hog = rt.spawn(async move {
+        // The first spawn takes `runnext`; the next ten are pushed into the ring.
+        let children: Vec<_> = (0..11).map(|_| gort::spawn(async {})).collect();
+        s.store(true, SeqCst);
+        while !r.load(SeqCst) {
+            std::hint::spin_loop();
+        }
+        children
+    });
+    wait_for(&spawned);
+    let from_outside: Vec<_> = (0..5).map(|_| rt.spawn(async {})).collect();
+    let ps = rt.proc_metrics();
+    let global = rt.global_queue_depth();
+    release.store(true, SeqCst);
+    for h in rt.block_on(hog).unwrap().into_iter().chain(from_outside) {
+        rt.block_on(h).unwrap();
+    }
+    assert_eq!(ps.len(), 1);
+    assert!(ps[0].running);
+    assert_eq!(ps[0].local_queue, 10, "{ps:?}");
+    assert_eq!(global, 5);
+    assert_eq!(rt.global_queue_depth(), 0);
+    assert_eq!(rt.proc_metrics()[0].local_queue, 0);
+}
+
+#[test]
+fn timers_per_p_add_up_to_the_runtime_totals() {
+    let rt = Builder::new().procs(2).build().unwrap();
+    let sleepers: Vec<_> = (0..6)
+        .map(|_| rt.spawn(gort::time::sleep(Duration::from_secs(3600))))
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while rt.metrics().timers_pending < 6 {
+        assert!(Instant::now() < deadline, "the sleeps never armed");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let ps = rt.proc_metrics();
+    let m = rt.metrics();
+    assert_eq!(
+        ps.iter().map(|p| p.timers_pending).sum::<u64>(),
+        m.timers_pending
+    );
+    assert_eq!(
+        ps.iter().map(|p| p.timers_deleted).sum::<u64>(),
+        m.timers_deleted
+    );
+    assert_eq!(ps.iter().map(|p| p.id).collect::<Vec<_>>(), [0, 1]);
+    for s in sleepers {
+        s.abort();
+    }
+}
