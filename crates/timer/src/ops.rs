@@ -71,7 +71,8 @@ pub fn del(t: &Timer) -> bool {
 /// - In no heap (fresh, fired, or stopped and removed): inserts it into `home` (the caller's
 ///   P) under `home`'s lock and calls `host.wake_netpoller(when)`.
 ///
-/// Install the payload before arming (after [`del`] it is gone).
+/// Install the payload before arming (after [`del`] or a one-shot run it is gone; or use
+/// [`modify_fire`], which installs it inside the arming).
 ///
 /// # Panics
 ///
@@ -183,9 +184,9 @@ fn modtimer(
         rekey_lazily(t, when, host);
         return true;
     }
-    // Not pending: a `del` or a one-shot run released the payload (a timer stopped and
-    // re-armed before its stop took effect keeps it, and `ensure_fire` only compares
-    // pointers). A replaced payload is dropped after Modifying ends (the payload rule).
+    // Not pending: a `del` or a one-shot run released the payload, so `ensure_fire` installs
+    // `fire` (or only compares pointers, if a `set_fire` put it back already). A replaced
+    // payload is dropped after Modifying ends (the payload rule).
     let replaced = fire.map_or(Target::None, |f| t.ensure_fire(f));
     if was_removed {
         drop_dead(reactivate(t, when, home, host));
