@@ -53,11 +53,34 @@ impl<'a> Locked<'a> {
     }
 }
 
+/// Drops payloads that a lock holder let go of, once the caller holds no lock and owns no
+/// transient status. Inline and free in the usual case, an unallocated `Vec` (the drop glue's
+/// out-of-line loop cost T1's `add` ~19 instructions per call).
+#[inline]
+pub(crate) fn drop_dead(dead: Vec<Target>) {
+    if dead.capacity() == 0 {
+        std::mem::forget(dead); // nothing allocated, nothing to drop
+    } else {
+        drop_dead_slow(dead);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn drop_dead_slow(dead: Vec<Target>) {
+    drop(dead);
+}
+
 impl Locked<'_> {
     /// Unlocks and returns the payloads to drop, for a caller that still owns a transient
     /// status (it drops them after leaving it) or holds a lock of its own.
-    pub(crate) fn unlock(mut self) -> Vec<Target> {
-        std::mem::take(&mut self.0.dead)
+    #[inline]
+    pub(crate) fn unlock(self) -> Vec<Target> {
+        let mut this = ManuallyDrop::new(self); // our Drop would look at `dead` again
+        let dead = std::mem::take(&mut this.0.dead);
+        // SAFETY: `this` is never dropped, so the guard is taken exactly once, here.
+        drop(unsafe { ManuallyDrop::take(&mut this.0) });
+        dead
     }
 }
 
@@ -78,10 +101,11 @@ impl DerefMut for Locked<'_> {
 
 impl Drop for Locked<'_> {
     fn drop(&mut self) {
-        let dead = std::mem::take(&mut self.0.dead); // free when empty: no allocation
-                                                     // SAFETY: the guard is taken exactly once, here, and `self` is not used after.
+        // Free when empty: no allocation.
+        let dead = std::mem::take(&mut self.0.dead);
+        // SAFETY: the guard is taken exactly once, here, and `self` is not used after.
         drop(unsafe { ManuallyDrop::take(&mut self.0) });
-        drop(dead);
+        drop_dead(dead);
     }
 }
 

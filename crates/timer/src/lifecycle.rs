@@ -86,7 +86,7 @@ impl Timers {
         let mut entries = std::mem::take(&mut hs.v);
         for e in &entries {
             if e.is_stale() {
-                continue; // dropped with `entries`; the timer's live entry moves
+                continue; // released with `entries` below; the timer's live entry moves
             }
             let t = e.timer();
             loop {

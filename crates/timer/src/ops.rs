@@ -5,6 +5,7 @@ use gort_loom::atomic::Ordering::Relaxed;
 use gort_loom::{yield_now, Arc};
 
 use crate::clock::Nanos;
+use crate::heap::drop_dead;
 use crate::status::{bad, Status};
 use crate::timer::{Fire, Host, Target, Timer};
 use crate::timers::Timers;
@@ -70,7 +71,8 @@ pub fn del(t: &Timer) -> bool {
 /// - In no heap (fresh, fired, or stopped and removed): inserts it into `home` (the caller's
 ///   P) under `home`'s lock and calls `host.wake_netpoller(when)`.
 ///
-/// Install the payload before arming (after [`del`] it is gone).
+/// Install the payload before arming (after [`del`] or a one-shot run it is gone; or use
+/// [`modify_fire`], which installs it inside the arming).
 ///
 /// # Panics
 ///
@@ -177,49 +179,63 @@ fn modtimer(
         }
     };
     t.period.store(period, Relaxed);
-    // Not pending: a `del` or a one-shot run released the payload (a timer stopped and
-    // re-armed before its stop took effect keeps it, and `ensure_fire` only compares
-    // pointers). A replaced payload is dropped after Modifying ends (the payload rule).
-    let replaced = match (fire, pending) {
-        (Some(f), false) => t.ensure_fire(f),
-        _ => Target::None,
-    };
-    let mut dead = Vec::new(); // no allocation unless tidying freed a payload
+    if pending {
+        // The hot path (a reset of a pending timer): its payload stays, nothing to drop.
+        rekey_lazily(t, when, host);
+        return true;
+    }
+    // Not pending: a `del` or a one-shot run released the payload, so `ensure_fire` installs
+    // `fire` (or only compares pointers, if a `set_fire` put it back already). A replaced
+    // payload is dropped after Modifying ends (the payload rule).
+    let replaced = fire.map_or(Target::None, |f| t.ensure_fire(f));
     if was_removed {
-        t.when.store(when, Relaxed);
-        dead = home.insert(t, when, true);
-        t.cas_owned(
-            Status::Modifying,
-            Status::Waiting,
-            "modtimer: lost Modifying",
-        );
-        host.wake_netpoller(when);
+        drop_dead(reactivate(t, when, home, host));
     } else {
-        t.nextwhen.store(when, Relaxed);
-        // Compared with the heap key, not an older nextwhen, as Go does.
-        let earlier = when < t.when.load(Relaxed);
-        if earlier {
-            // SAFETY: we own Modifying, taken from a heaped status (see `owner_ref`).
-            let owner = unsafe { t.owner_ref() };
-            // Invariant 6: list push, then summary, then the status CAS.
-            owner.queue_early(t);
-            owner.lower_modified_earliest(when);
-        }
-        let to = if earlier {
-            Status::ModifiedEarlier
-        } else {
-            Status::ModifiedLater
-        };
-        if !t.cas(Status::Modifying, to) {
-            bad("modtimer: lost Modifying");
-        }
-        if earlier {
-            host.wake_netpoller(when);
-        }
+        rekey_lazily(t, when, host);
     }
     drop(replaced);
-    drop(dead);
-    pending
+    false
+}
+
+/// `modtimer` on a timer in no heap, owned as `Modifying`: inserts it into `home`, leaves
+/// `Modifying`, wakes the poller. Returns what tidying freed, for the caller to drop now
+/// that it owns no status.
+fn reactivate(t: &Arc<Timer>, when: Nanos, home: &Timers, host: &dyn Host) -> Vec<Target> {
+    t.when.store(when, Relaxed);
+    let dead = home.insert(t, when, true);
+    t.cas_owned(
+        Status::Modifying,
+        Status::Waiting,
+        "modtimer: lost Modifying",
+    );
+    host.wake_netpoller(when);
+    dead
+}
+
+/// `modtimer` on a timer still in its heap, owned as `Modifying` taken from a heaped status:
+/// records `when` as `nextwhen` and marks it ModifiedEarlier/Later for its owner to re-key.
+fn rekey_lazily(t: &Arc<Timer>, when: Nanos, host: &dyn Host) {
+    t.nextwhen.store(when, Relaxed);
+    // Compared with the heap key, not an older nextwhen, as Go does.
+    let earlier = when < t.when.load(Relaxed);
+    if earlier {
+        // SAFETY: we own Modifying, taken from a heaped status (see `owner_ref`).
+        let owner = unsafe { t.owner_ref() };
+        // Invariant 6: list push, then summary, then the status CAS.
+        owner.queue_early(t);
+        owner.lower_modified_earliest(when);
+    }
+    let to = if earlier {
+        Status::ModifiedEarlier
+    } else {
+        Status::ModifiedLater
+    };
+    if !t.cas(Status::Modifying, to) {
+        bad("modtimer: lost Modifying");
+    }
+    if earlier {
+        host.wake_netpoller(when);
+    }
 }
 
 /// Go's `resettimer`: [`modify`] keeping the timer's current period.

@@ -70,7 +70,7 @@ fn arc_into_inner(t: Arc<Timer>) -> Option<Timer> {
 }
 
 /// loom's `Arc` has no `into_inner`; `try_unwrap` then drop is the same outside a race with
-/// another last holder, which no model has (every model keeps its own handles).
+/// another last holder, which no model has.
 #[cfg(loom)]
 fn arc_into_inner(t: Arc<Timer>) -> Option<Timer> {
     Arc::try_unwrap(t).ok()

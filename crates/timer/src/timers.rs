@@ -10,7 +10,7 @@ use gort_loom::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering::*};
 use gort_loom::{Arc, Mutex};
 
 use crate::clock::{nanotime, Nanos};
-use crate::heap::{Entry, Heap, Locked};
+use crate::heap::{drop_dead, Entry, Heap, Locked};
 use crate::run::Run;
 use crate::status::{bad, Status};
 use crate::timer::{Host, Target, Timer};
@@ -385,7 +385,7 @@ impl Timers {
         let dead = self.insert(t, when, false);
         t.cas_owned(Status::Modifying, Status::Waiting, "add: lost Modifying");
         host.wake_netpoller(when);
-        drop(dead); // the payload rule: after leaving Modifying
+        drop_dead(dead); // the payload rule: after leaving Modifying
     }
 
     /// Tidies the heap and inserts `t`, which the caller owns as `Modifying` (`add`, and
