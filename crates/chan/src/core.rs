@@ -45,10 +45,10 @@
 use std::collections::VecDeque;
 use std::task::{Poll, Waker};
 
-use crate::context::SelectCtx;
 use crate::error::{SendError, TryRecvError, TrySendError};
 use crate::group::{Claim, Group, GroupRef};
 use crate::queue::{Linked, Links, Queue};
+use crate::select_ctx::SelectCtx;
 use crate::wake::{Bag, Deferred};
 
 /// Runs once when the last receiver is dropped.

@@ -70,7 +70,7 @@
 //! it at once, and a sender hands its value straight to a parked receiver. `select!`
 //! (`select.rs`, `macros.rs`) gives each invocation a commit flag (`group.rs`) so that a
 //! counterparty can complete a parked arm only if no other arm has taken effect; channel
-//! operations find their select through a thread-local (`context.rs`).
+//! operations find their select through a thread-local (`select_ctx.rs`).
 //!
 //! Uncontended `try_send`/`try_recv` take the lock once and never allocate; a bounded
 //! channel allocates its buffer once, at creation; parking reuses slots of a per-channel slab.
@@ -86,7 +86,6 @@
 #![warn(missing_docs)]
 
 mod chan;
-mod context;
 mod core;
 mod error;
 mod group;
@@ -94,6 +93,7 @@ mod macros;
 mod queue;
 mod receiver;
 mod select;
+mod select_ctx;
 mod sender;
 mod wake;
 

@@ -9,9 +9,9 @@ use futures_core::Stream;
 use gort_loom::Arc;
 
 use crate::chan::Chan;
-use crate::context;
 use crate::core::OpCtx;
 use crate::error::TryRecvError;
+use crate::select_ctx;
 
 /// The receiving half of a channel. Clone it to receive from several tasks (each value goes
 /// to exactly one receiver); when the last clone is dropped, sends fail.
@@ -189,7 +189,7 @@ fn poll_recv<T>(chan: &Chan<T>, slot: &mut Option<usize>, cx: &mut Context<'_>) 
         hook.before_recv();
     }
     let was_parked = slot.is_some();
-    let out = context::with_op(|select| {
+    let out = select_ctx::with_op(|select| {
         let mut ctx = OpCtx {
             waker: cx.waker(),
             select,

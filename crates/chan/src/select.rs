@@ -34,9 +34,9 @@ use std::task::{Context, Poll};
 
 use gort_loom::Arc;
 
-use crate::context::{self, rand_below};
 use crate::group::Group;
 use crate::receiver::{Receiver, RecvFuture};
+use crate::select_ctx::{self, rand_below};
 
 /// A nested select output: arm 0's output is `Left`, arm `k + 1`'s is `Right` of arm `k`'s
 /// position in the rest.
@@ -294,7 +294,7 @@ impl<A: Arms + Unpin> Future for Select<A> {
         let committed = this.group.as_ref().and_then(|g| g.begin_poll());
         // Kept only on the (wake-up) path where a committed arm may turn out disabled.
         let reopen = committed.and(this.group.clone());
-        let entered = context::enter(this.group.take());
+        let entered = select_ctx::enter(this.group.take());
         let found = this.poll_arms(committed, reopen, cx);
         this.group = entered.leave();
         match found {
@@ -374,7 +374,7 @@ impl<A: Arms> Select<A> {
         nonblocking: bool,
         cx: &mut Context<'_>,
     ) -> ArmPoll<A::Output> {
-        context::set_arm(arm, nonblocking);
+        select_ctx::set_arm(arm, nonblocking);
         self.arms.poll_arm(arm, cx)
     }
 }

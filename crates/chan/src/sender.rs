@@ -8,9 +8,9 @@ use std::task::{Context, Poll};
 use gort_loom::Arc;
 
 use crate::chan::Chan;
-use crate::context;
 use crate::core::OpCtx;
 use crate::error::{SendError, TrySendError};
+use crate::select_ctx;
 
 /// The sending half of a channel. Clone it to send from several tasks; the channel closes when
 /// the last clone is dropped.
@@ -251,7 +251,7 @@ impl<T> futures_sink::Sink<T> for Sender<T> {
         if p.value.is_none() && p.slot.is_none() {
             return Poll::Ready(Ok(()));
         }
-        context::with_op(|select| {
+        select_ctx::with_op(|select| {
             let mut ctx = OpCtx {
                 waker: cx.waker(),
                 select,
@@ -297,7 +297,7 @@ impl<T> Future for SendFuture<'_, T> {
             this.value.is_some() || this.slot.is_some(),
             "SendFuture polled after completion"
         );
-        context::with_op(|select| {
+        select_ctx::with_op(|select| {
             let mut ctx = OpCtx {
                 waker: cx.waker(),
                 select,

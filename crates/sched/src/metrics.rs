@@ -2,7 +2,7 @@
 //! its timer heap's counters) and the global queue's depth. Read-only: gathering them adds
 //! nothing to the scheduling paths.
 
-use crate::p::P_RUNNING;
+use crate::p::PStatus;
 use crate::Runtime;
 
 /// What one P holds, from [`Runtime::proc_metrics`]. Queue depths are racy hints (the P's
@@ -47,7 +47,7 @@ impl Runtime {
                 let t = p.timers.stats();
                 ProcMetrics {
                     id: p.id,
-                    running: p.status() == P_RUNNING,
+                    running: p.status() == PStatus::Running,
                     local_queue: p.stealer.len(),
                     timers_pending: t.pending,
                     timers_deleted: t.deleted,

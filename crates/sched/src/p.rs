@@ -17,12 +17,17 @@ use gort_loom::atomic::{AtomicU32, AtomicU8, Ordering::*};
 use gort_timer::Timers;
 use std::cell::UnsafeCell;
 
-/// Go's `_Pidle`: in the idle list, held by no M.
-pub(crate) const P_IDLE: u8 = 0;
-/// Go's `_Prunning`: held by an M.
-pub(crate) const P_RUNNING: u8 = 1;
-/// Go's `_Pdead`: removed by `set_procs`; its tasks and timers moved to others.
-pub(crate) const P_DEAD: u8 = 2;
+/// A P's status (Go's `_Pidle`, `_Prunning`, `_Pdead`), kept in an atomic byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum PStatus {
+    /// In the idle list, held by no M.
+    Idle = 0,
+    /// Held by an M.
+    Running = 1,
+    /// Removed by `set_procs`; its tasks and timers moved to others.
+    Dead = 2,
+}
 
 /// After this many `runnext` tasks in a row the P takes from its queue instead, so that two
 /// tasks waking each other forever cannot starve the rest (Go bounds this with the time slice
@@ -75,7 +80,11 @@ impl crate::idle::IdleP for P {
     }
 
     fn set_idle(&self, idle: bool) {
-        self.set_status(if idle { P_IDLE } else { P_RUNNING });
+        self.set_status(if idle {
+            PStatus::Idle
+        } else {
+            PStatus::Running
+        });
     }
 }
 
@@ -85,7 +94,7 @@ impl P {
         P {
             id,
             // Not in service until it is put in the idle list.
-            status: AtomicU8::new(P_DEAD),
+            status: AtomicU8::new(PStatus::Dead as u8),
             hot: CachePadded::new(Hot {
                 rounds: AtomicU32::new(0),
                 local: UnsafeCell::new(Local {
@@ -101,12 +110,16 @@ impl P {
         }
     }
 
-    pub(crate) fn status(&self) -> u8 {
-        self.status.load(Acquire)
+    pub(crate) fn status(&self) -> PStatus {
+        match self.status.load(Acquire) {
+            0 => PStatus::Idle,
+            1 => PStatus::Running,
+            _ => PStatus::Dead,
+        }
     }
 
-    pub(crate) fn set_status(&self, s: u8) {
-        self.status.store(s, Release);
+    pub(crate) fn set_status(&self, s: PStatus) {
+        self.status.store(s as u8, Release);
     }
 
     /// Access to the owner-only state.

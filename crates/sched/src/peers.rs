@@ -3,7 +3,7 @@
 //! a long task, or the OS has preempted it, another M that is between tasks runs them here,
 //! so a timer waits for the first of two Ps to get to it, not for its own.
 
-use crate::p::{P, P_RUNNING};
+use crate::p::{PStatus, P};
 use crate::shared::Shared;
 use gort_timer::{nanotime, Nanos};
 
@@ -72,7 +72,7 @@ impl Watch {
         w.next = id + 1;
         let q = shared.p(id)?;
         let due = q.timers.wake_time();
-        if due == 0 || q.status() != P_RUNNING {
+        if due == 0 || q.status() != PStatus::Running {
             return None;
         }
         Some((q, id, due))

@@ -4,7 +4,7 @@ use crate::blocking::Blocking;
 use crate::context;
 pub use crate::handle::{EnterGuard, Handle, TryCurrentError};
 pub use crate::metrics::ProcMetrics;
-use crate::p::{P_DEAD, P_RUNNING};
+use crate::p::PStatus;
 use crate::runq::Lane;
 use crate::shared::{DeferredHost, Shared, MAX_PROCS};
 use crate::sysmon::Sysmon;
@@ -221,7 +221,7 @@ impl Runtime {
             shared.nprocs.store(n, SeqCst);
             for id in 0..n {
                 let p = shared.make_p(id);
-                if p.status() == P_DEAD {
+                if p.status() == PStatus::Dead {
                     l.pidleput(p);
                 }
             }
@@ -236,7 +236,7 @@ impl Runtime {
             unsafe { p.drain_local(|t| shared.global.push(t, Lane::Ready)) };
             let dst = shared.p(p.id % n).expect("gort: live P missing");
             released.push(p.timers.move_to(&dst.timers, &host));
-            p.set_status(P_DEAD);
+            p.set_status(PStatus::Dead);
         });
         drop(released);
         host.flush(shared);
@@ -348,7 +348,7 @@ fn drop_every_task_and_timer(shared: &Arc<Shared>, all_exited: bool) {
             found = true;
         }
         for p in shared.all_ps() {
-            if all_exited || p.status() != P_RUNNING {
+            if all_exited || p.status() != PStatus::Running {
                 // SAFETY: no M holds `p` any more (they all exited, or it is not running).
                 unsafe { p.drain_local(|t| shared.catch_user(|| drop(t)).unwrap_or(())) };
             }

@@ -4,7 +4,7 @@
 use crate::blocking::Blocking;
 use crate::context;
 use crate::idle::{Idle, MHandle};
-use crate::p::{P, P_DEAD};
+use crate::p::{PStatus, P};
 use crate::park::{self, Poll, Sched};
 use crate::poller::Poller;
 use crate::runq::{Global, Lane};
@@ -254,7 +254,7 @@ impl Shared {
         let n = self.nprocs().max(1);
         let id = self.home_cursor.fetch_add(1, Relaxed) % n;
         match self.p(id) {
-            Some(p) if p.status() != P_DEAD => &p.timers,
+            Some(p) if p.status() != PStatus::Dead => &p.timers,
             _ => &self.p(0).expect("gort: P 0 always exists").timers,
         }
     }

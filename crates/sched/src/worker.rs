@@ -5,7 +5,7 @@
 
 use crate::context;
 use crate::idle::MHandle;
-use crate::p::{P, P_DEAD};
+use crate::p::{PStatus, P};
 use crate::park::{self, Back, Polled};
 use crate::peers::Watch;
 use crate::runq::{Lane, Take};
@@ -388,7 +388,7 @@ impl M {
             unsafe { p.drain_local(|t| shared.global.push(t, Lane::Ready)) };
             let dst = shared.p(p.id % n).expect("gort: live P missing");
             released = Some(p.timers.move_to(&dst.timers, &host));
-            p.set_status(P_DEAD);
+            p.set_status(PStatus::Dead);
             let _ = l;
             Ok(())
         });

@@ -8,7 +8,7 @@ use std::time::Duration;
 use gort_loom::Arc as SyncArc;
 use gort_timer::{del, nanotime, Fire, Nanos, Timer, NEVER};
 
-use crate::rt::{arm_fire, nanos, slack};
+use crate::runtime_timer::{arm_fire, nanos, slack};
 
 const WHAT: &str = "gort::time::after_func";
 

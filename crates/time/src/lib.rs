@@ -55,10 +55,10 @@
 mod after_func;
 #[doc(hidden)]
 pub mod arming;
-mod core;
+mod chan_timer;
 mod instant;
 mod interval;
-mod rt;
+mod runtime_timer;
 mod sleep;
 mod ticker;
 mod timeout;
@@ -68,7 +68,7 @@ pub use after_func::{after_func, AfterFunc};
 pub use instant::Instant;
 pub use interval::{interval, interval_at, Interval, MissedTickBehavior};
 pub use sleep::{sleep, sleep_until, Sleep};
-pub use ticker::{tick, Error, Ticker};
+pub use ticker::{tick, Ticker, TickerError};
 pub use timeout::{timeout, timeout_at, Elapsed, Timeout};
 pub use timer::{after, Timer};
 
@@ -83,7 +83,7 @@ const _: () = {
     handle::<Interval>();
     handle::<Timeout<Sleep>>();
     handle::<Elapsed>();
-    handle::<Error>();
+    handle::<TickerError>();
     handle::<MissedTickBehavior>();
     handle::<gort_chan::Receiver<Instant>>();
 };

@@ -9,7 +9,7 @@ use std::time::Duration;
 use gort_loom::Arc;
 use gort_timer::{del, nanotime, Nanos, Timer, NEVER};
 
-use crate::rt::{arm, slack};
+use crate::runtime_timer::{arm, slack};
 use crate::Instant;
 
 const WHAT: &str = "gort::time::Sleep";

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use gort_chan::Receiver;
 
-use crate::core::Core;
-use crate::rt::nanos;
+use crate::chan_timer::ChanTimer;
+use crate::runtime_timer::nanos;
 use crate::Instant;
 
 const WHAT: &str = "gort::time::Ticker";
@@ -14,20 +14,20 @@ const WHAT: &str = "gort::time::Ticker";
 /// Why a [`Ticker`] could not be made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Error {
+pub enum TickerError {
     /// The period was zero.
     ZeroPeriod,
 }
 
-impl fmt::Display for Error {
+impl fmt::Display for TickerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::ZeroPeriod => f.write_str("non-positive period for a ticker"),
+            TickerError::ZeroPeriod => f.write_str("non-positive period for a ticker"),
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for TickerError {}
 
 /// Sends the current due instant on [`c`](Ticker::c) every period (Go's `time.Ticker`, with
 /// Go 1.23 semantics).
@@ -59,7 +59,7 @@ impl std::error::Error for Error {}
 /// ```
 #[doc(alias = "NewTicker")]
 pub struct Ticker {
-    core: std::sync::Arc<Core>,
+    core: std::sync::Arc<ChanTimer>,
     rx: Receiver<Instant>,
 }
 
@@ -79,7 +79,7 @@ impl Ticker {
         }
     }
 
-    /// Like [`new`](Ticker::new), but a zero period is an [`Error::ZeroPeriod`].
+    /// Like [`new`](Ticker::new), but a zero period is an [`TickerError::ZeroPeriod`].
     ///
     /// # Panics
     ///
@@ -91,15 +91,15 @@ impl Ticker {
     /// use std::time::Duration;
     /// assert_eq!(
     ///     gort_time::Ticker::try_new(Duration::ZERO).unwrap_err(),
-    ///     gort_time::Error::ZeroPeriod
+    ///     gort_time::TickerError::ZeroPeriod
     /// );
     /// ```
     #[track_caller]
-    pub fn try_new(period: Duration) -> Result<Ticker, Error> {
+    pub fn try_new(period: Duration) -> Result<Ticker, TickerError> {
         if period.is_zero() {
-            return Err(Error::ZeroPeriod);
+            return Err(TickerError::ZeroPeriod);
         }
-        let (core, rx) = Core::start(period, nanos(period), WHAT);
+        let (core, rx) = ChanTimer::start(period, nanos(period), WHAT);
         Ok(Ticker { core, rx })
     }
 
@@ -166,7 +166,7 @@ impl fmt::Debug for Ticker {
 #[track_caller]
 pub fn tick(period: Duration) -> Receiver<Instant> {
     assert!(!period.is_zero(), "gort::time::tick: non-positive period");
-    Core::start(period, nanos(period), "gort::time::tick").1
+    ChanTimer::start(period, nanos(period), "gort::time::tick").1
 }
 
 /// A `Ticker` is a [`Stream`](futures_core::Stream) of its ticks, as received from

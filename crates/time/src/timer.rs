@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use gort_chan::Receiver;
 
-use crate::core::Core;
+use crate::chan_timer::ChanTimer;
 use crate::Instant;
 
 /// A single event: the instant it was due is sent on [`c`](Timer::c) once `d` has passed
@@ -44,7 +44,7 @@ use crate::Instant;
 /// ```
 #[doc(alias = "NewTimer")]
 pub struct Timer {
-    core: std::sync::Arc<Core>,
+    core: std::sync::Arc<ChanTimer>,
     rx: Receiver<Instant>,
 }
 
@@ -60,7 +60,7 @@ impl Timer {
     #[doc(alias = "NewTimer")]
     #[track_caller]
     pub fn new(d: Duration) -> Timer {
-        let (core, rx) = Core::start(d, 0, WHAT);
+        let (core, rx) = ChanTimer::start(d, 0, WHAT);
         Timer { core, rx }
     }
 
@@ -124,5 +124,5 @@ impl fmt::Debug for Timer {
 #[doc(alias = "After")]
 #[track_caller]
 pub fn after(d: Duration) -> Receiver<Instant> {
-    Core::start(d, 0, "gort::time::after").1
+    ChanTimer::start(d, 0, "gort::time::after").1
 }

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use gort_sched::Runtime;
-use gort_time::{sleep, tick, Error, Instant, Ticker};
+use gort_time::{sleep, tick, Instant, Ticker, TickerError};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -95,7 +95,7 @@ fn new_ticker_zero_panics() {
 #[test]
 fn try_new_ticker_zero_is_an_error() {
     let e = Ticker::try_new(Duration::ZERO).unwrap_err();
-    assert_eq!(e, Error::ZeroPeriod);
+    assert_eq!(e, TickerError::ZeroPeriod);
     assert_eq!(e.to_string(), "non-positive period for a ticker");
     let _: &dyn std::error::Error = &e;
 }

@@ -193,3 +193,49 @@ fn timers_survive_a_move_of_the_value() {
     drop(moved); // drains
     assert_eq!(keep.status(), Status::Removed);
 }
+
+/// design/TIMERS.md is the crate's one specification: it must name every status and every
+/// public operation, so that a status or an operation added to the code without its rows in
+/// the spec fails here.
+#[test]
+fn the_spec_names_every_status_and_operation() {
+    let spec = include_str!("../../../design/TIMERS.md");
+    let statuses = [
+        Status::NoStatus,
+        Status::Waiting,
+        Status::Running,
+        Status::Deleted,
+        Status::Removing,
+        Status::Removed,
+        Status::Modifying,
+        Status::ModifiedEarlier,
+        Status::ModifiedLater,
+        Status::Moving,
+    ];
+    for s in statuses {
+        let name = format!("{s:?}");
+        assert!(spec.contains(&name), "design/TIMERS.md never names {name}");
+    }
+    let operations = [
+        "add",
+        "del",
+        "modify",
+        "modify_fire",
+        "reset",
+        "check",
+        "try_check",
+        "move_to",
+        "drain",
+        "wake_time",
+        "wake_bound",
+        "verify",
+        "cleantimers",
+        "runtimer",
+        "adjust",
+        "clear_deleted",
+    ];
+    for op in operations {
+        let named = spec.contains(&format!("`{op}`")) || spec.contains(&format!("{op}("));
+        assert!(named, "design/TIMERS.md never names {op}");
+    }
+}

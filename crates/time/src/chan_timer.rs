@@ -5,8 +5,8 @@
 //! Go 1.23's lazy heap: the runtime timer is in a heap only while a receive waits on the
 //! channel (the channel's [`RecvHook`] tells the arming); see [`crate::arming`].
 //!
-//! Ownership: while in a heap, the runtime timer's payload is an `Arc<Core>` (heap → timer →
-//! core). The receiver's drop hook owns an `Arc<Core>` too, so `after(d)` keeps working when
+//! Ownership: while in a heap, the runtime timer's payload is an `Arc<ChanTimer>` (heap → timer →
+//! core). The receiver's drop hook owns an `Arc<ChanTimer>` too, so `after(d)` keeps working when
 //! only its receiver is held; the channel's receive hook holds the core weakly. When the last
 //! receiver goes, the drop hook stops the timer, which drops the payload, and the core is
 //! freed: an unreferenced timer costs nothing (go#61542, go#60144).
@@ -20,7 +20,7 @@ use gort_sched::timer_api::in_runtime;
 use gort_timer::{deadline_after, del, nanotime, Fire, Nanos, Timer as RtTimer, NEVER};
 
 use crate::arming::{Arming, Heap, Sink};
-use crate::rt::{arm, outside, slack};
+use crate::runtime_timer::{arm, outside, slack};
 use crate::Instant;
 
 impl Sink for Sender<Instant> {
@@ -32,23 +32,23 @@ impl Sink for Sender<Instant> {
     }
 }
 
-pub(crate) struct Core {
+pub(crate) struct ChanTimer {
     arming: Arming<Sender<Instant>>,
     timer: SyncArc<RtTimer>,
     /// This core, for the runtime timer's payload while it is in a heap.
-    me: Weak<Core>,
+    me: Weak<ChanTimer>,
     /// For panic messages: "gort::time::Timer" or "gort::time::Ticker".
     what: &'static str,
 }
 
-impl Fire for Core {
+impl Fire for ChanTimer {
     fn fire(self: Arc<Self>, when: Nanos) {
         self.arming.fire(when, &*self);
     }
 }
 
 /// The runtime timer as the arming drives it: in a heap only while a receiver waits.
-impl Heap for Core {
+impl Heap for ChanTimer {
     fn now(&self) -> Nanos {
         nanotime()
     }
@@ -73,7 +73,7 @@ impl Heap for Core {
 
 /// Go 1.23's timer-channel hooks: a receiver that arrives late gets a due value at once, and
 /// the runtime timer is in a heap only while a receiver waits.
-impl RecvHook for Core {
+impl RecvHook for ChanTimer {
     fn before_recv(&self) {
         self.arming.maybe_run(self);
     }
@@ -85,7 +85,7 @@ impl RecvHook for Core {
     }
 }
 
-impl Core {
+impl ChanTimer {
     /// A core and its receiver, armed to fire after `d` (then every `period` if > 0).
     ///
     /// # Panics
@@ -96,13 +96,13 @@ impl Core {
         d: std::time::Duration,
         period: Nanos,
         what: &'static str,
-    ) -> (Arc<Core>, Receiver<Instant>) {
+    ) -> (Arc<ChanTimer>, Receiver<Instant>) {
         let mut rx = None;
-        let core = Arc::new_cyclic(|me: &Weak<Core>| {
+        let core = Arc::new_cyclic(|me: &Weak<ChanTimer>| {
             let hook: Weak<dyn RecvHook> = me.clone();
             let (tx, r) = gort_chan::bounded_with_hook(1, hook);
             rx = Some(r);
-            Core {
+            ChanTimer {
                 arming: Arming::new(tx),
                 timer: RtTimer::new(),
                 me: me.clone(),
@@ -135,15 +135,15 @@ impl Core {
         if deadline_after(0, d) != NEVER && !in_runtime() {
             outside(self.what);
         }
-        let slack = slack(crate::rt::nanos(d));
+        let slack = slack(crate::runtime_timer::nanos(d));
         self.arming
             .reset(self, |now| deadline_after(now, d), period, slack)
     }
 }
 
-impl fmt::Debug for Core {
+impl fmt::Debug for ChanTimer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Core")
+        f.debug_struct("ChanTimer")
             .field("state", &self.arming.state())
             .field("when", &Instant::from_nanos(self.timer.when()))
             .field("heaped", &self.arming.is_heaped())
