@@ -302,8 +302,8 @@ impl Sched for Arc<Shared> {
             if w != 0 && w <= now {
                 w = self.run_timers(&p.timers, now, false).next;
             }
-            poll_until = worker::min_nonzero(poll_until, w);
-            latest = worker::min_nonzero(latest, p.timers.wake_bound());
+            poll_until = gort_timer::min_nonzero(poll_until, w);
+            latest = gort_timer::min_nonzero(latest, p.timers.wake_bound());
         }
         (poll_until, latest)
     }
@@ -402,7 +402,7 @@ pub(crate) struct DeferredHost(std::sync::atomic::AtomicI64);
 impl Host for DeferredHost {
     fn wake_netpoller(&self, when: Nanos) {
         let _ = self.0.fetch_update(Relaxed, Relaxed, |cur| {
-            Some(crate::worker::min_nonzero(cur, when))
+            Some(gort_timer::min_nonzero(cur, when))
         });
     }
 }

@@ -11,7 +11,7 @@ use crate::peers::Watch;
 use crate::runq::{Lane, Take};
 use crate::shared::{DeferredHost, LiveM, Shared};
 use crate::task::Task;
-use gort_timer::{nanotime, Nanos};
+use gort_timer::{min_nonzero, nanotime, Nanos};
 use std::sync::Arc;
 
 /// Rounds of stealing before an M gives up (Go's `stealTries`); timers of other Ps are
@@ -404,14 +404,6 @@ impl M {
                 shared.wakep();
             }
         }
-    }
-}
-
-/// `a` or `b`, whichever is earlier, treating 0 as "none".
-pub(crate) fn min_nonzero(a: Nanos, b: Nanos) -> Nanos {
-    match (a, b) {
-        (0, x) | (x, 0) => x,
-        (a, b) => a.min(b),
     }
 }
 

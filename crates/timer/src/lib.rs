@@ -56,7 +56,7 @@ pub use lifecycle::Released;
 pub use ops::{del, modify, modify_fire, reset};
 pub use status::Status;
 pub use timer::{Fire, Host, Timer};
-pub use timers::{Checked, TimerStats, Timers};
+pub use timers::{min_nonzero, Checked, TimerStats, Timers};
 
 /// `Timer` and `Timers` are shared across scheduler threads.
 const _: () = {

@@ -110,8 +110,15 @@ pub struct Timers {
     pub(crate) shared: Box<Shared>,
 }
 
-/// `min` over non-zero values, 0 if both are 0 (0 means "none").
-pub(crate) fn min_nonzero(a: Nanos, b: Nanos) -> Nanos {
+/// `min` over deadlines where 0 means "none": 0 only if both are 0. The form of every
+/// summary this crate publishes ([`Timers::wake_time`], [`Checked::next`]).
+///
+/// ```
+/// assert_eq!(gort_timer::min_nonzero(0, 5), 5);
+/// assert_eq!(gort_timer::min_nonzero(7, 5), 5);
+/// assert_eq!(gort_timer::min_nonzero(0, 0), 0);
+/// ```
+pub fn min_nonzero(a: Nanos, b: Nanos) -> Nanos {
     if a == 0 || (b != 0 && b < a) {
         b
     } else {
