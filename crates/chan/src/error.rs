@@ -14,7 +14,7 @@ use std::fmt;
 /// # Examples
 ///
 /// ```
-/// let (tx, rx) = gort_chan::bounded::<String>(1);
+/// let (tx, rx) = gort::chan::bounded::<String>(1);
 /// drop(rx);
 /// let err = futures::executor::block_on(tx.send("hi".to_string())).unwrap_err();
 /// assert_eq!(err.into_inner(), "hi");
@@ -48,9 +48,9 @@ impl<T> Error for SendError<T> {}
 /// # Examples
 ///
 /// ```
-/// use gort_chan::TrySendError;
+/// use gort::chan::TrySendError;
 ///
-/// let (tx, _rx) = gort_chan::bounded(1);
+/// let (tx, _rx) = gort::chan::bounded(1);
 /// assert_eq!(tx.try_send(1), Ok(()));
 /// assert_eq!(tx.try_send(2), Err(TrySendError::Full(2)));
 /// tx.close();
@@ -114,9 +114,9 @@ impl<T> Error for TrySendError<T> {}
 /// # Examples
 ///
 /// ```
-/// use gort_chan::TryRecvError;
+/// use gort::chan::TryRecvError;
 ///
-/// let (tx, rx) = gort_chan::bounded::<u8>(1);
+/// let (tx, rx) = gort::chan::bounded::<u8>(1);
 /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
 /// drop(tx);
 /// assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));

@@ -19,7 +19,7 @@
 //! A bounded channel between two threads:
 //!
 //! ```
-//! let (tx, rx) = gort_chan::bounded(4);
+//! let (tx, rx) = gort::chan::bounded(4);
 //! let producer = std::thread::spawn(move || {
 //!     futures::executor::block_on(async {
 //!         for i in 0..10 {
@@ -41,7 +41,7 @@
 //! An unbounded channel used as a work queue, with `select!` and a quit channel:
 //!
 //! ```
-//! use gort_chan::{select, unbounded};
+//! use gort::chan::{select, unbounded};
 //!
 //! futures::executor::block_on(async {
 //!     let (jobs_tx, jobs_rx) = unbounded();
@@ -79,7 +79,7 @@
 //!
 //! ```compile_fail,E0277
 //! fn assert_send<T: Send>(_: T) {}
-//! let (tx, _rx) = gort_chan::bounded::<std::rc::Rc<u8>>(1);
+//! let (tx, _rx) = gort::chan::bounded::<std::rc::Rc<u8>>(1);
 //! assert_send(tx);
 //! ```
 
@@ -124,7 +124,7 @@ pub mod __private {
 ///
 /// ```
 /// futures::executor::block_on(async {
-///     let (tx, rx) = gort_chan::bounded(1);
+///     let (tx, rx) = gort::chan::bounded(1);
 ///     tx.send(1).await.unwrap();
 ///     assert!(tx.try_send(2).unwrap_err().is_full());
 ///     assert_eq!((rx.len(), rx.capacity()), (1, Some(1)));
@@ -142,7 +142,7 @@ pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
 /// # Examples
 ///
 /// ```
-/// let (tx, rx) = gort_chan::unbounded();
+/// let (tx, rx) = gort::chan::unbounded();
 /// for i in 0..1000 {
 ///     tx.try_send(i).unwrap();
 /// }

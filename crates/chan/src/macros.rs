@@ -62,7 +62,7 @@
 /// # Examples
 ///
 /// ```
-/// use gort_chan::{bounded, select};
+/// use gort::chan::{bounded, select};
 ///
 /// futures::executor::block_on(async {
 ///     let (tx_a, rx_a) = bounded::<u32>(1);
@@ -87,7 +87,7 @@
 /// Any future can be an arm, for example a send, a timer, or an `async` block:
 ///
 /// ```
-/// use gort_chan::{bounded, select};
+/// use gort::chan::{bounded, select};
 ///
 /// futures::executor::block_on(async {
 ///     let (tx, rx) = bounded::<u8>(0);
@@ -106,7 +106,7 @@
 /// Guards, `biased;`, refutable patterns, `else`, and a nil-channel arm:
 ///
 /// ```
-/// use gort_chan::{select, unbounded, Receiver};
+/// use gort::chan::{select, unbounded, Receiver};
 ///
 /// futures::executor::block_on(async {
 ///     let (tx_a, rx_a) = unbounded::<u32>();

@@ -24,7 +24,7 @@ use crate::select_ctx;
 /// use futures::StreamExt;
 ///
 /// futures::executor::block_on(async {
-///     let (tx, rx) = gort_chan::unbounded();
+///     let (tx, rx) = gort::chan::unbounded();
 ///     for i in 0..3 {
 ///         tx.try_send(i).unwrap();
 ///     }
@@ -58,7 +58,7 @@ impl<T> Receiver<T> {
     ///
     /// ```
     /// futures::executor::block_on(async {
-    ///     let (tx, rx) = gort_chan::bounded(1);
+    ///     let (tx, rx) = gort::chan::bounded(1);
     ///     tx.send(5).await.unwrap();
     ///     drop(tx);
     ///     assert_eq!(rx.recv().await, Some(5));
@@ -79,9 +79,9 @@ impl<T> Receiver<T> {
     /// # Examples
     ///
     /// ```
-    /// use gort_chan::TryRecvError;
+    /// use gort::chan::TryRecvError;
     ///
-    /// let (tx, rx) = gort_chan::bounded(1);
+    /// let (tx, rx) = gort::chan::bounded(1);
     /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
     /// tx.try_send('x').unwrap();
     /// assert_eq!(rx.try_recv(), Ok('x'));

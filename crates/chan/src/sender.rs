@@ -19,7 +19,7 @@ use crate::select_ctx;
 ///
 /// ```
 /// futures::executor::block_on(async {
-///     let (tx, rx) = gort_chan::bounded(2);
+///     let (tx, rx) = gort::chan::bounded(2);
 ///     let tx2 = tx.clone();
 ///     tx.send(1).await.unwrap();
 ///     tx2.send(2).await.unwrap();
@@ -78,7 +78,7 @@ impl<T> Sender<T> {
     ///
     /// ```
     /// futures::executor::block_on(async {
-    ///     let (tx, rx) = gort_chan::bounded(1);
+    ///     let (tx, rx) = gort::chan::bounded(1);
     ///     tx.send("hi").await.unwrap();
     ///     assert_eq!(rx.recv().await, Some("hi"));
     ///     rx.close();
@@ -100,9 +100,9 @@ impl<T> Sender<T> {
     /// # Examples
     ///
     /// ```
-    /// use gort_chan::TrySendError;
+    /// use gort::chan::TrySendError;
     ///
-    /// let (tx, rx) = gort_chan::bounded(0);
+    /// let (tx, rx) = gort::chan::bounded(0);
     /// // Unbuffered, and nobody is receiving.
     /// assert_eq!(tx.try_send(1), Err(TrySendError::Full(1)));
     /// drop(rx);
@@ -118,7 +118,7 @@ impl<T> Sender<T> {
     /// # Examples
     ///
     /// ```
-    /// let (tx, rx) = gort_chan::unbounded();
+    /// let (tx, rx) = gort::chan::unbounded();
     /// tx.try_send(7).unwrap();
     /// tx.close();
     /// assert!(tx.is_closed() && rx.is_closed());
@@ -210,7 +210,7 @@ impl<T> Drop for Sender<T> {
 /// use futures::{SinkExt, StreamExt};
 ///
 /// futures::executor::block_on(async {
-///     let (mut tx, rx) = gort_chan::bounded(0);
+///     let (mut tx, rx) = gort::chan::bounded(0);
 ///     let reader = async { rx.take(3).collect::<Vec<u32>>().await };
 ///     let writer = async {
 ///         let mut items = futures::stream::iter([1, 2, 3]).map(Ok);

@@ -12,7 +12,7 @@ impl Builder {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Builder::new().thread_name("app-worker").build().unwrap();
+    /// let rt = gort::Builder::new().thread_name("app-worker").build().unwrap();
     /// let name = rt.block_on(rt.spawn(async {
     ///     std::thread::current().name().map(String::from)
     /// }));
@@ -31,7 +31,7 @@ impl Builder {
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// static N: AtomicUsize = AtomicUsize::new(0);
-    /// let rt = gort_sched::Builder::new()
+    /// let rt = gort::Builder::new()
     ///     .thread_name_fn(|| format!("app-{}", N.fetch_add(1, Ordering::Relaxed)))
     ///     .build()
     ///     .unwrap();
@@ -52,7 +52,7 @@ impl Builder {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Builder::new().thread_stack_size(4 << 20).build().unwrap();
+    /// let rt = gort::Builder::new().thread_stack_size(4 << 20).build().unwrap();
     /// // A task may now use up to 4 MiB of stack.
     /// let n = rt.block_on(rt.spawn(async { std::hint::black_box([1u8; 1 << 20])[7] }));
     /// assert_eq!(n.unwrap(), 1);
@@ -74,7 +74,7 @@ impl Builder {
     /// use std::sync::Arc;
     /// let started = Arc::new(AtomicUsize::new(0));
     /// let count = started.clone();
-    /// let rt = gort_sched::Builder::new()
+    /// let rt = gort::Builder::new()
     ///     .on_thread_start(move || {
     ///         count.fetch_add(1, Ordering::Relaxed);
     ///     })
@@ -103,7 +103,7 @@ impl Builder {
     /// use std::sync::Arc;
     /// let stopped = Arc::new(AtomicUsize::new(0));
     /// let count = stopped.clone();
-    /// let rt = gort_sched::Builder::new()
+    /// let rt = gort::Builder::new()
     ///     .on_thread_stop(move || {
     ///         count.fetch_add(1, Ordering::Relaxed);
     ///     })
@@ -130,7 +130,7 @@ impl Builder {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Builder::new().max_blocking_threads(1).build().unwrap();
+    /// let rt = gort::Builder::new().max_blocking_threads(1).build().unwrap();
     /// let a = rt.spawn_blocking(|| std::thread::current().id());
     /// let b = rt.spawn_blocking(|| std::thread::current().id());
     /// assert_eq!(rt.block_on(a).unwrap(), rt.block_on(b).unwrap());
@@ -152,7 +152,7 @@ impl Builder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let rt = gort_sched::Builder::new()
+    /// let rt = gort::Builder::new()
     ///     .thread_keep_alive(Duration::from_millis(50))
     ///     .build()
     ///     .unwrap();

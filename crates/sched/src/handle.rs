@@ -22,7 +22,7 @@ use std::task::{Context, Poll, Wake, Waker};
 /// # Examples
 ///
 /// ```
-/// let rt = gort_sched::Runtime::new().unwrap();
+/// let rt = gort::Runtime::new().unwrap();
 /// let handle = rt.handle().clone();
 /// let n = std::thread::spawn(move || handle.block_on(handle.spawn(async { 2 + 2 })))
 ///     .join()
@@ -57,8 +57,8 @@ impl Handle {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
-    /// let procs = rt.block_on(async { gort_sched::runtime::Handle::current().procs() });
+    /// let rt = gort::Runtime::new().unwrap();
+    /// let procs = rt.block_on(async { gort::runtime::Handle::current().procs() });
     /// assert_eq!(procs, rt.procs());
     /// ```
     #[track_caller]
@@ -74,9 +74,9 @@ impl Handle {
     /// # Examples
     ///
     /// ```
-    /// use gort_sched::runtime::Handle;
+    /// use gort::runtime::Handle;
     /// assert!(Handle::try_current().unwrap_err().is_missing_context());
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// let _guard = rt.handle().enter();
     /// assert!(Handle::try_current().is_ok());
     /// ```
@@ -95,10 +95,10 @@ impl Handle {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// let h = {
     ///     let _guard = rt.handle().enter();
-    ///     gort_sched::spawn(async { "spawned from a plain thread" })
+    ///     gort::spawn(async { "spawned from a plain thread" })
     /// };
     /// assert_eq!(rt.block_on(h).unwrap(), "spawned from a plain thread");
     /// ```
@@ -114,7 +114,7 @@ impl Handle {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// let h = rt.handle().spawn(async { 1 });
     /// assert_eq!(rt.block_on(h).unwrap(), 1);
     /// ```
@@ -132,7 +132,7 @@ impl Handle {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// let h = rt.handle().spawn_blocking(|| std::thread::current().name().map(String::from));
     /// assert_eq!(rt.block_on(h).unwrap().as_deref(), Some("gort-blocking"));
     /// ```
@@ -156,7 +156,7 @@ impl Handle {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// let handle = rt.handle().clone();
     /// let h = rt.spawn_blocking(move || handle.block_on(async { 6 * 7 }));
     /// assert_eq!(rt.block_on(h).unwrap(), 42);
@@ -186,7 +186,7 @@ impl Handle {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Builder::new().procs(3).build().unwrap();
+    /// let rt = gort::Builder::new().procs(3).build().unwrap();
     /// assert_eq!(rt.handle().procs(), 3);
     /// ```
     pub fn procs(&self) -> usize {
@@ -220,11 +220,11 @@ where
 /// # Examples
 ///
 /// ```
-/// let rt = gort_sched::Runtime::new().unwrap();
+/// let rt = gort::Runtime::new().unwrap();
 /// let guard = rt.handle().enter();
-/// assert!(gort_sched::runtime::Handle::try_current().is_ok());
+/// assert!(gort::runtime::Handle::try_current().is_ok());
 /// drop(guard);
-/// assert!(gort_sched::runtime::Handle::try_current().is_err());
+/// assert!(gort::runtime::Handle::try_current().is_err());
 /// ```
 pub struct EnterGuard<'a> {
     _ctx: context::EnterGuard,
@@ -242,7 +242,7 @@ impl fmt::Debug for EnterGuard<'_> {
 /// # Examples
 ///
 /// ```
-/// let err = gort_sched::runtime::Handle::try_current().unwrap_err();
+/// let err = gort::runtime::Handle::try_current().unwrap_err();
 /// assert!(err.is_missing_context());
 /// assert!(err.to_string().contains("no gort runtime"));
 /// ```
@@ -257,7 +257,7 @@ impl TryCurrentError {
     /// # Examples
     ///
     /// ```
-    /// let err = gort_sched::runtime::Handle::try_current().unwrap_err();
+    /// let err = gort::runtime::Handle::try_current().unwrap_err();
     /// assert!(err.is_missing_context());
     /// ```
     pub fn is_missing_context(&self) -> bool {
@@ -269,7 +269,7 @@ impl TryCurrentError {
     /// # Examples
     ///
     /// ```
-    /// let err = gort_sched::runtime::Handle::try_current().unwrap_err();
+    /// let err = gort::runtime::Handle::try_current().unwrap_err();
     /// assert!(!err.is_thread_local_destroyed()); // a plain thread, alive
     /// ```
     pub fn is_thread_local_destroyed(&self) -> bool {
@@ -307,7 +307,7 @@ impl crate::Runtime {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// let handle = rt.handle().clone();
     /// std::thread::spawn(move || {
     ///     let h = handle.spawn(async { "from a std thread" });
@@ -326,7 +326,7 @@ impl crate::Runtime {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// let h = rt.spawn_blocking(|| 3);
     /// assert_eq!(rt.block_on(h).unwrap(), 3);
     /// ```

@@ -17,9 +17,9 @@ impl<T: Send + 'static> JoinSet<T> {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// rt.block_on(async {
-    ///     let mut set = gort_sched::task::JoinSet::new();
+    ///     let mut set = gort::task::JoinSet::new();
     ///     let abort = set.spawn(std::future::pending::<()>());
     ///     abort.abort();
     ///     assert!(set.join_next().await.unwrap().unwrap_err().is_cancelled());
@@ -38,8 +38,8 @@ impl<T: Send + 'static> JoinSet<T> {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
-    /// let mut set = gort_sched::task::JoinSet::new();
+    /// let rt = gort::Runtime::new().unwrap();
+    /// let mut set = gort::task::JoinSet::new();
     /// set.spawn_on(async { 7 }, rt.handle());
     /// assert_eq!(rt.block_on(set.join_next()).unwrap().unwrap(), 7);
     /// ```
@@ -60,9 +60,9 @@ impl<T: Send + 'static> JoinSet<T> {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// rt.block_on(async {
-    ///     let mut set = gort_sched::task::JoinSet::new();
+    ///     let mut set = gort::task::JoinSet::new();
     ///     set.spawn_blocking(|| 5);
     ///     assert_eq!(set.join_next().await.unwrap().unwrap(), 5);
     /// });

@@ -60,9 +60,9 @@ const OUTSIDE: &str = "must be called from the context of a gort runtime \
 /// # Examples
 ///
 /// ```
-/// let rt = gort_sched::Runtime::new().unwrap();
+/// let rt = gort::Runtime::new().unwrap();
 /// rt.block_on(async {
-///     let h = gort_sched::spawn(async { "hello" });
+///     let h = gort::spawn(async { "hello" });
 ///     assert_eq!(h.await.unwrap(), "hello");
 /// });
 /// ```
@@ -131,8 +131,8 @@ pub fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
 /// # Examples
 ///
 /// ```
-/// let rt = gort_sched::Runtime::new().unwrap();
-/// rt.block_on(async { gort_sched::yield_now().await });
+/// let rt = gort::Runtime::new().unwrap();
+/// rt.block_on(async { gort::yield_now().await });
 /// ```
 pub async fn yield_now() {
     YieldNow(false).await

@@ -34,7 +34,7 @@ impl Runtime {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Builder::new().procs(2).build().unwrap();
+    /// let rt = gort::Builder::new().procs(2).build().unwrap();
     /// let ps = rt.proc_metrics();
     /// assert_eq!(ps.len(), 2);
     /// assert_eq!(ps[1].id, 1);
@@ -65,7 +65,7 @@ impl Runtime {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// assert_eq!(rt.global_queue_depth(), 0);
     /// ```
     pub fn global_queue_depth(&self) -> usize {

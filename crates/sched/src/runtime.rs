@@ -24,7 +24,7 @@ const SHUTDOWN_REBREAK: Duration = Duration::from_millis(10);
 /// # Examples
 ///
 /// ```
-/// let rt = gort_sched::Builder::new().procs(2).build().unwrap();
+/// let rt = gort::Builder::new().procs(2).build().unwrap();
 /// assert_eq!(rt.procs(), 2);
 /// ```
 #[derive(Debug, Default, Clone)]
@@ -75,13 +75,13 @@ impl Builder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let rt = gort_sched::Builder::new()
+    /// let rt = gort::Builder::new()
     ///     .drop_timeout(Duration::from_millis(100))
     ///     .build()
     ///     .unwrap();
     /// rt.block_on(async {
     ///     // Blocks for ever: the drop below abandons the thread after 100 ms.
-    ///     gort_sched::spawn_blocking(|| loop {
+    ///     gort::spawn_blocking(|| loop {
     ///         std::thread::park();
     ///     });
     /// });
@@ -119,7 +119,7 @@ impl Builder {
 /// # Examples
 ///
 /// ```
-/// let rt = gort_sched::Runtime::new().unwrap();
+/// let rt = gort::Runtime::new().unwrap();
 /// let h = rt.spawn(async { 1 + 1 });
 /// assert_eq!(rt.block_on(h).unwrap(), 2);
 /// ```

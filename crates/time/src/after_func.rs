@@ -57,15 +57,15 @@ impl<F: Fn() + Send + Sync + 'static> gort_sched::timer_api::Callback for Spawne
 /// use std::sync::atomic::{AtomicBool, Ordering};
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// let rt = gort_sched::Runtime::new().unwrap();
+/// let rt = gort::Runtime::new().unwrap();
 /// rt.block_on(async {
 ///     let done = Arc::new(AtomicBool::new(false));
 ///     let d = done.clone();
-///     let _f = gort_time::after_func(Duration::from_millis(1), move || {
+///     let _f = gort::time::after_func(Duration::from_millis(1), move || {
 ///         d.store(true, Ordering::SeqCst);
 ///     });
 ///     while !done.load(Ordering::SeqCst) {
-///         gort_time::sleep(Duration::from_millis(1)).await;
+///         gort::time::sleep(Duration::from_millis(1)).await;
 ///     }
 /// });
 /// ```

@@ -18,7 +18,7 @@ use gort_timer::{deadline_after, epoch, nanotime, Nanos, NEVER};
 /// # Examples
 ///
 /// ```
-/// use gort_time::Instant;
+/// use gort::time::Instant;
 /// use std::time::Duration;
 ///
 /// let a = Instant::now();
@@ -43,8 +43,8 @@ impl Instant {
     /// # Examples
     ///
     /// ```
-    /// let a = gort_time::Instant::now();
-    /// assert!(gort_time::Instant::now() >= a);
+    /// let a = gort::time::Instant::now();
+    /// assert!(gort::time::Instant::now() >= a);
     /// ```
     pub fn now() -> Instant {
         Instant(nanotime())

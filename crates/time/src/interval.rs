@@ -67,10 +67,10 @@ impl MissedTickBehavior {
 ///
 /// ```
 /// use std::time::Duration;
-/// let rt = gort_sched::Runtime::new().unwrap();
+/// let rt = gort::Runtime::new().unwrap();
 /// rt.block_on(async {
-///     let start = gort_time::Instant::now();
-///     let mut iv = gort_time::interval(Duration::from_millis(2));
+///     let start = gort::time::Instant::now();
+///     let mut iv = gort::time::interval(Duration::from_millis(2));
 ///     iv.tick().await; // at once
 ///     iv.tick().await;
 ///     iv.tick().await;
@@ -173,9 +173,9 @@ impl Interval {
 /// use std::pin::Pin;
 /// use std::time::Duration;
 ///
-/// let rt = gort_sched::Runtime::new().unwrap();
+/// let rt = gort::Runtime::new().unwrap();
 /// rt.block_on(async {
-///     let mut ticks = gort_time::interval(Duration::from_millis(1));
+///     let mut ticks = gort::time::interval(Duration::from_millis(1));
 ///     let a = std::future::poll_fn(|cx| Pin::new(&mut ticks).poll_next(cx)).await;
 ///     let b = std::future::poll_fn(|cx| Pin::new(&mut ticks).poll_next(cx)).await;
 ///     let (a, b) = (a.unwrap(), b.unwrap());

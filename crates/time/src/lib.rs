@@ -41,10 +41,10 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! let rt = gort_sched::Runtime::new().unwrap();
+//! let rt = gort::Runtime::new().unwrap();
 //! rt.block_on(async {
-//!     let t = gort_time::Timer::new(Duration::from_secs(3600));
-//!     let r = gort_time::timeout(Duration::from_millis(5), t.c().recv()).await;
+//!     let t = gort::time::Timer::new(Duration::from_secs(3600));
+//!     let r = gort::time::timeout(Duration::from_millis(5), t.c().recv()).await;
 //!     assert!(r.is_err()); // timed out
 //!     assert!(t.stop()); // nothing was received, so stop reports it stopped the timer
 //! });

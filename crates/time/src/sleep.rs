@@ -31,10 +31,10 @@ const WHAT: &str = "gort::time::Sleep";
 ///
 /// ```
 /// use std::time::Duration;
-/// let rt = gort_sched::Runtime::new().unwrap();
+/// let rt = gort::Runtime::new().unwrap();
 /// rt.block_on(async {
-///     let start = gort_time::Instant::now();
-///     gort_time::sleep(Duration::from_millis(10)).await;
+///     let start = gort::time::Instant::now();
+///     gort::time::sleep(Duration::from_millis(10)).await;
 ///     assert!(start.elapsed() >= Duration::from_millis(10));
 /// });
 /// ```
@@ -55,12 +55,12 @@ pub fn sleep(duration: Duration) -> Sleep {
 /// # Examples
 ///
 /// ```
-/// use gort_time::Instant;
+/// use gort::time::Instant;
 /// use std::time::Duration;
-/// let rt = gort_sched::Runtime::new().unwrap();
+/// let rt = gort::Runtime::new().unwrap();
 /// rt.block_on(async {
 ///     let deadline = Instant::now() + Duration::from_millis(5);
-///     gort_time::sleep_until(deadline).await;
+///     gort::time::sleep_until(deadline).await;
 ///     assert!(Instant::now() >= deadline);
 /// });
 /// ```
@@ -87,11 +87,11 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 ///
 /// ```
 /// use std::time::Duration;
-/// let rt = gort_sched::Runtime::new().unwrap();
+/// let rt = gort::Runtime::new().unwrap();
 /// rt.block_on(async {
-///     let mut s = std::pin::pin!(gort_time::sleep(Duration::from_secs(3600)));
+///     let mut s = std::pin::pin!(gort::time::sleep(Duration::from_secs(3600)));
 ///     assert!(!s.is_elapsed());
-///     s.as_mut().reset(gort_time::Instant::now());
+///     s.as_mut().reset(gort::time::Instant::now());
 ///     s.await; // completes at once
 /// });
 /// ```

@@ -48,9 +48,9 @@ impl std::error::Error for TickerError {}
 ///
 /// ```
 /// use std::time::Duration;
-/// let rt = gort_sched::Runtime::new().unwrap();
+/// let rt = gort::Runtime::new().unwrap();
 /// rt.block_on(async {
-///     let t = gort_time::Ticker::new(Duration::from_millis(2));
+///     let t = gort::time::Ticker::new(Duration::from_millis(2));
 ///     let a = t.c().recv().await.unwrap();
 ///     let b = t.c().recv().await.unwrap();
 ///     assert!(b > a);
@@ -90,8 +90,8 @@ impl Ticker {
     /// ```
     /// use std::time::Duration;
     /// assert_eq!(
-    ///     gort_time::Ticker::try_new(Duration::ZERO).unwrap_err(),
-    ///     gort_time::TickerError::ZeroPeriod
+    ///     gort::time::Ticker::try_new(Duration::ZERO).unwrap_err(),
+    ///     gort::time::TickerError::ZeroPeriod
     /// );
     /// ```
     #[track_caller]
@@ -154,9 +154,9 @@ impl fmt::Debug for Ticker {
 ///
 /// ```
 /// use std::time::Duration;
-/// let rt = gort_sched::Runtime::new().unwrap();
+/// let rt = gort::Runtime::new().unwrap();
 /// rt.block_on(async {
-///     let c = gort_time::tick(Duration::from_millis(1));
+///     let c = gort::time::tick(Duration::from_millis(1));
 ///     for _ in 0..3 {
 ///         c.recv().await.unwrap();
 ///     }
@@ -180,9 +180,9 @@ pub fn tick(period: Duration) -> Receiver<Instant> {
 /// use std::pin::Pin;
 /// use std::time::Duration;
 ///
-/// let rt = gort_sched::Runtime::new().unwrap();
+/// let rt = gort::Runtime::new().unwrap();
 /// rt.block_on(async {
-///     let mut ticker = gort_time::Ticker::new(Duration::from_millis(1));
+///     let mut ticker = gort::time::Ticker::new(Duration::from_millis(1));
 ///     let a = std::future::poll_fn(|cx| Pin::new(&mut ticker).poll_next(cx)).await;
 ///     let b = std::future::poll_fn(|cx| Pin::new(&mut ticker).poll_next(cx)).await;
 ///     let (a, b) = (a.unwrap(), b.unwrap());

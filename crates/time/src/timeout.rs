@@ -34,14 +34,14 @@ impl std::error::Error for Elapsed {}
 ///
 /// ```
 /// use std::time::Duration;
-/// let rt = gort_sched::Runtime::new().unwrap();
+/// let rt = gort::Runtime::new().unwrap();
 /// rt.block_on(async {
-///     let slow = gort_time::sleep(Duration::from_secs(3600));
-///     let r = gort_time::timeout(Duration::from_millis(5), slow).await;
+///     let slow = gort::time::sleep(Duration::from_secs(3600));
+///     let r = gort::time::timeout(Duration::from_millis(5), slow).await;
 ///     assert_eq!(r.unwrap_err().to_string(), "deadline has elapsed");
 ///
 ///     let fast = async { 7 };
-///     assert_eq!(gort_time::timeout(Duration::from_millis(5), fast).await, Ok(7));
+///     assert_eq!(gort::time::timeout(Duration::from_millis(5), fast).await, Ok(7));
 /// });
 /// ```
 pub fn timeout<F: Future>(duration: Duration, future: F) -> Timeout<F> {

@@ -30,14 +30,14 @@ use crate::Instant;
 ///
 /// ```
 /// use std::time::Duration;
-/// let rt = gort_sched::Runtime::new().unwrap();
+/// let rt = gort::Runtime::new().unwrap();
 /// rt.block_on(async {
-///     let t = gort_time::Timer::new(Duration::from_millis(5));
+///     let t = gort::time::Timer::new(Duration::from_millis(5));
 ///     let due = t.c().recv().await.unwrap();
 ///     assert!(due.elapsed() < Duration::from_secs(5));
 ///
 ///     // Stop before it fires: true, and nothing is ever received.
-///     let t = gort_time::Timer::new(Duration::from_secs(3600));
+///     let t = gort::time::Timer::new(Duration::from_secs(3600));
 ///     assert!(t.stop());
 ///     assert!(t.c().try_recv().is_err());
 /// });
@@ -114,10 +114,10 @@ impl fmt::Debug for Timer {
 ///
 /// ```
 /// use std::time::Duration;
-/// let rt = gort_sched::Runtime::new().unwrap();
+/// let rt = gort::Runtime::new().unwrap();
 /// rt.block_on(async {
-///     let start = gort_time::Instant::now();
-///     let due = gort_time::after(Duration::from_millis(5)).recv().await.unwrap();
+///     let start = gort::time::Instant::now();
+///     let due = gort::time::after(Duration::from_millis(5)).recv().await.unwrap();
 ///     assert!(due >= start + Duration::from_millis(5));
 /// });
 /// ```

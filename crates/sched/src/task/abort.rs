@@ -12,7 +12,7 @@ use std::fmt;
 /// # Examples
 ///
 /// ```
-/// let rt = gort_sched::Runtime::new().unwrap();
+/// let rt = gort::Runtime::new().unwrap();
 /// let h = rt.spawn(std::future::pending::<()>());
 /// let abort = h.abort_handle();
 /// std::thread::spawn(move || abort.abort()).join().unwrap();
@@ -35,7 +35,7 @@ impl AbortHandle {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// let h = rt.spawn(std::future::pending::<()>());
     /// h.abort_handle().abort();
     /// assert!(rt.block_on(h).unwrap_err().is_cancelled());
@@ -49,7 +49,7 @@ impl AbortHandle {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// let h = rt.spawn(async {});
     /// let abort = h.abort_handle();
     /// rt.block_on(h).unwrap();
@@ -64,7 +64,7 @@ impl AbortHandle {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// let h = rt.spawn(async {});
     /// assert_eq!(h.abort_handle().id(), h.id());
     /// ```

@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 /// # Examples
 ///
 /// ```
-/// let rt = gort_sched::Runtime::new().unwrap();
-/// let h = rt.spawn(async { gort_sched::task::id() });
+/// let rt = gort::Runtime::new().unwrap();
+/// let h = rt.spawn(async { gort::task::id() });
 /// let id = h.id();
 /// assert_eq!(rt.block_on(h).unwrap(), id);
 /// ```
@@ -70,7 +70,7 @@ impl Id {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// let h = rt.spawn(async {});
     /// assert_ne!(h.id().as_u64(), 0);
     /// assert_eq!(h.id().to_string(), h.id().as_u64().to_string());
@@ -102,9 +102,9 @@ impl Drop for CurrentGuard {
 /// # Examples
 ///
 /// ```
-/// assert_eq!(gort_sched::task::try_id(), None);
-/// let rt = gort_sched::Runtime::new().unwrap();
-/// let id = rt.block_on(async { gort_sched::spawn(async { gort_sched::task::try_id() }).await.unwrap() });
+/// assert_eq!(gort::task::try_id(), None);
+/// let rt = gort::Runtime::new().unwrap();
+/// let id = rt.block_on(async { gort::spawn(async { gort::task::try_id() }).await.unwrap() });
 /// assert!(id.is_some());
 /// ```
 pub fn try_id() -> Option<Id> {
@@ -124,8 +124,8 @@ pub fn try_id() -> Option<Id> {
 /// # Examples
 ///
 /// ```
-/// let rt = gort_sched::Runtime::new().unwrap();
-/// let h = rt.spawn(async { gort_sched::task::id() });
+/// let rt = gort::Runtime::new().unwrap();
+/// let h = rt.spawn(async { gort::task::id() });
 /// let id = h.id();
 /// assert_eq!(rt.block_on(h).unwrap(), id);
 /// ```

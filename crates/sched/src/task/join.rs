@@ -19,8 +19,8 @@ use std::task::{Context, Poll};
 /// # Examples
 ///
 /// ```
-/// let rt = gort_sched::Runtime::new().unwrap();
-/// let n = rt.block_on(async { gort_sched::spawn(async { 6 * 7 }).await.unwrap() });
+/// let rt = gort::Runtime::new().unwrap();
+/// let n = rt.block_on(async { gort::spawn(async { 6 * 7 }).await.unwrap() });
 /// assert_eq!(n, 42);
 /// ```
 pub struct JoinHandle<T> {
@@ -56,7 +56,7 @@ impl<T> JoinHandle<T> {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// let h = rt.spawn(std::future::pending::<()>());
     /// let abort = h.abort_handle();
     /// abort.abort();
@@ -72,7 +72,7 @@ impl<T> JoinHandle<T> {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// let (a, b) = (rt.spawn(async {}), rt.spawn(async {}));
     /// assert_ne!(a.id(), b.id());
     /// ```

@@ -27,9 +27,9 @@ use std::task::{Context, Poll, Wake, Waker};
 /// # Examples
 ///
 /// ```
-/// let rt = gort_sched::Runtime::new().unwrap();
+/// let rt = gort::Runtime::new().unwrap();
 /// rt.block_on(async {
-///     let mut set = gort_sched::task::JoinSet::new();
+///     let mut set = gort::task::JoinSet::new();
 ///     for i in 0..10u64 {
 ///         set.spawn(async move { i * i });
 ///     }
@@ -123,7 +123,7 @@ impl<T> JoinSet<T> {
     /// # Examples
     ///
     /// ```
-    /// let set = gort_sched::task::JoinSet::<()>::new();
+    /// let set = gort::task::JoinSet::<()>::new();
     /// assert!(set.is_empty());
     /// ```
     pub fn new() -> JoinSet<T> {
@@ -139,9 +139,9 @@ impl<T> JoinSet<T> {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// let _ctx = rt.handle().enter();
-    /// let mut set = gort_sched::task::JoinSet::new();
+    /// let mut set = gort::task::JoinSet::new();
     /// set.spawn(async {});
     /// assert_eq!(set.len(), 1);
     /// ```
@@ -154,7 +154,7 @@ impl<T> JoinSet<T> {
     /// # Examples
     ///
     /// ```
-    /// assert!(gort_sched::task::JoinSet::<u8>::new().is_empty());
+    /// assert!(gort::task::JoinSet::<u8>::new().is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
         self.tasks.is_empty()
@@ -183,9 +183,9 @@ impl<T> JoinSet<T> {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// rt.block_on(async {
-    ///     let mut set = gort_sched::task::JoinSet::new();
+    ///     let mut set = gort::task::JoinSet::new();
     ///     set.spawn(std::future::pending::<()>());
     ///     set.abort_all();
     ///     assert!(set.join_next().await.unwrap().unwrap_err().is_cancelled());
@@ -203,9 +203,9 @@ impl<T> JoinSet<T> {
     /// # Examples
     ///
     /// ```
-    /// let rt = gort_sched::Runtime::new().unwrap();
+    /// let rt = gort::Runtime::new().unwrap();
     /// rt.block_on(async {
-    ///     let mut set = gort_sched::task::JoinSet::new();
+    ///     let mut set = gort::task::JoinSet::new();
     ///     set.spawn(async { "done" });
     ///     assert_eq!(set.join_next().await.unwrap().unwrap(), "done");
     ///     assert!(set.join_next().await.is_none());
