@@ -117,3 +117,60 @@ fn set_procs_never_drops_a_closure_under_the_scheduler_lock() {
         panic!("set_procs returned: {resized}; every closure's Sender dropped: {closed}");
     }
 }
+
+/// The scheduler's half of the payload rule: a payload that `move_to` must let go of (one
+/// installed on a stopped timer that was then dropped, so the heap's `Deleted` entry holds the
+/// last reference) comes back in `Released`, which `set_procs` drops after the scheduler
+/// lock. Before, it dropped under that lock, and its `Sender` woke a task: a hang in 2 of 5
+/// runs (whether that wake-up needs the lock depends on what the Ms are doing).
+#[test]
+fn set_procs_drops_what_move_to_lets_go_of_after_the_scheduler_lock() {
+    use gort_sched::timer_api::with_home;
+    use gort_timer::{del, nanotime, Timer};
+
+    const N: usize = 4;
+    let rt = Arc::new(Builder::new().procs(2).build().unwrap());
+    let (closed_tx, closed_rx) = mpsc::channel::<()>();
+    let mut senders = Vec::new();
+    for _ in 0..N {
+        let (tx, rx) = gort_chan::bounded::<()>(1);
+        let closed = closed_tx.clone();
+        rt.spawn(async move {
+            assert_eq!(rx.recv().await, None);
+            let _ = closed.send(());
+        });
+        senders.push(tx);
+    }
+    rt.block_on(async {
+        // From a thread without a P, so the timers spread over both Ps; behind live timers
+        // (due earlier, and enough of them) so that nothing removes the stopped ones first.
+        let _live: Vec<_> = (0..16 * N).map(|_| after_func(HOUR / 2, || {})).collect();
+        for tx in senders {
+            let t = Timer::new();
+            let when = nanotime() + HOUR.as_nanos() as i64;
+            with_home(|home, host| home.add(&t, when, 0, host)).expect("in a runtime");
+            assert!(del(&t));
+            t.set_fire(Arc::new(move |_| {
+                let _ = &tx;
+            }));
+        }
+    });
+
+    let (done_tx, done_rx) = mpsc::channel();
+    let r = rt.clone();
+    std::thread::spawn(move || {
+        r.set_procs(1);
+        let _ = done_tx.send(());
+    });
+    let resized = done_rx.recv_timeout(PATIENCE).is_ok();
+    if !resized {
+        std::mem::forget(rt); // hung: dropping it would hang the test too
+        panic!("set_procs hung: a payload was dropped under the scheduler lock");
+    }
+    // Round-robin put every other timer on P 1, which set_procs retired: those payloads
+    // were dropped, and their receivers woke.
+    assert!(
+        (0..N / 2).all(|_| closed_rx.recv_timeout(PATIENCE).is_ok()),
+        "a payload of the retired P was not dropped"
+    );
+}
