@@ -125,7 +125,7 @@ fn set_procs_never_drops_a_closure_under_the_scheduler_lock() {
 /// runs (whether that wake-up needs the lock depends on what the Ms are doing).
 #[test]
 fn set_procs_drops_what_move_to_lets_go_of_after_the_scheduler_lock() {
-    use gort_sched::timer_api::with_home;
+    use gort_sched::timer_api::modtimer;
     use gort_timer::{del, nanotime, Timer};
 
     const N: usize = 4;
@@ -148,7 +148,7 @@ fn set_procs_drops_what_move_to_lets_go_of_after_the_scheduler_lock() {
         for tx in senders {
             let t = Timer::new();
             let when = nanotime() + HOUR.as_nanos() as i64;
-            with_home(|home, host| home.add(&t, when, 0, host)).expect("in a runtime");
+            modtimer(&t, when, 0, None).expect("in a runtime");
             assert!(del(&t));
             t.set_fire(Arc::new(move |_| {
                 let _ = &tx;
