@@ -44,4 +44,9 @@ pub mod time {
     pub use gort_time::*;
 }
 
+/// Go's `net` package: TCP and UDP on the netpoller, with Go's deadlines on the per-P timers.
+pub mod net {
+    pub use gort_net::*;
+}
+
 pub use gort_chan::select;

@@ -15,6 +15,7 @@
 mod blocking;
 mod context;
 mod idle;
+mod netpoll;
 mod p;
 mod poller;
 mod procs;
@@ -25,6 +26,7 @@ mod sysmon;
 mod task;
 mod worker;
 
+pub use netpoll::net_api;
 pub use procs::default_procs;
 pub use runtime::{Builder, Metrics, Runtime};
 pub use shared::MAX_PROCS;

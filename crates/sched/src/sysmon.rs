@@ -63,6 +63,7 @@ impl Sysmon {
                     earliest = earliest.min(w);
                 }
             }
+            shared.sysmon_poll_net(now);
             quiet = if acted { 0 } else { quiet.saturating_add(1) };
             // Sleep until the earliest timer would be overdue, within [BUSY_TICK, IDLE_TICK];
             // while some P is idle an idle M (the poller) runs timers on time, so sysmon

@@ -213,6 +213,11 @@ impl M {
                 return Some(t);
             }
 
+            // Go's netpoll(0) before stealing: ready sockets' tasks come to this P.
+            if shared.poll_net_nonblocking() {
+                continue;
+            }
+
             // Limit spinning Ms to half the busy Ps (Go): spinning costs CPU that busy Ps
             // could use, and one spinner finds new work as well as many.
             let busy = shared.nprocs().saturating_sub(shared.idle.npidle());
@@ -279,7 +284,9 @@ impl M {
                 latest = min_nonzero(latest, p2.timers.wake_bound());
             }
 
-            if poll_until != 0 && shared.idle.lastpoll.swap(0, SeqCst) != 0 {
+            // Tasks waiting on sockets make the poller block even with no timer (Go).
+            let net = shared.net_waiting();
+            if (poll_until != 0 || net) && shared.idle.lastpoll.swap(0, SeqCst) != 0 {
                 // Shutdown breaks the poller once. An M that passed the shutdown check above
                 // before it was set, and took the poller role after the previous poller used
                 // up that break, would sleep to its earliest timer (an hour, say).
@@ -289,7 +296,7 @@ impl M {
                 }
                 // We are the poller: sleep until the earliest timer or a break.
                 shared.idle.poll_until.store(poll_until, SeqCst);
-                if poll_until > now {
+                if poll_until > now || poll_until == 0 {
                     shared.poller.poll(poll_until, latest.max(poll_until));
                 }
                 shared.idle.poll_until.store(0, SeqCst);
