@@ -178,8 +178,7 @@ impl<S: Source> Io<S> {
                 t.timer.set_slack((when - now) / 16);
                 match with_home(|home, host| modify_fire(&t.timer, when, 0, &t.fire, home, host)) {
                     Some(_) => Ok(()),
-                    None => Err(io::Error::new(
-                        io::ErrorKind::Other,
+                    None => Err(io::Error::other(
                         "gort::net deadlines must be set inside a gort runtime",
                     )),
                 }

@@ -16,7 +16,7 @@ where
     }
     match gort_sched::spawn_blocking(move || addr.to_socket_addrs().map(Iterator::collect)).await {
         Ok(res) => res,
-        Err(e) => Err(io::Error::new(io::ErrorKind::Other, e.to_string())),
+        Err(e) => Err(io::Error::other(e.to_string())),
     }
 }
 

@@ -168,12 +168,8 @@ pub mod net_api {
 
     /// The current runtime, or the error gort-net reports outside one.
     fn current() -> io::Result<Arc<Shared>> {
-        crate::context::current().ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::Other,
-                "gort::net must be used inside a gort runtime",
-            )
-        })
+        crate::context::current()
+            .ok_or_else(|| io::Error::other("gort::net must be used inside a gort runtime"))
     }
 
     /// The current runtime's count of tasks waiting on sockets (Go's `netpollWaiters`), which
