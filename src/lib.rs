@@ -23,7 +23,7 @@
 //!
 //! The crates behind it: `gort-sched` (tasks, Ps, Ms, poller), `gort-timer` (per-P timer
 //! heaps and their state machine), `gort-time` (this crate's [`time`] module), `gort-chan`
-//! ([`chan`] and [`select!`]). `design/ARCHITECTURE.md` and `design/TIMERS.md` explain them.
+//! ([`chan`] and [`select!`]), `gort-net` ([`net`]: TCP and UDP on the netpoller). `design/ARCHITECTURE.md` and `design/TIMERS.md` explain them.
 
 #![warn(missing_docs)]
 

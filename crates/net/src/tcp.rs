@@ -107,6 +107,7 @@ impl TcpListener {
 ///     gort::spawn(async move {
 ///         let (conn, _) = listener.accept().await.unwrap();
 ///         conn.write_all(b"hello").await.unwrap();
+///         let _ = conn.read(&mut [0; 1]).await; // keep it open until the client closes
 ///     });
 ///     let conn = TcpStream::connect(addr).await.unwrap();
 ///     let mut buf = [0; 5];
