@@ -115,7 +115,7 @@ impl<S: Source> Io<S> {
         poll_fn(|cx| self.poll_op(dir, cx, &mut op)).await
     }
 
-    fn poll_op<R>(
+    pub(crate) fn poll_op<R>(
         &self,
         dir: Dir,
         cx: &mut Context<'_>,

@@ -50,9 +50,13 @@
 //!     assert_eq!(&reply, b"ping");
 //! });
 //! ```
+//!
+//! Cargo features `tokio-io` and `futures-io` implement tokio's and futures-io's
+//! `AsyncRead`/`AsyncWrite` for [`TcpStream`] and `&TcpStream`.
 
 #![warn(missing_docs)]
 
+mod compat;
 #[doc(hidden)]
 pub mod desc;
 mod io;

@@ -257,6 +257,11 @@ impl TcpStream {
         self.io.source().set_nodelay(nodelay)
     }
 
+    /// The registered socket (for the I/O trait implementations).
+    pub(crate) fn io(&self) -> &Io<mio::net::TcpStream> {
+        &self.io
+    }
+
     /// Wraps a connected std stream, making it non-blocking.
     ///
     /// # Errors
