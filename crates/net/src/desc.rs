@@ -4,7 +4,8 @@
 //! Each direction (read, write) is a [`Half`]:
 //!
 //! - `ready` (Go's `pdReady` in `rg`/`wg`): set by the poller on an edge, cleared by the
-//!   task just before it tries the syscall. Edge-triggered readiness is never lost: an edge
+//!   task (a swap, which reads the poller's store when it came first) just before it tries
+//!   the syscall. Edge-triggered readiness is never lost: an edge
 //!   that came before the clear is data the syscall finds; one after it sets the flag again.
 //! - `waiters` (Go's goroutine pointer in `rg`/`wg`): the wakers of the tasks blocked in this
 //!   direction. A task registers under the lock and re-checks `ready` there; the poller sets
@@ -102,7 +103,11 @@ impl Half {
         if self.expired.load(SeqCst) {
             return Err(Fail::TimedOut);
         }
-        self.ready.store(false, SeqCst);
+        // A swap, not a store: if the poller's `ready` came first, reading it (acquire)
+        // makes the data behind that edge visible to the syscall that follows. A plain store
+        // would order nothing, and the task could miss both the data and the flag (found by
+        // `loom_desc::readiness_is_never_lost`).
+        self.ready.swap(false, SeqCst);
         Ok(())
     }
 
@@ -138,8 +143,10 @@ impl Half {
     /// Go's `netpollready` for this direction: sets `ready` and releases the waiters into
     /// `out`.
     pub fn set_ready(&self, out: &mut Vec<Waker>, count: &dyn Count) {
-        self.ready.store(true, SeqCst);
+        // Set under the lock: a task registering under it either comes after (and sees the
+        // flag) or before (and its waker is released here).
         let mut st = self.state.lock();
+        self.ready.store(true, SeqCst);
         release(&mut st, out, count);
     }
 

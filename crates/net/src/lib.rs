@@ -56,6 +56,7 @@
 
 #![warn(missing_docs)]
 
+#[cfg(any(feature = "tokio-io", feature = "futures-io"))]
 mod compat;
 #[doc(hidden)]
 pub mod desc;

@@ -258,6 +258,7 @@ impl TcpStream {
     }
 
     /// The registered socket (for the I/O trait implementations).
+    #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
     pub(crate) fn io(&self) -> &Io<mio::net::TcpStream> {
         &self.io
     }
