@@ -8,9 +8,10 @@
 //!   the syscall. Edge-triggered readiness is never lost: an edge
 //!   that came before the clear is data the syscall finds; one after it sets the flag again.
 //! - `waiters` (Go's goroutine pointer in `rg`/`wg`): the wakers of the tasks blocked in this
-//!   direction. A task registers under the lock and re-checks `ready` there; the poller sets
-//!   `ready` *before* taking the lock; so either the poller finds the waker or the task finds
-//!   the flag (the lock orders the two).
+//!   direction. The poller records the edge under the lock (`edge`, besides the atomic
+//!   `ready`) and releases the waiters there; a task registers under the lock unless `edge`
+//!   is set (then it retries); so either the poller finds the waker or the task finds the
+//!   edge: the lock orders the two, with no reliance on the atomic's ordering.
 //! - `expired` (Go's `rd < 0`): the deadline has passed; every operation fails with
 //!   `TimedOut` at once, before any syscall, until the deadline is moved or cleared.
 //! - `armed` (what Go's `rseq`/`wseq` are for): the deadline the direction's timer is armed
@@ -71,6 +72,9 @@ pub enum Arm {
 struct State {
     waiters: Vec<Waker>,
     armed: Nanos,
+    /// An edge came since a task last registered: the lock-protected twin of `ready`, which
+    /// the waiter handshake relies on (the atomic is the lock-free fast path).
+    edge: bool,
 }
 
 /// One direction of a poll descriptor.
@@ -104,9 +108,7 @@ impl Half {
             return Err(Fail::TimedOut);
         }
         // A swap, not a store: if the poller's `ready` came first, reading it (acquire)
-        // makes the data behind that edge visible to the syscall that follows. A plain store
-        // would order nothing, and the task could miss both the data and the flag (found by
-        // `loom_desc::readiness_is_never_lost`).
+        // makes the data behind that edge visible to the syscall that follows.
         self.ready.swap(false, SeqCst);
         Ok(())
     }
@@ -123,7 +125,7 @@ impl Half {
             Wait::Fail(Fail::Closed)
         } else if self.expired.load(SeqCst) {
             Wait::Fail(Fail::TimedOut)
-        } else if self.ready.load(SeqCst) {
+        } else if std::mem::take(&mut st.edge) {
             Wait::Retry
         } else {
             Wait::Pending
@@ -143,9 +145,10 @@ impl Half {
     /// Go's `netpollready` for this direction: sets `ready` and releases the waiters into
     /// `out`.
     pub fn set_ready(&self, out: &mut Vec<Waker>, count: &dyn Count) {
-        // Set under the lock: a task registering under it either comes after (and sees the
-        // flag) or before (and its waker is released here).
+        // Under the lock: a task registering under it either comes after (and sees `edge`)
+        // or before (and its waker is released here).
         let mut st = self.state.lock();
+        st.edge = true;
         self.ready.store(true, SeqCst);
         release(&mut st, out, count);
     }

@@ -89,10 +89,10 @@ fn setup() -> Arc<Setup> {
 
 /// The poller reports readiness while the task tries its syscall and registers.
 ///
-/// Guards the clear of `ready` in `Half::prepare` being a swap: with a plain store, the task
-/// could clear a flag the poller had already set without seeing the data behind it, then
-/// find the flag clear under the lock the poller had already left: a lost wake-up (loom
-/// found it; the task stayed `Pending` with nobody to wake it).
+/// Guards the waiter handshake resting on `edge`, recorded under the descriptor's lock: when
+/// it rested on the atomic `ready` alone (set by the poller, re-read by the task under the
+/// lock), loom found interleavings where the task registered after the poller had released
+/// an empty list, and stayed `Pending` with nobody to wake it.
 #[test]
 fn readiness_is_never_lost() {
     loom::model(|| {
