@@ -16,7 +16,9 @@
 //!   `TimedOut` at once, before any syscall, until the deadline is moved or cleared.
 //! - `armed` (what Go's `rseq`/`wseq` are for): the deadline the direction's timer is armed
 //!   for, 0 when none is. A timer fire names the deadline it was armed for; one that does not
-//!   match `armed` is stale (the deadline moved or was cleared since) and does nothing.
+//!   match `armed` is stale (the deadline moved earlier or was cleared since) and does
+//!   nothing. `deadline` is the deadline in effect: a move later only records it, and the
+//!   fire at `armed` re-arms the timer for it instead of expiring.
 //! - `closed` (Go's `closing`): the socket is gone; operations fail, waiters are released.
 //!
 //! Wakers are moved in and out under the lock and woken, cloned and dropped outside it (the
@@ -72,6 +74,9 @@ pub enum Arm {
 struct State {
     waiters: Vec<Waker>,
     armed: Nanos,
+    /// The deadline in effect (0 = none); later than `armed` when it was moved later since
+    /// the timer was armed (the fire then moves the timer instead of expiring).
+    deadline: Nanos,
     /// An edge came since a task last registered: the lock-protected twin of `ready`, which
     /// the waiter handshake relies on (the atomic is the lock-free fast path).
     edge: bool,
@@ -154,10 +159,23 @@ impl Half {
     }
 
     /// Go's `netpolldeadlineimpl` for a timer armed for `when`: unless stale, marks the
-    /// deadline passed and releases the waiters into `out`. Returns whether it expired.
-    pub fn expire(&self, when: Nanos, out: &mut Vec<Waker>, count: &dyn Count) -> bool {
+    /// deadline passed and releases the waiters into `out`; or, when the deadline was moved
+    /// later meanwhile, re-arms the timer for it (`arm`, under the lock). Returns whether it
+    /// expired.
+    pub fn expire(
+        &self,
+        when: Nanos,
+        out: &mut Vec<Waker>,
+        count: &dyn Count,
+        arm: impl FnOnce(Arm),
+    ) -> bool {
         let mut st = self.state.lock();
         if st.armed == 0 || st.armed != when {
+            return false;
+        }
+        if st.deadline > when {
+            arm(Arm::At(st.deadline));
+            st.armed = st.deadline;
             return false;
         }
         st.armed = 0;
@@ -170,7 +188,9 @@ impl Half {
     /// or before `now` expires it at once (releasing the waiters into `out`), a later one is
     /// armed. `arm` changes the timer under the descriptor's lock, so that armings of
     /// concurrent calls happen in the order their deadlines were recorded; it is called only
-    /// when the timer must change.
+    /// when the timer must change: a deadline moved later while the timer is armed for an
+    /// earlier one is only recorded, and the timer's fire moves it (one re-arm per fire, not
+    /// per move: a server that pushes its idle deadline before every read pays a lock).
     pub fn set_deadline(
         &self,
         deadline: Nanos,
@@ -183,9 +203,10 @@ impl Half {
         if self.closed.load(SeqCst) {
             return;
         }
+        st.deadline = deadline;
         if deadline > now {
             self.expired.store(false, SeqCst);
-            if st.armed != deadline {
+            if st.armed == 0 || deadline < st.armed {
                 arm(Arm::At(deadline));
                 st.armed = deadline;
             }
@@ -210,6 +231,7 @@ impl Half {
         self.closed.store(true, SeqCst);
         let mut st = self.state.lock();
         st.armed = 0;
+        st.deadline = 0;
         release(&mut st, out, count);
     }
 

@@ -32,6 +32,8 @@ impl Count for Waiters {
 struct Desc {
     pd: PollDesc,
     waiters: Waiters,
+    /// Each direction's deadline timer, made on first use: most sockets never get one.
+    timers: [OnceLock<DeadlineTimer>; 2],
 }
 
 impl Desc {
@@ -49,7 +51,7 @@ impl Ready for Desc {
     }
 }
 
-/// The timer of one direction's deadline, made on first use: most sockets never get one.
+/// The timer of one direction's deadline.
 struct DeadlineTimer {
     timer: gort_loom::Arc<Timer>,
     /// Installed by every arming (a one-shot timer gives up its callback when it fires).
@@ -68,7 +70,12 @@ impl Fire for Expire {
             return;
         };
         let mut out = Vec::new();
-        desc.half(self.dir).expire(when, &mut out, &desc.waiters);
+        let dir = self.dir;
+        desc.half(dir).expire(when, &mut out, &desc.waiters, |a| {
+            // The deadline moved later since the arming: follow it (the thread running
+            // timers is in the runtime, so this cannot fail).
+            let _ = arm(&desc, dir, a, nanotime());
+        });
         drop(desc);
         out.into_iter().for_each(Waker::wake);
     }
@@ -78,7 +85,6 @@ impl Fire for Expire {
 pub(crate) struct Io<S: Source> {
     source: S,
     desc: Arc<Desc>,
-    timers: [OnceLock<DeadlineTimer>; 2],
     registration: Option<Registration>,
 }
 
@@ -88,12 +94,12 @@ impl<S: Source> Io<S> {
         let desc = Arc::new(Desc {
             pd: PollDesc::default(),
             waiters: net_api::waiters()?,
+            timers: [OnceLock::new(), OnceLock::new()],
         });
         let registration = net_api::register(&mut source, desc.clone())?;
         Ok(Io {
             source,
             desc,
-            timers: [OnceLock::new(), OnceLock::new()],
             registration: Some(registration),
         })
     }
@@ -149,39 +155,39 @@ impl<S: Source> Io<S> {
         let mut out = Vec::new();
         let mut res = Ok(());
         let half = self.desc.half(dir);
-        half.set_deadline(deadline, now, &mut out, &self.desc.waiters, |arm| {
-            res = self.arm(dir, arm, now);
+        half.set_deadline(deadline, now, &mut out, &self.desc.waiters, |a| {
+            res = arm(&self.desc, dir, a, now);
         });
         out.into_iter().for_each(Waker::wake);
         res
     }
+}
 
-    /// Starts, moves or stops `dir`'s timer (under the descriptor's lock).
-    fn arm(&self, dir: Dir, arm: Arm, now: Nanos) -> io::Result<()> {
-        let slot = &self.timers[dir as usize];
-        match arm {
-            Arm::Stop => {
-                if let Some(t) = slot.get() {
-                    del(&t.timer);
-                }
-                Ok(())
+/// Starts, moves or stops `dir`'s deadline timer (under the descriptor's lock).
+fn arm(desc: &Arc<Desc>, dir: Dir, arm: Arm, now: Nanos) -> io::Result<()> {
+    let slot = &desc.timers[dir as usize];
+    match arm {
+        Arm::Stop => {
+            if let Some(t) = slot.get() {
+                del(&t.timer);
             }
-            Arm::At(when) => {
-                let t = slot.get_or_init(|| DeadlineTimer {
-                    timer: Timer::new(),
-                    fire: Arc::new(Expire {
-                        desc: Arc::downgrade(&self.desc),
-                        dir,
-                    }),
-                });
-                // Deadlines tolerate what sleeps do: 1/16 of their distance (design/TIMERS.md).
-                t.timer.set_slack((when - now) / 16);
-                match with_home(|home, host| modify_fire(&t.timer, when, 0, &t.fire, home, host)) {
-                    Some(_) => Ok(()),
-                    None => Err(io::Error::other(
-                        "gort::net deadlines must be set inside a gort runtime",
-                    )),
-                }
+            Ok(())
+        }
+        Arm::At(when) => {
+            let t = slot.get_or_init(|| DeadlineTimer {
+                timer: Timer::new(),
+                fire: Arc::new(Expire {
+                    desc: Arc::downgrade(desc),
+                    dir,
+                }),
+            });
+            // Deadlines tolerate what sleeps do: 1/16 of their distance (design/TIMERS.md).
+            t.timer.set_slack((when - now) / 16);
+            match with_home(|home, host| modify_fire(&t.timer, when, 0, &t.fire, home, host)) {
+                Some(_) => Ok(()),
+                None => Err(io::Error::other(
+                    "gort::net deadlines must be set inside a gort runtime",
+                )),
             }
         }
     }
@@ -206,7 +212,7 @@ impl<S: Source> Drop for Io<S> {
             let _ = r.deregister(&mut self.source);
         }
         let mut out = Vec::new();
-        for (dir, slot) in [Dir::Read, Dir::Write].into_iter().zip(&self.timers) {
+        for (dir, slot) in [Dir::Read, Dir::Write].into_iter().zip(&self.desc.timers) {
             self.desc.half(dir).close(&mut out, &self.desc.waiters);
             if let Some(t) = slot.get() {
                 del(&t.timer);

@@ -139,7 +139,7 @@ fn deadline_expiry_wakes_the_blocked_task() {
             let s = s.clone();
             thread::spawn(move || {
                 let mut out = Vec::new();
-                assert!(s.half.expire(10, &mut out, &s.count));
+                assert!(s.half.expire(10, &mut out, &s.count, |_| {}));
                 wake_all(out);
             })
         };
@@ -171,7 +171,7 @@ fn a_cleared_deadline_makes_its_fire_harmless() {
             let s = s.clone();
             thread::spawn(move || {
                 let mut out = Vec::new();
-                s.half.expire(10, &mut out, &s.count);
+                s.half.expire(10, &mut out, &s.count, |_| {});
                 wake_all(out);
             })
         };
@@ -202,38 +202,40 @@ fn a_cleared_deadline_makes_its_fire_harmless() {
     });
 }
 
-/// A deadline moved later while its old timer fires: the old fire is stale and does
-/// nothing; the new arming still times the task out.
+/// A deadline moved later while its old timer fires: either the move comes first and is
+/// only recorded (the fire then re-arms the timer for it instead of expiring), or the fire
+/// comes first and expires the old deadline (the move then re-arms and clears the expiry).
+/// Either way the timer ends armed exactly once for the new deadline, the direction is not
+/// timed out, and that arming's fire expires it.
 #[test]
-fn a_moved_deadline_makes_the_old_fire_stale() {
+fn a_moved_deadline_makes_the_old_fire_follow_it() {
     loom::model(|| {
         let s = setup();
+        let armings = Arc::new(std::sync::Mutex::new(Vec::new()));
         let mut out = Vec::new();
         s.half.set_deadline(10, 0, &mut out, &s.count, |_| {});
         let timer = {
-            let s = s.clone();
+            let (s, armings) = (s.clone(), armings.clone());
             thread::spawn(move || {
                 let mut out = Vec::new();
-                let expired = s.half.expire(10, &mut out, &s.count);
+                s.half
+                    .expire(10, &mut out, &s.count, |a| armings.lock().unwrap().push(a));
                 wake_all(out);
-                expired
             })
         };
         let mut out = Vec::new();
-        let mut rearmed = None;
-        s.half
-            .set_deadline(20, 5, &mut out, &s.count, |a| rearmed = Some(a));
+        s.half.set_deadline(20, 5, &mut out, &s.count, |a| {
+            armings.lock().unwrap().push(a)
+        });
         wake_all(out);
-        let old_fired = timer.join().unwrap();
-        // Either the old fire came first (then the move re-armed and cleared the expiry) or
-        // it found its arming replaced and did nothing.
-        assert_eq!(rearmed, Some(Arm::At(20)));
+        timer.join().unwrap();
+        assert_eq!(*armings.lock().unwrap(), vec![Arm::At(20)]);
         assert!(
             !s.half.is_expired(),
-            "stale fire (first: {old_fired}) timed out the new deadline"
+            "the old fire timed out the moved deadline"
         );
         let mut out = Vec::new();
-        assert!(s.half.expire(20, &mut out, &s.count));
+        assert!(s.half.expire(20, &mut out, &s.count, |_| {}));
         assert!(s.half.is_expired());
     });
 }
@@ -289,7 +291,7 @@ fn readiness_and_expiry_together_wake_the_task_once_released() {
             })
         };
         let mut out = Vec::new();
-        s.half.expire(10, &mut out, &s.count);
+        s.half.expire(10, &mut out, &s.count, |_| {});
         wake_all(out);
         poller.join().unwrap();
         assert!(flag.0.load(SeqCst));

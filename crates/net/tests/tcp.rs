@@ -236,3 +236,33 @@ fn sockets_used_outside_a_runtime_fail_instead_of_panicking() {
     let err = TcpListener::from_std(std_l).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Other);
 }
+
+/// A thread without a P (here `block_on`) that blocks on a socket while no task runs is
+/// served by an M blocked in the poller, not by sysmon's look every 10 ms (which would make
+/// these 200 accepts take ~2 s; they take well under 0.2 s).
+#[test]
+fn block_on_waiting_on_a_socket_gets_a_poller_without_waiting_for_sysmon() {
+    let rt = gort::Runtime::new().unwrap();
+    let l = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+    let addr = l.local_addr().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let clients = std::thread::spawn(move || {
+        for _ in 0..200 {
+            let c = std::net::TcpStream::connect(addr).unwrap();
+            rx.recv().unwrap(); // the next connect only after this one was accepted
+            drop(c);
+        }
+    });
+    let t0 = std::time::Instant::now();
+    rt.block_on(async {
+        for _ in 0..200 {
+            // Let every M park first (no task runs, no timer is pending).
+            std::thread::sleep(Duration::from_micros(200));
+            l.accept().await.unwrap();
+            tx.send(()).unwrap();
+        }
+    });
+    clients.join().unwrap();
+    let took = t0.elapsed();
+    assert!(took < Duration::from_secs(1), "200 accepts took {took:?}");
+}
