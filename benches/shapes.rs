@@ -279,6 +279,23 @@ pub static SHAPES: &[Shape] = &[
         gort: net_gort::n4_deadline_echo,
         tokio: net_tokio::n4_deadline_echo,
     },
+    Shape {
+        id: "N5",
+        name: "idle_deadlines",
+        group: "net",
+        metrics: &[
+            "late_p50_us",
+            "late_p99_us",
+            "late_max_us",
+            "cpu_ms",
+            "rss_mib",
+            "timed_out",
+        ],
+        reps: 1,
+        quiet: false,
+        gort: net_gort::n5_idle_deadlines,
+        tokio: net_tokio::n5_idle_deadlines,
+    },
 ];
 
 /// Command line of the parent (table/JSON) and of a child (`--child ID RUNTIME`).

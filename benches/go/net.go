@@ -1,12 +1,15 @@
 package main
 
-// Network shapes N1, N2 and N4: echo round trips over loopback TCP. N4's deadline is Go's
-// idiom, SetReadDeadline(time.Now().Add(30 * time.Second)) before every server read.
+// Network shapes N1, N2, N4 (echo round trips over loopback TCP; N4's deadline is Go's idiom,
+// SetReadDeadline(time.Now().Add(30 * time.Second)) before every server read) and N5 (idle
+// connections whose reads time out).
 
 import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -90,4 +93,73 @@ func echoFanin(p params, deadline bool) []figure {
 	}
 	wg.Wait()
 	return []figure{{"per_round_trip_ns", m.nsPer(conns * rounds)}, {"cpu_ms", ms(m.cpuSince())}}
+}
+
+// N5: C = 9,000 idle connections (quick: 900); each server-side read has a deadline uniform
+// in [100 ms, 1100 ms] (SetReadDeadline) and must end with a timeout.
+func n5IdleDeadlines(p params) []figure {
+	raiseFdLimit()
+	conns := p.n(9000)
+	ds := durations(5, conns, 100*time.Millisecond, 1100*time.Millisecond)
+	l, addr := echoListener()
+	defer l.Close()
+	clients := make([]net.Conn, 0, conns)
+	servers := make([]net.Conn, 0, conns)
+	for i := 0; i < conns; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			panic(err)
+		}
+		s, err := l.Accept()
+		if err != nil {
+			panic(err)
+		}
+		clients = append(clients, c)
+		servers = append(servers, s)
+	}
+	late := make([]int64, conns)
+	var timedOut int64
+	var wg sync.WaitGroup
+	wg.Add(conns)
+	m := startMeter()
+	for i, s := range servers {
+		go func(i int, s net.Conn) {
+			defer wg.Done()
+			deadline := time.Now().Add(ds[i])
+			s.SetReadDeadline(deadline)
+			_, err := s.Read(make([]byte, 1))
+			now := time.Now()
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				atomic.AddInt64(&timedOut, 1)
+			}
+			if d := now.Sub(deadline); d > 0 {
+				late[i] = d.Nanoseconds()
+			}
+		}(i, s)
+	}
+	wg.Wait()
+	cpu := m.cpuSince()
+	for i := range clients {
+		clients[i].Close()
+		servers[i].Close()
+	}
+	pc := percentilesUs(late)
+	return []figure{{"late_p50_us", pc[0]}, {"late_p99_us", pc[1]}, {"late_max_us", pc[2]},
+		{"cpu_ms", ms(cpu)}, {"timed_out", float64(timedOut)}}
+}
+
+func echoListener() (net.Listener, string) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	return l, l.Addr().String()
+}
+
+func raiseFdLimit() {
+	var r syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r) == nil && r.Cur < r.Max {
+		r.Cur = r.Max
+		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &r)
+	}
 }

@@ -1,4 +1,5 @@
-//! Network shapes N1, N2 and N4 on gort (procs = W): echo round trips over loopback TCP.
+//! Network shapes N1, N2, N4 (echo round trips over loopback TCP) and N5 (idle connections
+//! whose reads time out) on gort (procs = W).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -6,7 +7,7 @@ use std::time::Duration;
 use gort::net::{TcpListener, TcpStream};
 use gort::time::Instant;
 
-use crate::common::{ms, Figures, Latch, Meter, Params};
+use crate::common::{check, durations, ms, Figures, Latch, Meter, Params, Samples};
 use crate::timer_gort::{go, run};
 
 /// Message size of the echo shapes.
@@ -93,4 +94,77 @@ pub fn n2_echo_fanin(p: &Params) -> Figures {
 /// N4: N2 with a read deadline 30 s ahead set before every server read.
 pub fn n4_deadline_echo(p: &Params) -> Figures {
     fanin(p, true)
+}
+
+/// Raises the soft open-file limit to the hard one (N5 needs ~18,100 fds).
+pub fn raise_fd_limit() {
+    // SAFETY: getrlimit/setrlimit on this process with a properly initialised struct.
+    unsafe {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}
+
+/// N5: C = 9,000 idle connections (quick: 900); each server-side read has a deadline
+/// uniform in [100 ms, 1100 ms] and must end with a timeout.
+pub fn n5_idle_deadlines(p: &Params) -> Figures {
+    raise_fd_limit();
+    let conns = p.n(9_000);
+    let ds = durations(
+        5,
+        conns,
+        Duration::from_millis(100),
+        Duration::from_millis(1100),
+    );
+    run(p, move || async move {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = l.local_addr().expect("local_addr");
+        let mut clients = Vec::with_capacity(conns);
+        let mut servers = Vec::with_capacity(conns);
+        for _ in 0..conns {
+            let c = gort::spawn(async move { TcpStream::connect(addr).await.expect("connect") });
+            servers.push(l.accept().await.expect("accept").0);
+            clients.push(c.await.expect("connect task"));
+        }
+        let samples = Arc::new(Samples::new(conns));
+        let timed_out = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let done = Arc::new(Latch::new(conns));
+        let m = Meter::start();
+        for (i, (s, d)) in servers.into_iter().zip(ds).enumerate() {
+            let (samples, timed_out, done) = (samples.clone(), timed_out.clone(), done.clone());
+            go(async move {
+                let deadline = Instant::now() + d;
+                s.set_read_deadline(Some(deadline)).expect("deadline");
+                let r = s.read(&mut [0u8; 1]).await;
+                let now = Instant::now();
+                if matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::TimedOut) {
+                    timed_out.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                samples.record(i, deadline.into(), now.into());
+                done.arrive();
+            });
+        }
+        done.wait().await;
+        let cpu = m.cpu();
+        drop(clients);
+        let [p50, p99, max] = samples.percentiles_us();
+        let count = timed_out.load(std::sync::atomic::Ordering::Relaxed);
+        let mut f = vec![
+            ("late_p50_us", p50),
+            ("late_p99_us", p99),
+            ("late_max_us", max),
+            ("cpu_ms", ms(cpu)),
+            ("timed_out", count as f64),
+        ];
+        check(&mut f, count == conns, || {
+            format!("{count} of {conns} reads timed out")
+        });
+        f
+    })
 }

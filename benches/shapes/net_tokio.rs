@@ -1,5 +1,5 @@
-//! Network shapes N1, N2 and N4 on Tokio (W workers): echo round trips over loopback TCP;
-//! N4's deadline is Tokio's idiom, `timeout(30 s, read)` around every server read.
+//! Network shapes N1, N2, N4 and N5 on Tokio (W workers) over loopback TCP; the deadlines
+//! are Tokio's idiom, `timeout(d, read)` around the server read.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,7 +7,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::common::{ms, Figures, Latch, Meter, Params};
+use crate::common::{check, durations, ms, Figures, Latch, Meter, Params, Samples};
+use crate::net_gort::raise_fd_limit;
 use crate::timer_tokio::run;
 
 /// Spawns a detached task.
@@ -107,4 +108,61 @@ pub fn n2_echo_fanin(p: &Params) -> Figures {
 /// N4: N2 with a read deadline 30 s ahead set before every server read.
 pub fn n4_deadline_echo(p: &Params) -> Figures {
     fanin(p, true)
+}
+
+/// N5: C = 9,000 idle connections (quick: 900); each server-side read is wrapped in a
+/// `timeout` uniform in [100 ms, 1100 ms] and must end with it.
+pub fn n5_idle_deadlines(p: &Params) -> Figures {
+    raise_fd_limit();
+    let conns = p.n(9_000);
+    let ds = durations(
+        5,
+        conns,
+        Duration::from_millis(100),
+        Duration::from_millis(1100),
+    );
+    run(p, move || async move {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = l.local_addr().expect("local_addr");
+        let mut clients = Vec::with_capacity(conns);
+        let mut servers = Vec::with_capacity(conns);
+        for _ in 0..conns {
+            let c = tokio::spawn(async move { TcpStream::connect(addr).await.expect("connect") });
+            servers.push(l.accept().await.expect("accept").0);
+            clients.push(c.await.expect("connect task"));
+        }
+        let samples = Arc::new(Samples::new(conns));
+        let timed_out = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let done = Arc::new(Latch::new(conns));
+        let m = Meter::start();
+        for (i, (mut s, d)) in servers.into_iter().zip(ds).enumerate() {
+            let (samples, timed_out, done) = (samples.clone(), timed_out.clone(), done.clone());
+            go(async move {
+                let deadline = std::time::Instant::now() + d;
+                let r = tokio::time::timeout(d, s.read(&mut [0u8; 1])).await;
+                let now = std::time::Instant::now();
+                if r.is_err() {
+                    timed_out.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                samples.record(i, deadline, now);
+                done.arrive();
+            });
+        }
+        done.wait().await;
+        let cpu = m.cpu();
+        drop(clients);
+        let [p50, p99, max] = samples.percentiles_us();
+        let count = timed_out.load(std::sync::atomic::Ordering::Relaxed);
+        let mut f = vec![
+            ("late_p50_us", p50),
+            ("late_p99_us", p99),
+            ("late_max_us", max),
+            ("cpu_ms", ms(cpu)),
+            ("timed_out", count as f64),
+        ];
+        check(&mut f, count == conns, || {
+            format!("{count} of {conns} reads timed out")
+        });
+        f
+    })
 }
