@@ -270,6 +270,16 @@ pub static SHAPES: &[Shape] = &[
         tokio: net_tokio::n2_echo_fanin,
     },
     Shape {
+        id: "N3",
+        name: "accept_churn",
+        group: "net",
+        metrics: &["per_conn_ns", "fds_left"],
+        reps: 3,
+        quiet: false,
+        gort: net_gort::n3_accept_churn,
+        tokio: net_tokio::n3_accept_churn,
+    },
+    Shape {
         id: "N4",
         name: "deadline_echo",
         group: "net",

@@ -7,6 +7,7 @@ package main
 import (
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -162,4 +163,60 @@ func raiseFdLimit() {
 		r.Cur = r.Max
 		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &r)
 	}
+}
+
+// openFds counts this process's open file descriptors.
+func openFds() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0
+	}
+	return len(ents)
+}
+
+// N3: 20,000 times (quick: 2,000): connect, the server accepts, one 1-byte echo, both sides
+// close; 16 clients at once.
+func n3AcceptChurn(p params) []figure {
+	clients, total := 16, p.n(20_000)
+	l, addr := echoServer(false)
+	defer l.Close()
+	fds0 := openFds()
+	var wg sync.WaitGroup
+	wg.Add(clients)
+	m := startMeter()
+	for k := 0; k < clients; k++ {
+		n := total / clients
+		if k < total%clients {
+			n++
+		}
+		go func(n int) {
+			defer wg.Done()
+			b := make([]byte, 1)
+			for i := 0; i < n; i++ {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					panic(err)
+				}
+				if _, err := c.Write(b); err != nil {
+					panic(err)
+				}
+				if _, err := io.ReadFull(c, b); err != nil {
+					panic(err)
+				}
+				c.Close()
+			}
+		}(n)
+	}
+	wg.Wait()
+	per := m.nsPer(total)
+	fds := openFds()
+	for i := 0; i < 100 && fds > fds0; i++ {
+		time.Sleep(10 * time.Millisecond)
+		fds = openFds()
+	}
+	left := fds - fds0
+	if left < 0 {
+		left = 0
+	}
+	return []figure{{"per_conn_ns", per}, {"fds_left", float64(left)}}
 }

@@ -8,7 +8,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::common::{check, durations, ms, Figures, Latch, Meter, Params, Samples};
-use crate::net_gort::raise_fd_limit;
+use crate::net_gort::{open_fds, raise_fd_limit};
 use crate::timer_tokio::run;
 
 /// Spawns a detached task.
@@ -163,6 +163,47 @@ pub fn n5_idle_deadlines(p: &Params) -> Figures {
         check(&mut f, count == conns, || {
             format!("{count} of {conns} reads timed out")
         });
+        f
+    })
+}
+
+/// N3: 20,000 times (quick: 2,000): connect, the server accepts, one 1-byte echo, both
+/// sides close; 16 clients at once.
+pub fn n3_accept_churn(p: &Params) -> Figures {
+    let (clients, total) = (16, p.n(20_000));
+    run(p, move || async move {
+        let addr = echo_server(false).await;
+        let fds0 = open_fds();
+        let done = Arc::new(Latch::new(clients));
+        let m = Meter::start();
+        for k in 0..clients {
+            let done = done.clone();
+            go(async move {
+                let mut b = [0u8; 1];
+                for _ in 0..(total / clients + usize::from(k < total % clients)) {
+                    let mut c = TcpStream::connect(addr).await.expect("connect");
+                    c.set_nodelay(true).expect("nodelay");
+                    c.write_all(&[1]).await.expect("write");
+                    c.read_exact(&mut b).await.expect("read");
+                }
+                done.arrive();
+            });
+        }
+        done.wait().await;
+        let per = m.ns_per(total);
+        let mut fds = open_fds();
+        for _ in 0..100 {
+            if fds <= fds0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            fds = open_fds();
+        }
+        let mut f = vec![
+            ("per_conn_ns", per),
+            ("fds_left", fds.saturating_sub(fds0) as f64),
+        ];
+        check(&mut f, fds <= fds0, || format!("{} fds left", fds - fds0));
         f
     })
 }
