@@ -29,6 +29,10 @@
 
 #[path = "shapes/common.rs"]
 mod common;
+#[path = "shapes/net_gort.rs"]
+mod net_gort;
+#[path = "shapes/net_tokio.rs"]
+mod net_tokio;
 #[path = "shapes/report.rs"]
 mod report;
 #[path = "shapes/sched_gort.rs"]
@@ -56,7 +60,7 @@ pub struct Shape {
     pub id: &'static str,
     /// Name from SHAPES.md (with its variant).
     pub name: &'static str,
-    /// `timer` or `sched`.
+    /// `timer`, `sched` or `net`.
     pub group: &'static str,
     /// Metric keys shown, in order; the unit is the key's suffix (see `report::unit`).
     pub metrics: &'static [&'static str],
@@ -275,6 +279,63 @@ pub static SHAPES: &[Shape] = &[
         quiet: false,
         gort: sched_gort::r4_chained_spawn,
         tokio: sched_tokio::r4_chained_spawn,
+    },
+    Shape {
+        id: "N1",
+        name: "echo_pingpong",
+        group: "net",
+        metrics: &["per_round_trip_ns"],
+        reps: 3,
+        quiet: false,
+        gort: net_gort::n1_echo_pingpong,
+        tokio: net_tokio::n1_echo_pingpong,
+    },
+    Shape {
+        id: "N2",
+        name: "echo_fanin",
+        group: "net",
+        metrics: &["per_round_trip_ns", "cpu_ms"],
+        reps: 3,
+        quiet: false,
+        gort: net_gort::n2_echo_fanin,
+        tokio: net_tokio::n2_echo_fanin,
+    },
+    Shape {
+        id: "N3",
+        name: "accept_churn",
+        group: "net",
+        metrics: &["per_conn_ns", "fds_left"],
+        reps: 3,
+        quiet: false,
+        gort: net_gort::n3_accept_churn,
+        tokio: net_tokio::n3_accept_churn,
+    },
+    Shape {
+        id: "N4",
+        name: "deadline_echo",
+        group: "net",
+        metrics: &["per_round_trip_ns", "cpu_ms"],
+        reps: 3,
+        quiet: false,
+        gort: net_gort::n4_deadline_echo,
+        tokio: net_tokio::n4_deadline_echo,
+    },
+    Shape {
+        id: "N5",
+        name: "idle_deadlines",
+        group: "net",
+        metrics: &[
+            "late_p50_us",
+            "late_p99_us",
+            "late_max_us",
+            "cpu_ms",
+            "rss_mib",
+            "timed_out",
+        ],
+        reps: 1,
+        quiet: false,
+        gort: net_gort::n5_idle_deadlines,
+        tokio: net_tokio::n5_idle_deadlines,
     },
 ];
 

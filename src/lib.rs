@@ -23,8 +23,9 @@
 //!
 //! The crates behind it: `gort-sched` (tasks, Ps, Ms, poller), `gort-timer` (per-P timer
 //! heaps and their state machine), `gort-time` (this crate's [`time`] module), `gort-chan`
-//! ([`chan`] and [`select!`]), `gort-context` ([`context`]), `gort-sync` ([`sync`]).
-//! `design/ARCHITECTURE.md` and `design/TIMERS.md` explain them.
+//! ([`chan`] and [`select!`]), `gort-net` ([`net`]: TCP and UDP on the netpoller),
+//! `gort-context` ([`context`]), `gort-sync` ([`sync`]). `design/ARCHITECTURE.md`,
+//! `design/TIMERS.md`, `design/NETPOLL.md` and `design/CHANNELS.md` explain them.
 
 #![warn(missing_docs)]
 
@@ -126,6 +127,11 @@ pub mod chan {
 /// Go's `time` package: sleeps, timers, tickers, `after`, `after_func`, timeouts, intervals.
 pub mod time {
     pub use gort_time::*;
+}
+
+/// Go's `net` package: TCP and UDP on the netpoller, with Go's deadlines on the per-P timers.
+pub mod net {
+    pub use gort_net::*;
 }
 
 pub use gort_chan::select;

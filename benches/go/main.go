@@ -102,6 +102,11 @@ var shapes = []shape{
 	{"R2", "yield_many", "sched", []string{"per_yield_ns"}, 3, r2YieldMany},
 	{"R3", "ping_pong", "sched", []string{"per_round_trip_ns"}, 3, r3PingPong},
 	{"R4", "chained_spawn", "sched", []string{"per_spawn_ns"}, 3, r4ChainedSpawn},
+	{"N1", "echo_pingpong", "net", []string{"per_round_trip_ns"}, 3, n1EchoPingPong},
+	{"N2", "echo_fanin", "net", []string{"per_round_trip_ns", "cpu_ms"}, 3, func(p params) []figure { return echoFanin(p, false) }},
+	{"N3", "accept_churn", "net", []string{"per_conn_ns", "fds_left"}, 3, n3AcceptChurn},
+	{"N4", "deadline_echo", "net", []string{"per_round_trip_ns", "cpu_ms"}, 3, func(p params) []figure { return echoFanin(p, true) }},
+	{"N5", "idle_deadlines", "net", []string{"late_p50_us", "late_p99_us", "late_max_us", "cpu_ms", "rss_mib", "timed_out"}, 1, n5IdleDeadlines},
 }
 
 // rng is SplitMix64, identical to benches/shapes/common.rs.

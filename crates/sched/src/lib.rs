@@ -19,6 +19,7 @@ mod handle;
 mod idle;
 mod join_set_spawn;
 mod metrics;
+mod netpoll;
 mod p;
 mod park;
 mod peers;
@@ -33,6 +34,7 @@ mod threads;
 mod worker;
 
 pub use metrics::ProcMetrics;
+pub use netpoll::net_api;
 pub use procs::default_procs;
 pub use runtime::Handle;
 pub use runtime::{Builder, Metrics, Runtime};

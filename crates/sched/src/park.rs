@@ -67,6 +67,9 @@ pub(crate) trait Sched {
     fn run_idle_timers(&self, poll_until: Nanos, now: Nanos) -> (Nanos, Nanos);
     /// Whether some P has a timer due at `now`.
     fn timers_due(&self, now: Nanos) -> bool;
+    /// Whether tasks wait on sockets (Go's `netpollWaiters`): then an idle M polls even
+    /// without a timer, blocking until readiness or a break.
+    fn net_waiting(&self) -> bool;
     /// Starts a new M holding `p` (spinning or not).
     fn start_m(&self, p: Arc<Self::P>, spinning: bool);
 }
@@ -118,20 +121,23 @@ pub(crate) fn release_and_recheck<S: Sched>(
 /// every P as deadline (due ones run here, P-less: they belong to a P the M could not steal
 /// from), claim the poller role (`lastpoll.swap(0)`) and block until that deadline or a break,
 /// then take an idle P back; if another M polls, break its poll when it would oversleep our
-/// deadline. Without a deadline the M parks.
+/// deadline. Without a deadline the M parks, unless tasks wait on sockets: then it polls
+/// without a timeout (Go blocks in `netpoll` while `netpollWaiters > 0`).
 pub(crate) fn poll<S: Sched>(s: &S, poll_until: Nanos, was_spinning: bool) -> Polled<S::P> {
     let now = s.now();
     let (poll_until, latest) = s.run_idle_timers(poll_until, now);
-    if poll_until == 0 {
+    if poll_until == 0 && !s.net_waiting() {
         return Polled::Park;
     }
     let idle = s.idle();
     if idle.lastpoll.swap(0, SeqCst) != 0 {
         return be_the_poller(s, poll_until, latest, now, was_spinning);
     }
-    let theirs = idle.poll_until.load(SeqCst);
-    if theirs == 0 || theirs > poll_until {
-        s.poller().wake();
+    if poll_until != 0 {
+        let theirs = idle.poll_until.load(SeqCst);
+        if theirs == 0 || theirs > poll_until {
+            s.poller().wake();
+        }
     }
     Polled::Park
 }
@@ -153,7 +159,8 @@ fn be_the_poller<S: Sched>(
         return Polled::Shutdown;
     }
     idle.poll_until.store(poll_until, SeqCst);
-    if poll_until > now {
+    // `poll_until == 0`: no timer, sockets only; block until readiness or a break.
+    if poll_until > now || poll_until == 0 {
         s.poller().poll(poll_until, latest.max(poll_until));
     }
     idle.poll_until.store(0, SeqCst);

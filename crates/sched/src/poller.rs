@@ -28,10 +28,14 @@
 //! (one timer per wake-up) and short timers that tasks wait on in a loop keep their
 //! precision. The gap counts from the previous *target*, not from when the thread woke, so a
 //! ticker whose period equals the gap does not drift by the wake-up delay.
+//!
+//! Sockets: the same `mio::Poll` carries every socket `gort-net` registers (netpoll.rs);
+//! their events wake tasks after the poller's lock is released.
 
+use crate::netpoll::{dispatch, Net};
 use gort_loom::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use gort_timer::{nanotime, Nanos};
-use mio::{Events, Poll, Token, Waker};
+use mio::{Events, Poll, Registry, Token, Waker};
 use parking_lot::Mutex;
 use std::io;
 use std::time::Duration;
@@ -47,6 +51,8 @@ const SPARSE: i64 = 500_000;
 const EARLY: i64 = 50_000;
 #[cfg(target_os = "linux")]
 const TIMER: Token = Token(1);
+/// Events taken per `epoll_wait` (Go's netpoll takes 128).
+const EVENTS: usize = 128;
 
 /// The coalescing state: only the poller M touches it.
 #[derive(Debug)]
@@ -105,6 +111,10 @@ impl Gap {
 pub(crate) struct Poller {
     /// Locked only by the M that won the poller role (`Idle::lastpoll`), so never contended.
     inner: Mutex<(Poll, Events, Gap)>,
+    /// A handle to register sockets with the poll while an M blocks in it.
+    registry: Registry,
+    /// The registered sockets and the count of tasks waiting on them.
+    pub(crate) net: Net,
     /// Timers run anywhere in the runtime (the batch size of a wake-up, for coalescing).
     fired: AtomicU64,
     waker: Waker,
@@ -134,7 +144,9 @@ impl Poller {
             t
         };
         Ok(Poller {
-            inner: Mutex::new((poll, Events::with_capacity(16), Gap::new())),
+            registry: poll.registry().try_clone()?,
+            net: Net::new(),
+            inner: Mutex::new((poll, Events::with_capacity(EVENTS), Gap::new())),
             fired: AtomicU64::new(0),
             waker,
             wake_sig: AtomicBool::new(false),
@@ -154,6 +166,14 @@ impl Poller {
     /// `latest`, see `Gap::target`) or a `break_poll`. Returns early on spurious wake-ups;
     /// the caller re-checks everything anyway.
     pub(crate) fn poll(&self, until: Nanos, latest: Nanos) {
+        let mut ready = Vec::new();
+        self.poll_locked(until, latest, &mut ready);
+        wake_all(ready);
+    }
+
+    /// [`Poller::poll`] up to waking the tasks: those are left in `ready` for the caller to
+    /// wake once the poller's lock is released.
+    fn poll_locked(&self, until: Nanos, latest: Nanos, ready: &mut Vec<std::task::Waker>) {
         let mut guard = self.inner.lock();
         let (poll, events, g) = &mut *guard;
         g.judge(self.fired.load(Relaxed));
@@ -180,9 +200,43 @@ impl Poller {
         }
         // Only a wake-up that reached its deadline counts for coalescing: an early (sparse)
         // wake-up or a break is followed by a poll for the same deadline.
-        if target != 0 && nanotime() >= target {
+        let now = nanotime();
+        if target != 0 && now >= target {
             g.woke(target, self.fired.load(Relaxed));
         }
+        self.net.note_polled(now);
+        self.take_events(events, ready);
+    }
+
+    /// Go's `netpoll(0)`: takes the events already there without blocking (nothing when
+    /// another M holds the poller) and wakes the tasks of the ready sockets. Returns how many
+    /// it woke.
+    pub(crate) fn poll_now(&self) -> usize {
+        let mut ready = Vec::new();
+        if let Some(mut guard) = self.inner.try_lock() {
+            let (poll, events, _) = &mut *guard;
+            if let Err(e) = poll.poll(events, Some(Duration::ZERO)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    panic!("gort: the poller failed: {e}");
+                }
+            }
+            self.net.note_polled(nanotime());
+            self.take_events(events, &mut ready);
+        }
+        let n = ready.len();
+        wake_all(ready);
+        n
+    }
+
+    /// A handle to register sockets with the poll.
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Handles one poll's events (poller lock held): the poller's own, and the sockets',
+    /// whose released wakers go to `ready`.
+    fn take_events(&self, events: &Events, ready: &mut Vec<std::task::Waker>) {
+        let mut sources = None;
         for ev in events.iter() {
             match ev.token() {
                 // Go's netpoll: a wake-up read resets netpollWakeSig so the next break writes.
@@ -192,7 +246,10 @@ impl Poller {
                     self.timer.clear();
                     self.armed.store(0, Relaxed);
                 }
-                _ => {}
+                _ => {
+                    let sources = sources.get_or_insert_with(|| self.net.sources.lock());
+                    dispatch(sources, ev, ready);
+                }
             }
         }
     }
@@ -238,6 +295,13 @@ impl Poller {
                 .wake()
                 .unwrap_or_else(|e| panic!("gort: cannot wake the poller: {e}"));
         }
+    }
+}
+
+/// Wakes the tasks a poll readied, with no poller lock held (a waker is user code).
+fn wake_all(ready: Vec<std::task::Waker>) {
+    for w in ready {
+        w.wake();
     }
 }
 

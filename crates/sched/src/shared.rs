@@ -281,6 +281,10 @@ impl Sched for Arc<Shared> {
         gort_timer::nanotime()
     }
 
+    fn net_waiting(&self) -> bool {
+        Shared::net_waiting(self)
+    }
+
     fn global_has_work(&self) -> bool {
         !self.global.is_empty()
     }

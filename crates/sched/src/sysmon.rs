@@ -1,4 +1,4 @@
-//! The monitor thread: Go's `sysmon`, reduced to the timer duty.
+//! The monitor thread: Go's `sysmon`, reduced to the timer duty and the sockets' 10 ms look.
 //!
 //! Timers run inside the scheduler: each P runs its own in every scheduling round, and idle
 //! Ms run everyone's. When every M is busy in a long poll (or blocked), nobody gets there and
@@ -6,6 +6,9 @@
 //! at the P summaries (atomics only) and, for a P whose timers are overdue by more than
 //! `GRACE`, runs them itself (timer callbacks only queue tasks and send on channels, so this is
 //! cheap and never blocks); the woken tasks go to the global queue.
+//!
+//! It also takes Go's non-blocking look at the sockets when tasks wait on them and nobody has
+//! polled for 10 ms (`netpoll.rs`), so ready sockets are not left behind busy Ps.
 
 use crate::shared::Shared;
 use gort_timer::nanotime;
@@ -63,6 +66,7 @@ impl Sysmon {
                     earliest = earliest.min(w);
                 }
             }
+            shared.sysmon_poll_net(now);
             quiet = if acted { 0 } else { quiet.saturating_add(1) };
             // Sleep until the earliest timer would be overdue, within [BUSY_TICK, IDLE_TICK];
             // while some P is idle an idle M (the poller) runs timers on time, so sysmon

@@ -189,6 +189,9 @@ impl M {
             if let Some(t) = self.global_work(shared, p) {
                 return Some(t);
             }
+            if shared.poll_net_nonblocking() {
+                continue;
+            }
             match self.steal(shared, p, &mut round) {
                 Stolen::Task(t) => return Some(t),
                 Stolen::TimersRan => continue,

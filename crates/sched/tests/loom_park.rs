@@ -167,6 +167,10 @@ impl Sched for Arc<World> {
         1
     }
 
+    fn net_waiting(&self) -> bool {
+        false
+    }
+
     fn global_has_work(&self) -> bool {
         self.queue.load(SeqCst) > 0
     }

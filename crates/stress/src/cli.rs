@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Every scenario, in run order (the registry in `scenarios` must match; a test checks it).
-pub const SCENARIO_NAMES: [&str; 9] = [
+pub const SCENARIO_NAMES: [&str; 10] = [
     "timer-storm",
     "ticker-churn",
     "after-func-storm",
@@ -14,6 +14,7 @@ pub const SCENARIO_NAMES: [&str; 9] = [
     "resize",
     "poller-wakeups",
     "blocking-handoffs",
+    "net-deadlines",
     "faults",
 ];
 

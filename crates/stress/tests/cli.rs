@@ -110,7 +110,7 @@ fn json_and_html_outputs_are_well_formed() {
 fn list_and_usage_errors() {
     let (code, out, _) = run(&["--list"]);
     assert_eq!(code, 0);
-    assert_eq!(out.lines().count(), 9);
+    assert_eq!(out.lines().count(), 10);
     let (code, _, err) = run(&["--scenario", "no-such-thing"]);
     assert_eq!(code, 2, "{err}");
     let (code, _, err) = run(&["--duration", "10"]);

@@ -10,6 +10,7 @@ mod after_func_storm;
 mod blocking_handoffs;
 mod channel_mesh;
 mod faults;
+mod net_deadlines;
 mod poller_wakeups;
 mod resize;
 mod sleep_fanout;
@@ -53,7 +54,7 @@ const fn bound(p99_ms: u64, max_ms: u64) -> LatenessBound {
 }
 
 /// Every scenario, in run order.
-pub const ALL: [Scenario; 9] = [
+pub const ALL: [Scenario; 10] = [
     Scenario {
         name: "timer-storm",
         weight: 3,
@@ -109,6 +110,13 @@ pub const ALL: [Scenario; 9] = [
         about: blocking_handoffs::ABOUT,
         bound: bound(50, 1_000),
         run: blocking_handoffs::run,
+    },
+    Scenario {
+        name: "net-deadlines",
+        weight: 2,
+        about: net_deadlines::ABOUT,
+        bound: bound(50, 1_000),
+        run: net_deadlines::run,
     },
     Scenario {
         name: "faults",

@@ -1,0 +1,209 @@
+//! Network shapes N1, N2, N4 and N5 on Tokio (W workers) over loopback TCP; the deadlines
+//! are Tokio's idiom, `timeout(d, read)` around the server read.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::common::{check, durations, ms, Figures, Latch, Meter, Params, Samples};
+use crate::net_gort::{open_fds, raise_fd_limit};
+use crate::timer_tokio::run;
+
+/// Spawns a detached task.
+fn go<F: std::future::Future<Output = ()> + Send + 'static>(fut: F) {
+    drop(tokio::spawn(fut));
+}
+
+/// Message size of the echo shapes.
+const MSG: usize = 64;
+
+/// An echo server on a fresh loopback port: each connection echoes until its client closes;
+/// with `deadline`, a read deadline 30 s ahead is set before every read (Go's idle timeout).
+async fn echo_server(deadline: bool) -> std::net::SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = l.local_addr().expect("local_addr");
+    go(async move {
+        while let Ok((c, _)) = l.accept().await {
+            let _ = c.set_nodelay(true); // as gort and Go do on every connection
+            go(async move {
+                let mut c = c;
+                let mut buf = [0u8; MSG];
+                loop {
+                    let read = if deadline {
+                        match tokio::time::timeout(Duration::from_secs(30), c.read(&mut buf)).await
+                        {
+                            Ok(r) => r,
+                            Err(_) => return,
+                        }
+                    } else {
+                        c.read(&mut buf).await
+                    };
+                    match read {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => {
+                            if c.write_all(&buf[..n]).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// One client: `rounds` round trips of a `MSG`-byte message.
+async fn client(addr: std::net::SocketAddr, rounds: usize) {
+    let mut c = TcpStream::connect(addr).await.expect("connect");
+    c.set_nodelay(true).expect("nodelay");
+    let msg = [7u8; MSG];
+    let mut buf = [0u8; MSG];
+    for _ in 0..rounds {
+        c.write_all(&msg).await.expect("write");
+        c.read_exact(&mut buf).await.expect("read");
+    }
+}
+
+/// N1: one connection, N = 100,000 round trips.
+pub fn n1_echo_pingpong(p: &Params) -> Figures {
+    let n = p.n(100_000);
+    run(p, move || async move {
+        let addr = echo_server(false).await;
+        let m = Meter::start();
+        client(addr, n).await;
+        vec![("per_round_trip_ns", m.ns_per(n))]
+    })
+}
+
+/// N2 / N4: C = 256 clients at once, 1,000 round trips each.
+fn fanin(p: &Params, deadline: bool) -> Figures {
+    let (conns, rounds) = (256, p.n(1_000));
+    run(p, move || async move {
+        let addr = echo_server(deadline).await;
+        let done = Arc::new(Latch::new(conns));
+        let m = Meter::start();
+        for _ in 0..conns {
+            let done = done.clone();
+            go(async move {
+                client(addr, rounds).await;
+                done.arrive();
+            });
+        }
+        done.wait().await;
+        vec![
+            ("per_round_trip_ns", m.ns_per(conns * rounds)),
+            ("cpu_ms", ms(m.cpu())),
+        ]
+    })
+}
+
+/// N2: echo fan-in.
+pub fn n2_echo_fanin(p: &Params) -> Figures {
+    fanin(p, false)
+}
+
+/// N4: N2 with a read deadline 30 s ahead set before every server read.
+pub fn n4_deadline_echo(p: &Params) -> Figures {
+    fanin(p, true)
+}
+
+/// N5: C = 9,000 idle connections (quick: 900); each server-side read is wrapped in a
+/// `timeout` uniform in [100 ms, 1100 ms] and must end with it.
+pub fn n5_idle_deadlines(p: &Params) -> Figures {
+    raise_fd_limit();
+    let conns = p.n(9_000);
+    let ds = durations(
+        5,
+        conns,
+        Duration::from_millis(100),
+        Duration::from_millis(1100),
+    );
+    run(p, move || async move {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = l.local_addr().expect("local_addr");
+        let mut clients = Vec::with_capacity(conns);
+        let mut servers = Vec::with_capacity(conns);
+        for _ in 0..conns {
+            let c = tokio::spawn(async move { TcpStream::connect(addr).await.expect("connect") });
+            servers.push(l.accept().await.expect("accept").0);
+            clients.push(c.await.expect("connect task"));
+        }
+        let samples = Arc::new(Samples::new(conns));
+        let timed_out = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let done = Arc::new(Latch::new(conns));
+        let m = Meter::start();
+        for (i, (mut s, d)) in servers.into_iter().zip(ds).enumerate() {
+            let (samples, timed_out, done) = (samples.clone(), timed_out.clone(), done.clone());
+            go(async move {
+                let deadline = std::time::Instant::now() + d;
+                let r = tokio::time::timeout(d, s.read(&mut [0u8; 1])).await;
+                let now = std::time::Instant::now();
+                if r.is_err() {
+                    timed_out.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                samples.record(i, deadline, now);
+                done.arrive();
+            });
+        }
+        done.wait().await;
+        let cpu = m.cpu();
+        drop(clients);
+        let [p50, p99, max] = samples.percentiles_us();
+        let count = timed_out.load(std::sync::atomic::Ordering::Relaxed);
+        let mut f = vec![
+            ("late_p50_us", p50),
+            ("late_p99_us", p99),
+            ("late_max_us", max),
+            ("cpu_ms", ms(cpu)),
+            ("timed_out", count as f64),
+        ];
+        check(&mut f, count == conns, || {
+            format!("{count} of {conns} reads timed out")
+        });
+        f
+    })
+}
+
+/// N3: 20,000 times (quick: 2,000): connect, the server accepts, one 1-byte echo, both
+/// sides close; 16 clients at once.
+pub fn n3_accept_churn(p: &Params) -> Figures {
+    let (clients, total) = (16, p.n(20_000));
+    run(p, move || async move {
+        let addr = echo_server(false).await;
+        let fds0 = open_fds();
+        let done = Arc::new(Latch::new(clients));
+        let m = Meter::start();
+        for k in 0..clients {
+            let done = done.clone();
+            go(async move {
+                let mut b = [0u8; 1];
+                for _ in 0..(total / clients + usize::from(k < total % clients)) {
+                    let mut c = TcpStream::connect(addr).await.expect("connect");
+                    c.set_nodelay(true).expect("nodelay");
+                    c.write_all(&[1]).await.expect("write");
+                    c.read_exact(&mut b).await.expect("read");
+                }
+                done.arrive();
+            });
+        }
+        done.wait().await;
+        let per = m.ns_per(total);
+        let mut fds = open_fds();
+        for _ in 0..100 {
+            if fds <= fds0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            fds = open_fds();
+        }
+        let mut f = vec![
+            ("per_conn_ns", per),
+            ("fds_left", fds.saturating_sub(fds0) as f64),
+        ];
+        check(&mut f, fds <= fds0, || format!("{} fds left", fds - fds0));
+        f
+    })
+}

@@ -1,0 +1,233 @@
+//! A registered socket: the mio source, its poll descriptor, its registration with the
+//! runtime's poller and its deadline timers. Every socket type of this crate is one of these.
+
+use crate::desc::{Arm, Count, Fail, Half, Nanos, PollDesc, Wait};
+use gort_sched::net_api::{self, Ready, Registration, Waiters};
+use gort_sched::timer_api::modtimer;
+use gort_time::Instant;
+use gort_timer::{del, nanotime, Fire, Timer};
+use mio::event::Source;
+use std::future::poll_fn;
+use std::io;
+use std::sync::{Arc, OnceLock, Weak};
+use std::task::{Context, Poll, Waker};
+
+/// A direction of a socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dir {
+    Read,
+    Write,
+}
+
+impl Count for Waiters {
+    fn add(&self) {
+        Waiters::add(self)
+    }
+    fn remove(&self) {
+        Waiters::remove(self)
+    }
+}
+
+/// The descriptor as the poller and the deadline timers see it.
+struct Desc {
+    pd: PollDesc,
+    waiters: Waiters,
+    /// Each direction's deadline timer, made on first use: most sockets never get one.
+    timers: [OnceLock<DeadlineTimer>; 2],
+}
+
+impl Desc {
+    fn half(&self, dir: Dir) -> &Half {
+        match dir {
+            Dir::Read => &self.pd.read,
+            Dir::Write => &self.pd.write,
+        }
+    }
+}
+
+impl Ready for Desc {
+    fn ready(&self, readable: bool, writable: bool, wakers: &mut Vec<Waker>) {
+        self.pd.ready(readable, writable, wakers, &self.waiters);
+    }
+}
+
+/// The timer of one direction's deadline.
+struct DeadlineTimer {
+    timer: gort_loom::Arc<Timer>,
+    /// Installed by every arming (a one-shot timer gives up its callback when it fires).
+    fire: Arc<dyn Fire>,
+}
+
+/// A deadline timer's callback: Go's `netReadDeadline`/`netWriteDeadline`.
+struct Expire {
+    desc: Weak<Desc>,
+    dir: Dir,
+}
+
+impl Fire for Expire {
+    fn fire(self: Arc<Self>, when: Nanos) {
+        let Some(desc) = self.desc.upgrade() else {
+            return;
+        };
+        let mut out = Vec::new();
+        let dir = self.dir;
+        desc.half(dir).expire(when, &mut out, &desc.waiters, |a| {
+            // The deadline moved later since the arming: follow it (the thread running
+            // timers is in the runtime, so this cannot fail).
+            let _ = arm(&desc, dir, a, nanotime());
+        });
+        drop(desc);
+        out.into_iter().for_each(Waker::wake);
+    }
+}
+
+/// A socket registered with the current runtime's poller.
+pub(crate) struct Io<S: Source> {
+    source: S,
+    desc: Arc<Desc>,
+    registration: Option<Registration>,
+}
+
+impl<S: Source> Io<S> {
+    /// Registers `source` (already non-blocking) with the current runtime's poller.
+    pub(crate) fn new(mut source: S) -> io::Result<Io<S>> {
+        let desc = Arc::new(Desc {
+            pd: PollDesc::default(),
+            waiters: net_api::waiters()?,
+            timers: [OnceLock::new(), OnceLock::new()],
+        });
+        let registration = net_api::register(&mut source, desc.clone())?;
+        Ok(Io {
+            source,
+            desc,
+            registration: Some(registration),
+        })
+    }
+
+    /// The socket.
+    pub(crate) fn source(&self) -> &S {
+        &self.source
+    }
+
+    /// Runs the non-blocking `op` until it does not say `WouldBlock`, waiting for the
+    /// socket's readiness in `dir` between tries (Go's `fd.Read` loop with `pd.waitRead`).
+    /// Cancel-safe: an operation that returned `WouldBlock` consumed nothing, and a dropped
+    /// future leaves at most a stale waker behind.
+    pub(crate) async fn op<R>(
+        &self,
+        dir: Dir,
+        mut op: impl FnMut(&S) -> io::Result<R>,
+    ) -> io::Result<R> {
+        poll_fn(|cx| self.poll_op(dir, cx, &mut op)).await
+    }
+
+    pub(crate) fn poll_op<R>(
+        &self,
+        dir: Dir,
+        cx: &mut Context<'_>,
+        op: &mut impl FnMut(&S) -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        let half = self.desc.half(dir);
+        loop {
+            half.prepare().map_err(error)?;
+            match op(&self.source) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                res => return Poll::Ready(res),
+            }
+            match half.wait(cx.waker(), &self.desc.waiters) {
+                Wait::Retry => continue,
+                Wait::Pending => return Poll::Pending,
+                Wait::Fail(f) => return Poll::Ready(Err(error(f))),
+            }
+        }
+    }
+
+    /// Go's `SetReadDeadline`/`SetWriteDeadline` for `dir`: `None` (or `Instant::NEVER`)
+    /// clears it; a passed one makes pending and later operations fail at once; a later one
+    /// arms the direction's timer (a re-arm when it was armed: no allocation).
+    pub(crate) fn set_deadline(&self, dir: Dir, deadline: Option<Instant>) -> io::Result<()> {
+        let deadline = match deadline {
+            Some(d) if !d.is_never() => d.as_nanos().max(1),
+            _ => 0,
+        };
+        let now = nanotime();
+        let mut out = Vec::new();
+        let mut res = Ok(());
+        let half = self.desc.half(dir);
+        half.set_deadline(deadline, now, &mut out, &self.desc.waiters, |a| {
+            res = arm(&self.desc, dir, a, now);
+        });
+        out.into_iter().for_each(Waker::wake);
+        res
+    }
+}
+
+/// Starts, moves or stops `dir`'s deadline timer (under the descriptor's lock).
+fn arm(desc: &Arc<Desc>, dir: Dir, arm: Arm, now: Nanos) -> io::Result<()> {
+    let slot = &desc.timers[dir as usize];
+    match arm {
+        Arm::Stop => {
+            if let Some(t) = slot.get() {
+                del(&t.timer);
+            }
+            Ok(())
+        }
+        Arm::At(when) => {
+            let t = slot.get_or_init(|| DeadlineTimer {
+                timer: Timer::new(),
+                fire: Arc::new(Expire {
+                    desc: Arc::downgrade(desc),
+                    dir,
+                }),
+            });
+            // Deadlines tolerate what sleeps do: 1/16 of their distance (design/TIMERS.md).
+            t.timer.set_slack((when - now) / 16);
+            match modtimer(&t.timer, when, 0, Some(&t.fire)) {
+                Some(_) => Ok(()),
+                None => Err(io::Error::other(
+                    "gort::net deadlines must be set inside a gort runtime",
+                )),
+            }
+        }
+    }
+}
+
+/// The error of a failed operation: Go's `ErrDeadlineExceeded` and `ErrNetClosing`.
+fn error(f: Fail) -> io::Error {
+    match f {
+        Fail::TimedOut => io::ErrorKind::TimedOut.into(),
+        Fail::Closed => io::Error::new(
+            io::ErrorKind::NotConnected,
+            "use of closed network connection",
+        ),
+    }
+}
+
+impl<S: Source> Drop for Io<S> {
+    /// Deregisters the socket, releases anything still waiting on it and stops its timers;
+    /// the source's own drop then closes the fd.
+    fn drop(&mut self) {
+        if let Some(r) = self.registration.take() {
+            let _ = r.deregister(&mut self.source);
+        }
+        let mut out = Vec::new();
+        for (dir, slot) in [Dir::Read, Dir::Write].into_iter().zip(&self.desc.timers) {
+            self.desc.half(dir).close(&mut out, &self.desc.waiters);
+            if let Some(t) = slot.get() {
+                del(&t.timer);
+            }
+        }
+        out.into_iter().for_each(Waker::wake);
+    }
+}
+
+impl<S: Source + std::fmt::Debug> std::fmt::Debug for Io<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Io")
+            .field("source", &self.source)
+            .field("read_timed_out", &self.desc.pd.read.is_expired())
+            .field("write_timed_out", &self.desc.pd.write.is_expired())
+            .finish()
+    }
+}

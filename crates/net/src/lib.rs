@@ -1,0 +1,69 @@
+//! `gort::net`: TCP and UDP sockets on gort's netpoller, with Go's `net.Conn` deadlines.
+//!
+//! Every socket is registered once, edge-triggered, with the `mio::Poll` that an idle M
+//! blocks in; a task whose read would block leaves its waker in the socket's poll
+//! descriptor (Go's `pollDesc`), and the M that polls wakes it when the socket turns ready.
+//! Deadlines are timers in the per-P heaps, as in Go: setting one starts, moves or stops the
+//! socket's timer (never an allocation after the first), and its firing wakes the blocked
+//! task, which fails with [`std::io::ErrorKind::TimedOut`]. `design/NETPOLL.md` explains it.
+//!
+//! | Go                                   | gort                                           |
+//! |--------------------------------------|------------------------------------------------|
+//! | `net.Listen("tcp", a)`, `Accept`     | [`TcpListener::bind`], [`TcpListener::accept`] |
+//! | `net.Dial("tcp", a)`, `Read`, `Write`| [`TcpStream::connect`], [`TcpStream::read`], [`TcpStream::write`] |
+//! | `SetDeadline`, `SetReadDeadline`     | [`TcpStream::set_deadline`], [`TcpStream::set_read_deadline`] |
+//! | `net.ListenUDP`, `ReadFrom`, `WriteTo` | [`UdpSocket::bind`], [`UdpSocket::recv_from`], [`UdpSocket::send_to`] |
+//! | `os.ErrDeadlineExceeded`             | `io::ErrorKind::TimedOut`                      |
+//!
+//! An echo server that drops clients idle for 5 seconds (Go's idiom: a read deadline set
+//! before every read):
+//!
+//! ```
+//! use gort::net::{TcpListener, TcpStream};
+//! use gort::time::Instant;
+//! use std::time::Duration;
+//!
+//! async fn serve(conn: TcpStream) -> std::io::Result<()> {
+//!     let mut buf = [0; 4096];
+//!     loop {
+//!         conn.set_read_deadline(Some(Instant::now() + Duration::from_secs(5)))?;
+//!         match conn.read(&mut buf).await? {
+//!             0 => return Ok(()),
+//!             n => conn.write_all(&buf[..n]).await?,
+//!         }
+//!     }
+//! }
+//!
+//! gort::Runtime::new().unwrap().block_on(async {
+//!     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+//!     let addr = listener.local_addr().unwrap();
+//!     gort::spawn(async move {
+//!         loop {
+//!             let (conn, _) = listener.accept().await.unwrap();
+//!             gort::spawn(serve(conn));
+//!         }
+//!     });
+//!     let client = TcpStream::connect(addr).await.unwrap();
+//!     client.write_all(b"ping").await.unwrap();
+//!     let mut reply = [0; 4];
+//!     client.read_exact(&mut reply).await.unwrap();
+//!     assert_eq!(&reply, b"ping");
+//! });
+//! ```
+//!
+//! Cargo features `tokio-io` and `futures-io` implement tokio's and futures-io's
+//! `AsyncRead`/`AsyncWrite` for [`TcpStream`] and `&TcpStream`.
+
+#![warn(missing_docs)]
+
+#[cfg(any(feature = "tokio-io", feature = "futures-io"))]
+mod compat;
+#[doc(hidden)]
+pub mod desc;
+mod io;
+mod resolve;
+mod tcp;
+mod udp;
+
+pub use tcp::{TcpListener, TcpStream};
+pub use udp::UdpSocket;

@@ -1,0 +1,289 @@
+//! TCP: Go's `TCPListener` and `TCPConn` on the netpoller.
+
+use crate::io::{Dir, Io};
+use crate::resolve::{first_ok, resolve};
+use gort_time::Instant;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+
+/// A TCP socket server, listening for connections (Go's `net.TCPListener`).
+///
+/// Dropping it closes the socket.
+///
+/// # Examples
+///
+/// ```
+/// use gort::net::{TcpListener, TcpStream};
+///
+/// gort::Runtime::new().unwrap().block_on(async {
+///     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+///     let addr = listener.local_addr().unwrap();
+///     let client = gort::spawn(async move { TcpStream::connect(addr).await.unwrap() });
+///     let (_conn, peer) = listener.accept().await.unwrap();
+///     assert_eq!(peer, client.await.unwrap().local_addr().unwrap());
+/// });
+/// ```
+#[derive(Debug)]
+pub struct TcpListener {
+    io: Io<mio::net::TcpListener>,
+}
+
+impl TcpListener {
+    /// Binds a listener to `addr` (the first of its addresses that binds). Host names are
+    /// resolved on the blocking pool.
+    ///
+    /// # Errors
+    ///
+    /// When no address binds, or outside a gort runtime.
+    pub async fn bind(addr: impl ToSocketAddrs + Send + 'static) -> io::Result<TcpListener> {
+        let addrs = resolve(addr).await?;
+        first_ok(addrs, |a| async move {
+            let io = Io::new(mio::net::TcpListener::bind(a)?)?;
+            Ok(TcpListener { io })
+        })
+        .await
+    }
+
+    /// Accepts a connection, waiting for one (Go's `Accept`). Fails with
+    /// [`io::ErrorKind::TimedOut`] once the deadline ([`set_deadline`](Self::set_deadline))
+    /// has passed. Cancel-safe: dropping the future loses no connection.
+    ///
+    /// # Errors
+    ///
+    /// The OS's accept errors, or `TimedOut`.
+    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        let (s, addr) = self.io.op(Dir::Read, |l| l.accept()).await?;
+        let _ = s.set_nodelay(true); // as Go; a failure only costs latency
+        Ok((TcpStream { io: Io::new(s)? }, addr))
+    }
+
+    /// The address the listener is bound to.
+    ///
+    /// # Errors
+    ///
+    /// The OS's.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.source().local_addr()
+    }
+
+    /// Sets the deadline of [`accept`](Self::accept) (Go's `TCPListener.SetDeadline`):
+    /// `None` clears it; one in the past makes pending and later accepts fail at once.
+    ///
+    /// # Errors
+    ///
+    /// Outside a gort runtime.
+    pub fn set_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.io.set_deadline(Dir::Read, deadline)
+    }
+
+    /// Wraps a std listener, making it non-blocking.
+    ///
+    /// # Errors
+    ///
+    /// The OS's, or outside a gort runtime.
+    pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
+        listener.set_nonblocking(true)?;
+        let io = Io::new(mio::net::TcpListener::from_std(listener))?;
+        Ok(TcpListener { io })
+    }
+}
+
+/// A TCP connection (Go's `net.TCPConn`).
+///
+/// Every method takes `&self`: one task may read while another writes (share the stream in
+/// an `Arc`). Deadlines are Go's: a passed deadline fails pending and later operations in its
+/// direction with [`io::ErrorKind::TimedOut`] without consuming or sending anything, until
+/// it is moved or cleared. Dropping the stream closes the socket.
+///
+/// # Examples
+///
+/// ```
+/// use gort::net::{TcpListener, TcpStream};
+/// use std::time::Duration;
+///
+/// gort::Runtime::new().unwrap().block_on(async {
+///     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+///     let addr = listener.local_addr().unwrap();
+///     gort::spawn(async move {
+///         let (conn, _) = listener.accept().await.unwrap();
+///         conn.write_all(b"hello").await.unwrap();
+///         let _ = conn.read(&mut [0; 1]).await; // keep it open until the client closes
+///     });
+///     let conn = TcpStream::connect(addr).await.unwrap();
+///     let mut buf = [0; 5];
+///     conn.read_exact(&mut buf).await.unwrap();
+///     assert_eq!(&buf, b"hello");
+///     // Nothing more comes: the read deadline ends the wait.
+///     conn.set_read_deadline(Some(gort::time::Instant::now() + Duration::from_millis(10)))
+///         .unwrap();
+///     let err = conn.read(&mut buf).await.unwrap_err();
+///     assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+/// });
+/// ```
+#[derive(Debug)]
+pub struct TcpStream {
+    io: Io<mio::net::TcpStream>,
+}
+
+impl TcpStream {
+    /// Connects to `addr` (each of its addresses in turn until one accepts). Host names are
+    /// resolved on the blocking pool.
+    ///
+    /// # Errors
+    ///
+    /// The last address's error, or outside a gort runtime.
+    pub async fn connect(addr: impl ToSocketAddrs + Send + 'static) -> io::Result<TcpStream> {
+        let addrs = resolve(addr).await?;
+        first_ok(addrs, |a| async move {
+            let io = Io::new(mio::net::TcpStream::connect(a)?)?;
+            // A non-blocking connect completes when the socket turns writable.
+            io.op(Dir::Write, connected).await?;
+            let _ = io.source().set_nodelay(true); // as Go; a failure only costs latency
+            Ok(TcpStream { io })
+        })
+        .await
+    }
+
+    /// Reads into `buf`, waiting for data; `Ok(0)` at end of stream. Cancel-safe.
+    ///
+    /// # Errors
+    ///
+    /// The OS's (a reset peer), or `TimedOut` past the read deadline.
+    pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.io.op(Dir::Read, |mut s| s.read(buf)).await
+    }
+
+    /// Writes some of `buf`, waiting for room. Cancel-safe.
+    ///
+    /// # Errors
+    ///
+    /// The OS's (a reset peer), or `TimedOut` past the write deadline.
+    pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        self.io.op(Dir::Write, |mut s| s.write(buf)).await
+    }
+
+    /// Writes all of `buf`.
+    ///
+    /// # Errors
+    ///
+    /// As [`write`](Self::write); `WriteZero` if the socket takes nothing.
+    pub async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.write(buf).await? {
+                0 => return Err(io::ErrorKind::WriteZero.into()),
+                n => buf = &buf[n..],
+            }
+        }
+        Ok(())
+    }
+
+    /// Fills `buf`.
+    ///
+    /// # Errors
+    ///
+    /// As [`read`](Self::read); `UnexpectedEof` if the stream ends first (as std's).
+    pub async fn read_exact(&self, mut buf: &mut [u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.read(buf).await? {
+                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+                n => buf = &mut buf[n..],
+            }
+        }
+        Ok(())
+    }
+
+    /// Shuts down the read, write or both halves of the connection.
+    ///
+    /// # Errors
+    ///
+    /// The OS's.
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.io.source().shutdown(how)
+    }
+
+    /// Sets both the read and the write deadline (Go's `SetDeadline`).
+    ///
+    /// # Errors
+    ///
+    /// Outside a gort runtime.
+    pub fn set_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.set_read_deadline(deadline)?;
+        self.set_write_deadline(deadline)
+    }
+
+    /// Sets the read deadline (Go's `SetReadDeadline`); it applies to a read already blocked
+    /// too. `None` clears it.
+    ///
+    /// # Errors
+    ///
+    /// Outside a gort runtime.
+    pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.io.set_deadline(Dir::Read, deadline)
+    }
+
+    /// Sets the write deadline (Go's `SetWriteDeadline`). `None` clears it.
+    ///
+    /// # Errors
+    ///
+    /// Outside a gort runtime.
+    pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.io.set_deadline(Dir::Write, deadline)
+    }
+
+    /// The local address.
+    ///
+    /// # Errors
+    ///
+    /// The OS's.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.source().local_addr()
+    }
+
+    /// The peer's address.
+    ///
+    /// # Errors
+    ///
+    /// The OS's (`NotConnected`).
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.io.source().peer_addr()
+    }
+
+    /// Sets `TCP_NODELAY`. As Go, gort sets it on every connection it connects or accepts.
+    ///
+    /// # Errors
+    ///
+    /// The OS's.
+    pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
+        self.io.source().set_nodelay(nodelay)
+    }
+
+    /// The registered socket (for the I/O trait implementations).
+    #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
+    pub(crate) fn io(&self) -> &Io<mio::net::TcpStream> {
+        &self.io
+    }
+
+    /// Wraps a connected std stream, making it non-blocking.
+    ///
+    /// # Errors
+    ///
+    /// The OS's, or outside a gort runtime.
+    pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
+        stream.set_nonblocking(true)?;
+        let io = Io::new(mio::net::TcpStream::from_std(stream))?;
+        Ok(TcpStream { io })
+    }
+}
+
+/// Whether a non-blocking connect has completed: its error if it failed, `WouldBlock` while
+/// it is in progress (mio's recipe).
+fn connected(s: &mio::net::TcpStream) -> io::Result<()> {
+    if let Some(e) = s.take_error()? {
+        return Err(e);
+    }
+    match s.peer_addr() {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Err(io::ErrorKind::WouldBlock.into()),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,143 @@
+//! UDP: Go's `UDPConn` on the netpoller.
+
+use crate::io::{Dir, Io};
+use crate::resolve::{first_ok, resolve};
+use gort_time::Instant;
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+
+/// A UDP socket (Go's `net.UDPConn`).
+///
+/// Every method takes `&self`; deadlines are Go's, as on [`TcpStream`](crate::TcpStream).
+/// Dropping the socket closes it.
+///
+/// # Examples
+///
+/// ```
+/// use gort::net::UdpSocket;
+///
+/// gort::Runtime::new().unwrap().block_on(async {
+///     let a = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+///     let b = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+///     a.send_to(b"ping", b.local_addr().unwrap()).await.unwrap();
+///     let mut buf = [0; 16];
+///     let (n, from) = b.recv_from(&mut buf).await.unwrap();
+///     assert_eq!((&buf[..n], from), (&b"ping"[..], a.local_addr().unwrap()));
+/// });
+/// ```
+#[derive(Debug)]
+pub struct UdpSocket {
+    io: Io<mio::net::UdpSocket>,
+}
+
+impl UdpSocket {
+    /// Binds a socket to `addr` (the first of its addresses that binds).
+    ///
+    /// # Errors
+    ///
+    /// When no address binds, or outside a gort runtime.
+    pub async fn bind(addr: impl ToSocketAddrs + Send + 'static) -> io::Result<UdpSocket> {
+        let addrs = resolve(addr).await?;
+        first_ok(addrs, |a| async move {
+            let io = Io::new(mio::net::UdpSocket::bind(a)?)?;
+            Ok(UdpSocket { io })
+        })
+        .await
+    }
+
+    /// Sends `buf` as one datagram to `addr` (its first address). Cancel-safe.
+    ///
+    /// # Errors
+    ///
+    /// The OS's, or `TimedOut` past the write deadline.
+    pub async fn send_to(
+        &self,
+        buf: &[u8],
+        addr: impl ToSocketAddrs + Send + 'static,
+    ) -> io::Result<usize> {
+        let to = resolve(addr).await?;
+        let Some(&to) = to.first() else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "no address to send to",
+            ));
+        };
+        self.io.op(Dir::Write, |s| s.send_to(buf, to)).await
+    }
+
+    /// Receives one datagram into `buf` (the excess of a longer one is lost, as in Go) and
+    /// the address it came from. Cancel-safe.
+    ///
+    /// # Errors
+    ///
+    /// The OS's, or `TimedOut` past the read deadline.
+    pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        self.io.op(Dir::Read, |s| s.recv_from(buf)).await
+    }
+
+    /// Sets the socket's default peer (the first of `addr`'s addresses that it accepts):
+    /// [`send`](Self::send) goes there and [`recv`](Self::recv) takes only its datagrams.
+    ///
+    /// # Errors
+    ///
+    /// The OS's.
+    pub async fn connect(&self, addr: impl ToSocketAddrs + Send + 'static) -> io::Result<()> {
+        let addrs = resolve(addr).await?;
+        first_ok(addrs, |a| async move { self.io.source().connect(a) }).await
+    }
+
+    /// Sends `buf` to the connected peer. Cancel-safe.
+    ///
+    /// # Errors
+    ///
+    /// The OS's (not connected), or `TimedOut` past the write deadline.
+    pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        self.io.op(Dir::Write, |s| s.send(buf)).await
+    }
+
+    /// Receives one datagram from the connected peer. Cancel-safe.
+    ///
+    /// # Errors
+    ///
+    /// The OS's, or `TimedOut` past the read deadline.
+    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.io.op(Dir::Read, |s| s.recv(buf)).await
+    }
+
+    /// The local address.
+    ///
+    /// # Errors
+    ///
+    /// The OS's.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.io.source().local_addr()
+    }
+
+    /// Sets both deadlines (Go's `SetDeadline`).
+    ///
+    /// # Errors
+    ///
+    /// Outside a gort runtime.
+    pub fn set_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.set_read_deadline(deadline)?;
+        self.set_write_deadline(deadline)
+    }
+
+    /// Sets the read deadline (Go's `SetReadDeadline`). `None` clears it.
+    ///
+    /// # Errors
+    ///
+    /// Outside a gort runtime.
+    pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.io.set_deadline(Dir::Read, deadline)
+    }
+
+    /// Sets the write deadline (Go's `SetWriteDeadline`). `None` clears it.
+    ///
+    /// # Errors
+    ///
+    /// Outside a gort runtime.
+    pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.io.set_deadline(Dir::Write, deadline)
+    }
+}

@@ -1,0 +1,302 @@
+//! Loom models of the poll descriptor (`gort_net::desc`, the real source through
+//! `gort_loom`): one direction's `ready` flag and waiter list against the poller's
+//! readiness, a deadline timer's expiry, a deadline change and a close, in every
+//! interleaving. Invariants:
+//!
+//! - no lost wake-up: a task left `Pending` has its waker woken by whatever made it able to
+//!   go on (readiness, expiry, close), and on its next poll it goes on;
+//! - a stale deadline fire (the deadline was cleared or moved) never times an operation out;
+//! - the runtime-wide waiter count never goes below zero and is back to zero when every
+//!   waiter has been released.
+//!
+//! The task's syscall is modelled by an atomic "data arrived" flag that the poller sets
+//! before it reports readiness (the kernel's order). `op` below is `Io::poll_op`'s loop
+//! (crates/net/src/io.rs) over the real `prepare`/`wait`.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p gort-net --test loom_desc`
+#![cfg(loom)]
+
+use gort_loom::atomic::{AtomicBool, AtomicIsize, Ordering::SeqCst};
+use gort_loom::thread;
+use gort_net::desc::{Arm, Count, Fail, Half, Wait};
+use std::sync::Arc;
+use std::task::{Wake, Waker};
+
+#[derive(Default)]
+struct Waiters(AtomicIsize);
+
+impl Count for Waiters {
+    fn add(&self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+    fn remove(&self) {
+        let before = self.0.fetch_sub(1, SeqCst);
+        assert!(before > 0, "waiter count went below zero");
+    }
+}
+
+#[derive(Default)]
+struct Flag(AtomicBool);
+
+impl Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, SeqCst);
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    Done,
+    Pending,
+    Failed(Fail),
+}
+
+/// One poll of an operation in this direction (`Io::poll_op`): the syscall succeeds once
+/// `data` is set.
+fn op(half: &Half, data: &AtomicBool, waker: &Waker, count: &Waiters) -> Outcome {
+    loop {
+        if let Err(f) = half.prepare() {
+            return Outcome::Failed(f);
+        }
+        if data.load(SeqCst) {
+            return Outcome::Done;
+        }
+        match half.wait(waker, count) {
+            Wait::Retry => continue,
+            Wait::Pending => return Outcome::Pending,
+            Wait::Fail(f) => return Outcome::Failed(f),
+        }
+    }
+}
+
+fn wake_all(out: Vec<Waker>) {
+    out.into_iter().for_each(Waker::wake);
+}
+
+struct Setup {
+    half: Half,
+    data: AtomicBool,
+    count: Waiters,
+}
+
+fn setup() -> Arc<Setup> {
+    Arc::new(Setup {
+        half: Half::default(),
+        data: AtomicBool::new(false),
+        count: Waiters::default(),
+    })
+}
+
+/// The poller reports readiness while the task tries its syscall and registers.
+///
+/// Guards the waiter handshake resting on `edge`, recorded under the descriptor's lock: when
+/// it rested on the atomic `ready` alone (set by the poller, re-read by the task under the
+/// lock), loom found interleavings where the task registered after the poller had released
+/// an empty list, and stayed `Pending` with nobody to wake it.
+#[test]
+fn readiness_is_never_lost() {
+    loom::model(|| {
+        let s = setup();
+        let flag = Arc::new(Flag::default());
+        let waker = Waker::from(flag.clone());
+        let poller = {
+            let s = s.clone();
+            thread::spawn(move || {
+                s.data.store(true, SeqCst);
+                let mut out = Vec::new();
+                s.half.set_ready(&mut out, &s.count);
+                wake_all(out);
+            })
+        };
+        let first = op(&s.half, &s.data, &waker, &s.count);
+        poller.join().unwrap();
+        if first == Outcome::Pending {
+            assert!(
+                flag.0.load(SeqCst),
+                "lost wake-up: readiness came, nobody woke the task"
+            );
+            assert_eq!(op(&s.half, &s.data, &waker, &s.count), Outcome::Done);
+        } else {
+            assert_eq!(first, Outcome::Done);
+        }
+        assert_eq!(s.count.0.load(SeqCst), 0);
+    });
+}
+
+/// The deadline timer fires while the task blocks: the task times out (now or when woken).
+#[test]
+fn deadline_expiry_wakes_the_blocked_task() {
+    loom::model(|| {
+        let s = setup();
+        let mut out = Vec::new();
+        let mut armed = None;
+        s.half
+            .set_deadline(10, 0, &mut out, &s.count, |a| armed = Some(a));
+        assert_eq!(armed, Some(Arm::At(10)));
+        let flag = Arc::new(Flag::default());
+        let waker = Waker::from(flag.clone());
+        let timer = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let mut out = Vec::new();
+                assert!(s.half.expire(10, &mut out, &s.count, |_| {}));
+                wake_all(out);
+            })
+        };
+        let first = op(&s.half, &s.data, &waker, &s.count);
+        timer.join().unwrap();
+        if first == Outcome::Pending {
+            assert!(
+                flag.0.load(SeqCst),
+                "lost wake-up: the deadline passed silently"
+            );
+        }
+        let timed_out = Outcome::Failed(Fail::TimedOut);
+        assert_eq!(op(&s.half, &s.data, &waker, &s.count), timed_out);
+        assert_eq!(s.count.0.load(SeqCst), 0);
+    });
+}
+
+/// A deadline cleared while its timer fires: whichever comes first, the fire of the
+/// cleared arming leaves the direction usable, and readiness still reaches the task.
+#[test]
+fn a_cleared_deadline_makes_its_fire_harmless() {
+    loom::model(|| {
+        let s = setup();
+        let mut out = Vec::new();
+        s.half.set_deadline(10, 0, &mut out, &s.count, |_| {});
+        let flag = Arc::new(Flag::default());
+        let waker = Waker::from(flag.clone());
+        let timer = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let mut out = Vec::new();
+                s.half.expire(10, &mut out, &s.count, |_| {});
+                wake_all(out);
+            })
+        };
+        let clearer = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let mut out = Vec::new();
+                s.half.set_deadline(0, 5, &mut out, &s.count, |_| {});
+                wake_all(out);
+            })
+        };
+        let first = op(&s.half, &s.data, &waker, &s.count);
+        timer.join().unwrap();
+        clearer.join().unwrap();
+        assert!(
+            !s.half.is_expired(),
+            "a cleared deadline left the direction timed out"
+        );
+        s.data.store(true, SeqCst);
+        let mut out = Vec::new();
+        s.half.set_ready(&mut out, &s.count);
+        wake_all(out);
+        if first == Outcome::Pending {
+            assert!(flag.0.load(SeqCst));
+        }
+        assert_eq!(op(&s.half, &s.data, &waker, &s.count), Outcome::Done);
+        assert_eq!(s.count.0.load(SeqCst), 0);
+    });
+}
+
+/// A deadline moved later while its old timer fires: either the move comes first and is
+/// only recorded (the fire then re-arms the timer for it instead of expiring), or the fire
+/// comes first and expires the old deadline (the move then re-arms and clears the expiry).
+/// Either way the timer ends armed exactly once for the new deadline, the direction is not
+/// timed out, and that arming's fire expires it.
+#[test]
+fn a_moved_deadline_makes_the_old_fire_follow_it() {
+    loom::model(|| {
+        let s = setup();
+        let armings = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut out = Vec::new();
+        s.half.set_deadline(10, 0, &mut out, &s.count, |_| {});
+        let timer = {
+            let (s, armings) = (s.clone(), armings.clone());
+            thread::spawn(move || {
+                let mut out = Vec::new();
+                s.half
+                    .expire(10, &mut out, &s.count, |a| armings.lock().unwrap().push(a));
+                wake_all(out);
+            })
+        };
+        let mut out = Vec::new();
+        s.half.set_deadline(20, 5, &mut out, &s.count, |a| {
+            armings.lock().unwrap().push(a)
+        });
+        wake_all(out);
+        timer.join().unwrap();
+        assert_eq!(*armings.lock().unwrap(), vec![Arm::At(20)]);
+        assert!(
+            !s.half.is_expired(),
+            "the old fire timed out the moved deadline"
+        );
+        let mut out = Vec::new();
+        assert!(s.half.expire(20, &mut out, &s.count, |_| {}));
+        assert!(s.half.is_expired());
+    });
+}
+
+/// The socket is closed while the task blocks: the task fails (now or when woken).
+#[test]
+fn close_wakes_the_blocked_task() {
+    loom::model(|| {
+        let s = setup();
+        let flag = Arc::new(Flag::default());
+        let waker = Waker::from(flag.clone());
+        let closer = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let mut out = Vec::new();
+                s.half.close(&mut out, &s.count);
+                wake_all(out);
+            })
+        };
+        let first = op(&s.half, &s.data, &waker, &s.count);
+        closer.join().unwrap();
+        if first == Outcome::Pending {
+            assert!(
+                flag.0.load(SeqCst),
+                "lost wake-up: closed under a blocked task"
+            );
+        }
+        let closed = Outcome::Failed(Fail::Closed);
+        assert_eq!(op(&s.half, &s.data, &waker, &s.count), closed);
+        assert_eq!(s.count.0.load(SeqCst), 0);
+    });
+}
+
+/// Readiness and expiry race each other and a blocked task: the task is woken, and on its
+/// next poll it times out (Go checks the deadline before the syscall).
+#[test]
+fn readiness_and_expiry_together_wake_the_task_once_released() {
+    loom::model(|| {
+        let s = setup();
+        let mut out = Vec::new();
+        s.half.set_deadline(10, 0, &mut out, &s.count, |_| {});
+        let flag = Arc::new(Flag::default());
+        let waker = Waker::from(flag.clone());
+        let first = op(&s.half, &s.data, &waker, &s.count);
+        assert_eq!(first, Outcome::Pending);
+        let poller = {
+            let s = s.clone();
+            thread::spawn(move || {
+                s.data.store(true, SeqCst);
+                let mut out = Vec::new();
+                s.half.set_ready(&mut out, &s.count);
+                wake_all(out);
+            })
+        };
+        let mut out = Vec::new();
+        s.half.expire(10, &mut out, &s.count, |_| {});
+        wake_all(out);
+        poller.join().unwrap();
+        assert!(flag.0.load(SeqCst));
+        let timed_out = Outcome::Failed(Fail::TimedOut);
+        assert_eq!(op(&s.half, &s.data, &waker, &s.count), timed_out);
+        assert_eq!(s.count.0.load(SeqCst), 0);
+    });
+}

@@ -1,0 +1,232 @@
+//! The network half of the poller (Go's `netpoll.go`): sockets registered with the one
+//! `mio::Poll` that idle Ms block in, and the tasks their readiness wakes.
+//!
+//! The scheduler knows nothing of sockets: `gort-net` registers a source together with a
+//! [`Ready`] handler (its poll descriptor) and gets a [`Registration`] back. An event's token
+//! finds the handler in a slab owned by the poller: the low 32 bits are the slot (offset past
+//! the poller's own tokens), the high 32 bits the slot's generation, so that an event fetched
+//! by one M just before another M deregistered the source (and the slot was reused) is
+//! recognised as stale and dropped. Handlers run under the slab lock and only move wakers
+//! out; the wakers run after every poller lock is released (Go's `netpoll` returns a list of
+//! goroutines that `findrunnable` then queues).
+//!
+//! Who polls (Go's rules): the idle M that takes the poller role blocks in `epoll_wait` while
+//! any task waits on a socket, even with no timer pending; an M about to steal polls without
+//! blocking when tasks wait and nobody is blocked in the poller ([`Shared::poll_net_nonblocking`]);
+//! sysmon does the same when nobody has polled for 10 ms.
+
+use crate::shared::Shared;
+use gort_loom::atomic::{AtomicI64, AtomicUsize, Ordering::*};
+use gort_timer::Nanos;
+use mio::event::Source;
+use mio::{Interest, Token};
+use parking_lot::Mutex;
+use std::io;
+use std::sync::Arc;
+use std::task::Waker;
+
+/// Tokens below this are the poller's own (its waker and its timerfd).
+const FIRST_SOURCE: usize = 2;
+/// How long sysmon lets the sockets go unpolled while tasks wait on them (Go's 10 ms).
+const SYSMON_POLL_AFTER: Nanos = 10_000_000;
+
+/// What a registered source does with its readiness: Go's `netpollready` on one `pollDesc`.
+///
+/// Called by whichever M polled, under the poller's locks: it must only record readiness and
+/// move the wakers it releases into `wakers` (never wake, clone or drop one), which the
+/// poller wakes once its locks are released.
+pub trait Ready: Send + Sync + 'static {
+    /// The source became readable and/or writable (or hung up / errored, which is reported
+    /// as both, so that the blocked operation retries and sees the error).
+    fn ready(&self, readable: bool, writable: bool, wakers: &mut Vec<Waker>);
+}
+
+/// The registered sources, by slot: the handler and the slot's generation.
+#[derive(Default)]
+pub(crate) struct Sources {
+    slots: Vec<(u32, Option<Arc<dyn Ready>>)>,
+    free: Vec<usize>,
+}
+
+impl Sources {
+    fn insert(&mut self, handler: Arc<dyn Ready>) -> Token {
+        let slot = match self.free.pop() {
+            Some(i) => {
+                let s = &mut self.slots[i];
+                s.0 = s.0.wrapping_add(1);
+                s.1 = Some(handler);
+                i
+            }
+            None => {
+                self.slots.push((0, Some(handler)));
+                self.slots.len() - 1
+            }
+        };
+        Token(((self.slots[slot].0 as usize) << 32) | (slot + FIRST_SOURCE))
+    }
+
+    fn remove(&mut self, token: Token) -> Option<Arc<dyn Ready>> {
+        let slot = (token.0 & 0xffff_ffff) - FIRST_SOURCE;
+        let handler = self.slots[slot].1.take();
+        self.free.push(slot);
+        handler
+    }
+
+    /// The handler an event's token names, unless it was deregistered since.
+    pub(crate) fn get(&self, token: Token) -> Option<&dyn Ready> {
+        let slot = (token.0 & 0xffff_ffff).checked_sub(FIRST_SOURCE)?;
+        let (generation, handler) = self.slots.get(slot)?;
+        if (token.0 >> 32) as u32 != *generation {
+            return None;
+        }
+        handler.as_deref()
+    }
+}
+
+/// The network state of one runtime's poller.
+pub(crate) struct Net {
+    pub(crate) sources: Mutex<Sources>,
+    /// Go's `netpollWaiters`: descriptors with a task waiting (an upper bound: a waiter whose
+    /// future was dropped counts until the next readiness, deadline or close).
+    waiters: AtomicUsize,
+    /// When the sockets were last polled (any M, blocking or not), for sysmon.
+    polled_at: AtomicI64,
+}
+
+impl Net {
+    pub(crate) fn new() -> Net {
+        Net {
+            sources: Mutex::new(Sources::default()),
+            waiters: AtomicUsize::new(0),
+            polled_at: AtomicI64::new(0),
+        }
+    }
+
+    pub(crate) fn note_polled(&self, now: Nanos) {
+        self.polled_at.store(now, Relaxed);
+    }
+}
+
+/// Delivers the readiness of one event to its source's handler (slab lock held by the caller).
+pub(crate) fn dispatch(sources: &Sources, ev: &mio::event::Event, wakers: &mut Vec<Waker>) {
+    if let Some(h) = sources.get(ev.token()) {
+        let broken = ev.is_error() || ev.is_read_closed() || ev.is_write_closed();
+        let readable = ev.is_readable() || broken;
+        let writable = ev.is_writable() || broken;
+        h.ready(readable, writable, wakers);
+    }
+}
+
+impl Shared {
+    /// Whether some task waits on a socket (Go's `netpollWaiters > 0`).
+    pub(crate) fn net_waiting(&self) -> bool {
+        self.poller.net.waiters.load(SeqCst) > 0
+    }
+
+    /// Go's `netpoll(0)` in `findrunnable` before stealing: when tasks wait on sockets and no
+    /// M is blocked in the poller, take a non-blocking look and wake the tasks whose sockets
+    /// are ready (onto this M's P). Returns whether it woke any.
+    pub(crate) fn poll_net_nonblocking(&self) -> bool {
+        if !self.net_waiting() || self.idle.lastpoll.load(SeqCst) == 0 {
+            return false;
+        }
+        self.poller.poll_now() > 0
+    }
+
+    /// sysmon's share (Go's sysmon `netpoll(0)`): the same look when tasks wait on sockets,
+    /// nobody is blocked in the poller and nobody has polled for 10 ms.
+    pub(crate) fn sysmon_poll_net(&self, now: Nanos) {
+        let polled = self.poller.net.polled_at.load(Relaxed);
+        if now.saturating_sub(polled) >= SYSMON_POLL_AFTER
+            && self.net_waiting()
+            && self.idle.lastpoll.load(SeqCst) != 0
+        {
+            self.poller.poll_now();
+        }
+    }
+}
+
+/// What `gort-net` needs from the scheduler. Not a user API.
+#[doc(hidden)]
+pub mod net_api {
+    pub use super::Ready;
+    use super::*;
+
+    /// A source registered with a runtime's poller; [`Registration::deregister`] undoes it.
+    pub struct Registration {
+        shared: Arc<Shared>,
+        token: Token,
+    }
+
+    impl std::fmt::Debug for Registration {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("Registration")
+                .field("token", &self.token.0)
+                .finish()
+        }
+    }
+
+    /// The current runtime, or the error gort-net reports outside one.
+    fn current() -> io::Result<Arc<Shared>> {
+        crate::context::current()
+            .ok_or_else(|| io::Error::other("gort::net must be used inside a gort runtime"))
+    }
+
+    /// The current runtime's count of tasks waiting on sockets (Go's `netpollWaiters`), which
+    /// a poll descriptor keeps up to date.
+    ///
+    /// # Errors
+    ///
+    /// Outside a gort runtime.
+    pub fn waiters() -> io::Result<Waiters> {
+        current().map(Waiters)
+    }
+
+    /// A runtime's count of tasks waiting on sockets; see [`waiters`].
+    #[derive(Clone)]
+    pub struct Waiters(Arc<Shared>);
+
+    impl Waiters {
+        /// A descriptor's empty waiter list got a task. The M running that task goes idle
+        /// through `find_runnable`, which then blocks in the poller (or polls before
+        /// stealing), as Go's `netpollblock` relies on.
+        pub fn add(&self) {
+            self.0.poller.net.waiters.fetch_add(1, SeqCst);
+        }
+
+        /// A descriptor's waiter list was emptied.
+        pub fn remove(&self) {
+            self.0.poller.net.waiters.fetch_sub(1, SeqCst);
+        }
+    }
+
+    /// Registers `source` edge-triggered for reading and writing with the current runtime's
+    /// poller; its readiness goes to `handler`.
+    ///
+    /// # Errors
+    ///
+    /// Outside a gort runtime, or when the OS refuses the registration.
+    pub fn register(source: &mut impl Source, handler: Arc<dyn Ready>) -> io::Result<Registration> {
+        let shared = current()?;
+        let token = shared.poller.net.sources.lock().insert(handler);
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        if let Err(e) = shared.poller.registry().register(source, token, interest) {
+            let handler = shared.poller.net.sources.lock().remove(token);
+            drop(handler); // outside the slab lock
+            return Err(e);
+        }
+        Ok(Registration { shared, token })
+    }
+
+    impl Registration {
+        /// Removes `source` from the poller and forgets its handler: no event reaches the
+        /// handler once this returns (an event already fetched finds the slot's generation
+        /// changed).
+        pub fn deregister(self, source: &mut impl Source) -> io::Result<()> {
+            let res = self.shared.poller.registry().deregister(source);
+            let handler = self.shared.poller.net.sources.lock().remove(self.token);
+            drop(handler); // outside the slab lock: it may drop the last wakers
+            res
+        }
+    }
+}
