@@ -78,6 +78,8 @@ impl Shared {
     /// Go's `checkTimers` on one heap, counting the timers that ran for the poller's
     /// coalescing. `local`: the caller holds the P that owns `timers`.
     pub(crate) fn run_timers(&self, timers: &Timers, now: Nanos, local: bool) -> Checked {
+        // Every M with timers passes here in each round, with the clock already read.
+        crate::arena::tick(now);
         let c = timers.check(now, local);
         if c.ran > 0 {
             self.poller.note_fired(c.ran);
