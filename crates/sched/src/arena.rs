@@ -7,18 +7,18 @@
 //! the thread that allocated them, whoever frees them. So when an M creates a million
 //! `after_func`s and other Ms free them as the callbacks run, and the creating M then stops
 //! allocating those sizes, its arena's fast bins grow to a million chunks; the next request
-//! that merges them held the arena lock for 150-230 ms, and every M freeing into that arena
-//! (an M dropping a fired timer, sysmon) waited: both Ps of the after-func-storm stopped at
-//! once, a p99 of ~180 ms (design/STRESS.md, "The after-func-storm stall").
+//! that merges them holds the arena lock for as long as a million cache misses take, and
+//! every M freeing into that arena (an M dropping a fired timer, sysmon) waits: both Ps
+//! stop at once (design/STRESS.md, "The after-func-storm stall", has the measurements).
 //!
 //! Go's allocator has no such pause (per-P caches, incremental sweeping). gort uses the C
 //! allocator, so each M keeps the merge small instead: at most once per `TICK` of the clock
 //! it already reads for its timers, it asks its own arena for a block above the thread
 //! cache's sizes and frees it, which merges only what was freed into that arena since the
-//! last tick (a few hundred chunks at the after-func-storm's rate: microseconds). When
-//! nothing is waiting to merge, it is a malloc/free pair of ~50 ns per millisecond.
+//! last tick. When nothing is waiting to merge, that is one malloc/free pair per tick.
 //! Other allocators (musl, jemalloc, mimalloc) have no deferred merge: the tick is compiled
-//! for glibc only.
+//! for glibc only. Threads that run no timers (a `block_on` thread, the blocking pool, an
+//! idle M) do not tick.
 
 use gort_timer::Nanos;
 
