@@ -12,6 +12,7 @@
 
 #![warn(missing_docs)]
 
+mod arena;
 mod blocking;
 mod builder;
 mod context;

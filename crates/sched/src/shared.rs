@@ -97,6 +97,8 @@ impl Shared {
     /// payload runs with the heap unlocked and the timer out of every transient status, so
     /// the heap is whole when the panic reaches here.
     pub(crate) fn run_timers(&self, timers: &Timers, now: Nanos, local: bool) -> Checked {
+        // Every M with timers passes here in each round, with the clock already read.
+        crate::arena::tick(now);
         let c = self
             .catch_user(|| timers.check(now, local))
             .unwrap_or_else(|| Checked {

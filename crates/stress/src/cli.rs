@@ -47,6 +47,12 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
 
+    /// Run the whole selection N times in a row, each run with a fresh seed (or every run
+    /// with `--seed`), printing each run's table and then a summary (per scenario the median
+    /// and worst lateness over the runs); exit 1 if any run broke an invariant.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+
     /// Write an HTML report with lateness histograms and timelines to DIR/index.html.
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
@@ -169,8 +175,11 @@ mod tests {
             "out",
             "--inject-fault",
             "drop-fire",
+            "--repeat",
+            "3",
         ])
         .unwrap();
+        assert_eq!(a.repeat, 3);
         assert_eq!(a.scenarios, ["timer-storm", "faults"]);
         assert_eq!(a.duration, Duration::from_secs(5));
         assert_eq!((a.procs, a.seed, a.json), (Some(4), Some(42), true));
@@ -179,6 +188,7 @@ mod tests {
         let d = Args::try_parse_from(["gort-stress"]).unwrap();
         assert_eq!(d.duration, Duration::from_secs(60));
         assert!(d.scenarios.is_empty() && d.inject_fault.is_none());
+        assert_eq!(d.repeat, 1);
     }
 
     #[test]
@@ -186,5 +196,6 @@ mod tests {
         assert!(Args::try_parse_from(["gort-stress", "--scenario", "nope"]).is_err());
         assert!(Args::try_parse_from(["gort-stress", "--procs", "0"]).is_err());
         assert!(Args::try_parse_from(["gort-stress", "--duration", "10"]).is_err());
+        assert!(Args::try_parse_from(["gort-stress", "--repeat", "0"]).is_err());
     }
 }

@@ -4,6 +4,7 @@
 //! cargo run --release -p gort-stress                      # every scenario, about a minute
 //! cargo run --release -p gort-stress -- --duration 5s     # the CI-sized run
 //! cargo run --release -p gort-stress -- -s timer-storm --seed 42 --report out/
+//! cargo run --release -p gort-stress -- --repeat 10       # ten runs, fresh seeds, a summary
 //! ```
 //!
 //! Each scenario runs on its own runtime and checks invariants while it runs (see
@@ -15,6 +16,7 @@
 mod check;
 mod cli;
 mod progress;
+mod repeat;
 mod report;
 mod rng;
 mod scenarios;
@@ -35,7 +37,6 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    let seed = args.seed.unwrap_or_else(rng::Rng::fresh_seed);
     let procs = args
         .procs
         .map(usize::from)
@@ -50,6 +51,35 @@ fn main() -> ExitCode {
     if picked.is_empty() {
         picked = scenarios::ALL.iter().collect();
     }
+    let mut runs = repeat::Repeat::default();
+    for run in 1..=args.repeat {
+        if args.repeat > 1 {
+            eprintln!("gort-stress: run {run} of {}", args.repeat);
+        }
+        let seed = args.seed.unwrap_or_else(rng::Rng::fresh_seed);
+        let suite = run_suite(&args, &picked, procs, seed);
+        if let Err(code) = print_results(&args, &suite, run) {
+            return code;
+        }
+        runs.add(&suite);
+    }
+    if args.repeat > 1 {
+        let summary = runs.render();
+        if args.json {
+            eprint!("{summary}");
+        } else {
+            print!("{summary}");
+        }
+    }
+    if runs.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Runs every picked scenario once with `seed`.
+fn run_suite(args: &Args, picked: &[&'static Scenario], procs: usize, seed: u64) -> SuiteResult {
     let fault = args.inject_fault;
     eprintln!(
         "gort-stress: seed {seed}, {} scenario(s), duration {:?}, {procs} Ps per runtime{}",
@@ -61,7 +91,7 @@ fn main() -> ExitCode {
         )),
     );
     let cfg = Config { procs, seed, fault };
-    let budgets = scenarios::budgets(&picked, args.duration);
+    let budgets = scenarios::budgets(picked, args.duration);
     let mut progress = progress::Progress::new(args.duration);
     let mut results = Vec::new();
     for (def, budget) in picked.iter().zip(budgets) {
@@ -76,39 +106,52 @@ fn main() -> ExitCode {
         results.push(r);
     }
     progress.finish();
-    let suite = SuiteResult::new(
+    SuiteResult::new(
         seed,
         procs,
         args.duration.as_millis() as u64,
         fault.map(|f| f.name().into()),
         results,
-    );
-    let table = report::table::render(&suite);
+    )
+}
+
+/// Prints run number `run`'s table (and JSON, and report); `Err` with the exit code when the
+/// report cannot be written. With `--repeat`, each run's JSON is one line and its report goes
+/// to `DIR/run-N/`.
+fn print_results(args: &Args, suite: &SuiteResult, run: u32) -> Result<(), ExitCode> {
+    let table = report::table::render(suite);
     if args.json {
-        println!("{}", report::json::render(&suite));
+        if args.repeat > 1 {
+            println!("{}", report::json::render_line(suite));
+        } else {
+            println!("{}", report::json::render(suite));
+        }
         eprint!("{table}");
     } else {
         print!("{table}");
     }
     if let Some(dir) = &args.report {
-        match report::html::write(&suite, dir) {
+        let dir = if args.repeat > 1 {
+            dir.join(format!("run-{run}"))
+        } else {
+            dir.clone()
+        };
+        match report::html::write(suite, &dir) {
             Ok(path) => eprintln!("gort-stress: report written to {}", path.display()),
             Err(e) => {
                 eprintln!(
                     "gort-stress: cannot write the report to {}: {e}",
                     dir.display()
                 );
-                return ExitCode::from(2);
+                return Err(ExitCode::from(2));
             }
         }
     }
-    if suite.passed {
-        ExitCode::SUCCESS
-    } else {
+    if !suite.passed {
         eprintln!(
-            "gort-stress: {} invariant violation(s); replay with --seed {seed}",
-            suite.violations
+            "gort-stress: {} invariant violation(s); replay with --seed {}",
+            suite.violations, suite.seed
         );
-        ExitCode::from(1)
     }
+    Ok(())
 }

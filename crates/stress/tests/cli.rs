@@ -116,3 +116,32 @@ fn list_and_usage_errors() {
     let (code, _, err) = run(&["--duration", "10"]);
     assert_eq!(code, 2, "{err}");
 }
+
+#[test]
+fn repeat_runs_the_selection_with_fresh_seeds_and_summarises() {
+    let (code, out, err) = run(&[
+        "--repeat",
+        "2",
+        "--scenario",
+        "channel-mesh",
+        "--duration",
+        "1s",
+    ]);
+    assert_eq!(code, 0, "stdout:\n{out}\nstderr:\n{err}");
+    let seeds: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("gort-stress: seed "))
+        .collect();
+    assert_eq!(seeds.len(), 2, "one seed line per run: {err}");
+    assert_ne!(seeds[0], seeds[1], "each run has a fresh seed");
+    assert_eq!(out.matches("PASS").count(), 2, "one table per run: {out}");
+    assert!(
+        out.contains("repeat: 2 run(s), 2 passed, 0 failed"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("channel-mesh") && l.ends_with("0/2")),
+        "summary row for the scenario: {out}"
+    );
+}

@@ -7,6 +7,11 @@ pub fn render(suite: &SuiteResult) -> String {
     serde_json::to_string_pretty(suite).expect("results contain only serialisable data")
 }
 
+/// The whole run as one line of JSON (`--repeat`: one line per run).
+pub fn render_line(suite: &SuiteResult) -> String {
+    serde_json::to_string(suite).expect("results contain only serialisable data")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
