@@ -11,9 +11,9 @@
 
 #![cfg(all(target_os = "linux", target_env = "gnu"))]
 
-use gort_sched::timer_api::with_home;
+use gort_sched::timer_api::modtimer;
 use gort_sched::{spawn, yield_now, Builder};
-use gort_timer::{deadline_after, modify, nanotime, Timer};
+use gort_timer::{deadline_after, nanotime, Timer};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,7 +32,7 @@ fn an_m_merges_chunks_other_threads_freed_into_its_arena() {
             let tick = Timer::new();
             tick.set_fire(Arc::new(|_| {}));
             let first = deadline_after(nanotime(), Duration::from_millis(1));
-            with_home(|home, host| modify(&tick, first, 1_000_000, home, host));
+            modtimer(&tick, first, 1_000_000, None);
             // 200k chunks of 48 bytes (a fast-bin size) from this M's arena, freed by
             // another thread: they go back to this arena's fast bins, unmerged.
             let chunks: Vec<Box<[u64; 5]>> = (0..200_000u64).map(|i| Box::new([i; 5])).collect();
