@@ -290,9 +290,12 @@ fn busy_m_runs_the_timers_of_a_stuck_p(own_timer: bool) {
     );
     // `help_peer` runs a due timer at the busy M's next round. `watch_peer` waits for 100 µs
     // without a round, a race with sysmon (500 µs) that sysmon can win for timers whose due
-    // time finds the busy M descheduled (other tests share the two CPUs): some, not most.
+    // time finds the busy M descheduled: some, not most. On a quiet machine the busy M runs
+    // most of them; on a loaded one (other test binaries, builds) sysmon wins about half
+    // (9 of 20 seen). Without `help_peer`/`watch_peer` sysmon runs all 20, so a floor of 3
+    // still fails then, without flaking under load.
     let by_m = ran_on.iter().filter(|n| n.starts_with("gort-m")).count();
-    let least = if own_timer { 1 } else { 10 };
+    let least = if own_timer { 1 } else { 3 };
     assert!(
         by_m >= least,
         "only {by_m} of 20 timers of the stuck P were run by the busy M: {ran_on:?}"
