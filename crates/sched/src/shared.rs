@@ -215,13 +215,13 @@ impl Shared {
         }
         self.idle.pidleput(p);
         if when != 0 {
-            self.wake_netpoller_arc(when);
+            self.wake_netpoller(when);
         }
     }
 
     /// Go's `wakeNetPoller(when)` (`park::wake_netpoller`): make sure some M will wake up by
     /// `when`.
-    pub(crate) fn wake_netpoller_arc(self: &Arc<Self>, when: Nanos) {
+    pub(crate) fn wake_netpoller(self: &Arc<Self>, when: Nanos) {
         park::wake_netpoller(self, when);
     }
 
@@ -382,7 +382,7 @@ pub(crate) struct TimerHost<'a>(pub(crate) &'a Arc<Shared>);
 
 impl Host for TimerHost<'_> {
     fn wake_netpoller(&self, when: Nanos) {
-        self.0.wake_netpoller_arc(when);
+        self.0.wake_netpoller(when);
     }
 }
 
@@ -394,7 +394,7 @@ impl Host for CurrentHost {
     fn wake_netpoller(&self, when: Nanos) {
         context::with_current(|s| {
             if let Some(s) = s {
-                s.wake_netpoller_arc(when);
+                s.wake_netpoller(when);
             }
         });
     }
@@ -417,7 +417,7 @@ impl DeferredHost {
     pub(crate) fn flush(&self, shared: &Arc<Shared>) {
         let when = self.0.load(Relaxed);
         if when != 0 {
-            shared.wake_netpoller_arc(when);
+            shared.wake_netpoller(when);
         }
     }
 }
