@@ -7,6 +7,8 @@
 
 use std::sync::atomic::Ordering::SeqCst;
 
+// The block_on of the channel crate's models: one copy for both crates.
+#[path = "../../chan/tests/loom_support/mod.rs"]
 mod loom_support;
 
 use gort_sync::WaitGroup;

@@ -28,7 +28,8 @@ pub enum Status {
 }
 
 impl Status {
-    const ALL: [Status; 10] = [
+    /// Every status, in Go's order.
+    pub(crate) const ALL: [Status; 10] = [
         Status::NoStatus,
         Status::Waiting,
         Status::Running,

@@ -200,19 +200,7 @@ fn timers_survive_a_move_of_the_value() {
 #[test]
 fn the_spec_names_every_status_and_operation() {
     let spec = include_str!("../../../design/TIMERS.md");
-    let statuses = [
-        Status::NoStatus,
-        Status::Waiting,
-        Status::Running,
-        Status::Deleted,
-        Status::Removing,
-        Status::Removed,
-        Status::Modifying,
-        Status::ModifiedEarlier,
-        Status::ModifiedLater,
-        Status::Moving,
-    ];
-    for s in statuses {
+    for s in Status::ALL {
         let name = format!("{s:?}");
         assert!(spec.contains(&name), "design/TIMERS.md never names {name}");
     }
