@@ -17,6 +17,7 @@ mod task;
 mod context {
     pub struct Shared {
         pub panics: std::sync::atomic::AtomicUsize,
+        pub user_panics: std::sync::atomic::AtomicUsize,
     }
     pub fn with_current<R>(f: impl FnOnce(Option<&std::sync::Arc<Shared>>) -> R) -> R {
         f(None)
