@@ -267,9 +267,23 @@ impl TimerBook {
             ));
             return Attribution::Violation;
         }
-        // Legal candidates: not ended by a call that returned before this receive started,
-        // and (one-shot) not cancelled by a stop/reset that returned true.
-        let legal: Vec<usize> = candidates
+        let legal = self.legal(&candidates, ops_before);
+        if legal.is_empty() {
+            self.report_after_end(*candidates.last().expect("non-empty"), v);
+            return Attribution::Violation;
+        }
+        if legal.len() > 1 || self.ambiguous {
+            self.ambiguous = true;
+            return Attribution::Ambiguous;
+        }
+        self.book_fire(legal[0], v)
+    }
+
+    /// The `candidates` that may still deliver to a receive that started when `ops()` was
+    /// `ops_before`: not ended by a call that returned before this receive started, and
+    /// (one-shot) not cancelled by a stop/reset that returned true.
+    fn legal(&self, candidates: &[usize], ops_before: u64) -> Vec<usize> {
+        candidates
             .iter()
             .copied()
             .filter(|&i| {
@@ -278,26 +292,29 @@ impl TimerBook {
                 let cancelled = a.period == 0 && a.ended_true;
                 !(ended_before || cancelled)
             })
-            .collect();
-        if legal.is_empty() {
-            let i = *candidates.last().expect("non-empty");
-            let a = &self.armings[i];
-            v.report(format!(
-                "timer {id}: received a value of arming {i} after its {} returned{}",
-                if a.ended_true {
-                    "successful stop/reset"
-                } else {
-                    "stop/reset"
-                },
-                if a.ended_true { " true" } else { "" }
-            ));
-            return Attribution::Violation;
-        }
-        if legal.len() > 1 || self.ambiguous {
-            self.ambiguous = true;
-            return Attribution::Ambiguous;
-        }
-        let i = legal[0];
+            .collect()
+    }
+
+    /// Reports a value whose only possible armings had ended before the receive began,
+    /// naming the latest of them, `i`.
+    fn report_after_end(&self, i: usize, v: &Violations) {
+        let a = &self.armings[i];
+        v.report(format!(
+            "timer {}: received a value of arming {i} after its {} returned{}",
+            self.id,
+            if a.ended_true {
+                "successful stop/reset"
+            } else {
+                "stop/reset"
+            },
+            if a.ended_true { " true" } else { "" }
+        ));
+    }
+
+    /// Counts a value against arming `i`, its one legal arming: a one-shot arming delivers
+    /// at most one value.
+    fn book_fire(&mut self, i: usize, v: &Violations) -> Attribution {
+        let id = self.id;
         let a = &mut self.armings[i];
         a.fires += 1;
         if a.period == 0 && a.fires > 1 {

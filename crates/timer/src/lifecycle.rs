@@ -6,6 +6,9 @@ use std::fmt;
 use gort_loom::atomic::Ordering::*;
 use gort_loom::yield_now;
 
+use crate::clock::Nanos;
+use crate::entry::Entry;
+use crate::heap::{Heap, Locked};
 use crate::status::{bad, Status};
 use crate::timer::{Host, Target, Timer};
 use crate::timers::{Shared, TimerStats, Timers};
@@ -74,58 +77,14 @@ impl Timers {
             !std::ptr::eq(src, d),
             "gort: Timers::move_to: source and destination are the same Timers"
         );
-        let src_first = (self.id(), src as *const _ as usize) < (dst.id(), d as *const _ as usize);
-        let (mut hs, mut hd) = if src_first {
-            let a = self.lock();
-            (a, dst.lock())
-        } else {
-            let b = dst.lock();
-            (self.lock(), b)
-        };
+        let (mut hs, mut hd) = self.lock_both(dst);
         let before = hd.root_when();
         let mut entries = std::mem::take(&mut hs.v);
         for e in &entries {
             if e.is_stale() {
                 continue; // released with `entries` below; the timer's live entry moves
             }
-            let t = e.timer();
-            loop {
-                match t.status() {
-                    s @ (Status::Waiting | Status::ModifiedEarlier | Status::ModifiedLater) => {
-                        if !t.cas(s, Status::Moving) {
-                            continue;
-                        }
-                        let when = if s == Status::Waiting {
-                            e.when
-                        } else {
-                            hd.c.modified += 1;
-                            t.nextwhen.load(Relaxed)
-                        };
-                        t.owner.store(std::ptr::null_mut(), Relaxed);
-                        d.doaddtimer(&mut hd, e.clone_timer(), when);
-                        hd.c.moved += 1;
-                        t.cas_owned(Status::Moving, Status::Waiting, "moveTimers: lost Moving");
-                        break;
-                    }
-                    s @ Status::Deleted => {
-                        // Go goes Deleted -> Removed directly under STW; without STW a racing
-                        // `modify` could re-insert before `owner` is cleared, so we pass
-                        // through Removing like every other removal.
-                        if !t.cas(s, Status::Removing) {
-                            continue;
-                        }
-                        t.owner.store(std::ptr::null_mut(), Relaxed);
-                        t.cas_owned(
-                            Status::Removing,
-                            Status::Removed,
-                            "moveTimers: lost Removing",
-                        );
-                        break;
-                    }
-                    Status::Modifying => yield_now(),
-                    _ => bad("moveTimers: impossible status in heap"),
-                }
-            }
+            move_entry(d, &mut hd, e);
         }
         // Every timer left `self` (each waited past any Modifying holder).
         src.zero_all();
@@ -141,6 +100,21 @@ impl Timers {
             host.wake_netpoller(after);
         }
         Released(dead)
+    }
+
+    /// Locks `self`'s heap and `dst`'s, lower [`id`](Timers::id) first and ties broken by
+    /// address: one global lock order, so that two moves in opposite directions cannot
+    /// deadlock. Returns the guards as (`self`'s, `dst`'s).
+    fn lock_both<'a>(&'a self, dst: &'a Timers) -> (Locked<'a>, Locked<'a>) {
+        let (src, d) = (&*self.shared, &*dst.shared);
+        let src_first = (self.id(), src as *const _ as usize) < (dst.id(), d as *const _ as usize);
+        if src_first {
+            let a = self.lock();
+            (a, dst.lock())
+        } else {
+            let b = dst.lock();
+            (self.lock(), b)
+        }
     }
 
     /// Shutdown: removes every timer (status `Removed`, owner cleared, payload dropped) and
@@ -218,80 +192,165 @@ impl Timers {
         let adj = s.modified_earliest.load(SeqCst);
         let (mut deleted, mut modifying) = (0i64, false);
         for (i, e) in h.v.iter().enumerate() {
-            let t = e.timer();
-            if e.when <= 0 {
-                panic!(
-                    "gort: bad timer heap {id}: slot {i} has key {} <= 0",
-                    e.when
-                );
-            }
-            if i > 0 {
-                let p = (i - 1) / 4;
-                if e.when < h.v[p].when {
-                    panic!(
-                        "gort: bad timer heap {id}: slot {i} (key {}) is earlier than its parent \
-                         slot {p} (key {})",
-                        e.when, h.v[p].when
-                    );
-                }
-            }
+            verify_order(&h, id, i, e);
             if e.is_stale() {
                 // Left behind by a promotion: only its place in the order is checked.
                 deleted += 1;
                 continue;
             }
-            if t.when.load(Relaxed) != e.when {
-                panic!("gort: bad timer heap {id}: slot {i}'s timer.when differs from its key");
-            }
-            if e.indexed() && t.index.load(Relaxed) as usize != i {
-                panic!("gort: bad timer heap {id}: slot {i}'s timer records another index");
-            }
-            if !s.is(t.owner.load(Relaxed)) {
-                panic!("gort: bad timer heap {id}: slot {i}'s timer names another owner");
-            }
-            match t.status() {
-                Status::Waiting | Status::ModifiedLater => {}
-                Status::Deleted => deleted += 1,
-                Status::Modifying => modifying = true,
-                Status::ModifiedEarlier => {
-                    let next = t.nextwhen.load(Relaxed);
-                    if adj == 0 || adj > next {
-                        panic!(
-                            "gort: bad timer heap {id}: modified-earliest {adj} is above slot \
-                             {i}'s new deadline {next}"
-                        );
-                    }
-                    if !s.is(t.queued.load(Relaxed)) {
-                        panic!(
-                            "gort: bad timer heap {id}: slot {i} is modified earlier but not on \
-                             the modified-earlier list"
-                        );
-                    }
-                }
-                st => panic!("gort: bad timer heap {id}: slot {i} has status {st:?}"),
+            verify_entry(s, id, i, e);
+            match verify_status(s, id, adj, i, e.timer()) {
+                Counted::Deleted => deleted += 1,
+                Counted::Modifying => modifying = true,
+                Counted::Neither => {}
             }
         }
-        let num = s.num.load(Relaxed);
-        if num != h.len() {
-            panic!(
-                "gort: bad timer heap {id}: len {} but the counter says {num}",
-                h.len()
-            );
-        }
-        let t0 = s.timer0_when.load(SeqCst);
-        if t0 != h.root_when() {
-            panic!(
-                "gort: bad timer heap {id}: timer0_when {t0} but the root key is {}",
-                h.root_when()
-            );
-        }
-        if h.v.is_empty() && adj != 0 {
-            panic!("gort: bad timer heap {id}: empty but modified-earliest is {adj} (go#51654)");
-        }
+        verify_summaries(s, &h, id, adj);
         let counted = s.deleted.load(Relaxed);
         if !modifying && counted != deleted {
             panic!("gort: bad timer heap {id}: {deleted} deleted entries but the counter says {counted}");
         }
+    }
+}
+
+/// Go's `moveTimers` for one live entry of the source heap (both heaps locked): a `Waiting`
+/// or modified timer goes through `Moving` into `dst`'s heap `hd` (a modified one under its
+/// new deadline); a `Deleted` one through `Removing` to `Removed`. Either way its owner is
+/// cleared first, inside the transient status. Waits out `Modifying`.
+fn move_entry(d: &Shared, hd: &mut Heap, e: &Entry) {
+    let t = e.timer();
+    loop {
+        match t.status() {
+            s @ (Status::Waiting | Status::ModifiedEarlier | Status::ModifiedLater) => {
+                if !t.cas(s, Status::Moving) {
+                    continue;
+                }
+                let when = if s == Status::Waiting {
+                    e.when
+                } else {
+                    hd.c.modified += 1;
+                    t.nextwhen.load(Relaxed)
+                };
+                t.owner.store(std::ptr::null_mut(), Relaxed);
+                d.doaddtimer(hd, e.clone_timer(), when);
+                hd.c.moved += 1;
+                t.cas_owned(Status::Moving, Status::Waiting, "moveTimers: lost Moving");
+                return;
+            }
+            s @ Status::Deleted => {
+                // Go goes Deleted -> Removed directly under STW; without STW a racing
+                // `modify` could re-insert before `owner` is cleared, so we pass
+                // through Removing like every other removal.
+                if !t.cas(s, Status::Removing) {
+                    continue;
+                }
+                t.owner.store(std::ptr::null_mut(), Relaxed);
+                t.cas_owned(
+                    Status::Removing,
+                    Status::Removed,
+                    "moveTimers: lost Removing",
+                );
+                return;
+            }
+            Status::Modifying => yield_now(),
+            _ => bad("moveTimers: impossible status in heap"),
+        }
+    }
+}
+
+/// Which of `verify`'s counts a live entry's status adds to.
+enum Counted {
+    /// A lazily deleted timer: counted against `deleted`.
+    Deleted,
+    /// A timer mid-`Modifying`: its holder may have counted it already, so the deleted
+    /// count cannot be checked.
+    Modifying,
+    /// Any other allowed status.
+    Neither,
+}
+
+/// Heap order and a valid key for slot `i`, stale entries included: every key is positive
+/// and no earlier than its parent's in the 4-ary heap.
+fn verify_order(h: &Heap, id: usize, i: usize, e: &Entry) {
+    if e.when <= 0 {
+        panic!(
+            "gort: bad timer heap {id}: slot {i} has key {} <= 0",
+            e.when
+        );
+    }
+    if i > 0 {
+        let p = (i - 1) / 4;
+        if e.when < h.v[p].when {
+            panic!(
+                "gort: bad timer heap {id}: slot {i} (key {}) is earlier than its parent \
+                 slot {p} (key {})",
+                e.when, h.v[p].when
+            );
+        }
+    }
+}
+
+/// A live entry agrees with its timer: the timer's `when` is the key, an indexed timer
+/// records this slot, and the timer names this heap as its owner.
+fn verify_entry(s: &Shared, id: usize, i: usize, e: &Entry) {
+    let t = e.timer();
+    if t.when.load(Relaxed) != e.when {
+        panic!("gort: bad timer heap {id}: slot {i}'s timer.when differs from its key");
+    }
+    if e.indexed() && t.index.load(Relaxed) as usize != i {
+        panic!("gort: bad timer heap {id}: slot {i}'s timer records another index");
+    }
+    if !s.is(t.owner.load(Relaxed)) {
+        panic!("gort: bad timer heap {id}: slot {i}'s timer names another owner");
+    }
+}
+
+/// A live entry's status is one a heap may hold; a `ModifiedEarlier` timer's new deadline is
+/// no earlier than the modified-earliest summary `adj`, and it is on the modified-earlier list.
+fn verify_status(s: &Shared, id: usize, adj: Nanos, i: usize, t: &Timer) -> Counted {
+    match t.status() {
+        Status::Waiting | Status::ModifiedLater => Counted::Neither,
+        Status::Deleted => Counted::Deleted,
+        Status::Modifying => Counted::Modifying,
+        Status::ModifiedEarlier => {
+            let next = t.nextwhen.load(Relaxed);
+            if adj == 0 || adj > next {
+                panic!(
+                    "gort: bad timer heap {id}: modified-earliest {adj} is above slot \
+                     {i}'s new deadline {next}"
+                );
+            }
+            if !s.is(t.queued.load(Relaxed)) {
+                panic!(
+                    "gort: bad timer heap {id}: slot {i} is modified earlier but not on \
+                     the modified-earlier list"
+                );
+            }
+            Counted::Neither
+        }
+        st => panic!("gort: bad timer heap {id}: slot {i} has status {st:?}"),
+    }
+}
+
+/// The heap's summaries agree with its slots: the length counter, `timer0_when` (the root's
+/// key) and, for an empty heap, a zero modified-earliest (go#51654).
+fn verify_summaries(s: &Shared, h: &Heap, id: usize, adj: Nanos) {
+    let num = s.num.load(Relaxed);
+    if num != h.len() {
+        panic!(
+            "gort: bad timer heap {id}: len {} but the counter says {num}",
+            h.len()
+        );
+    }
+    let t0 = s.timer0_when.load(SeqCst);
+    if t0 != h.root_when() {
+        panic!(
+            "gort: bad timer heap {id}: timer0_when {t0} but the root key is {}",
+            h.root_when()
+        );
+    }
+    if h.v.is_empty() && adj != 0 {
+        panic!("gort: bad timer heap {id}: empty but modified-earliest is {adj} (go#51654)");
     }
 }
 

@@ -225,65 +225,101 @@ impl Shared {
             if let Some(e) = h.v.get(i + CLEAR_PREFETCH) {
                 crate::slots::prefetch(e.as_ptr().cast());
             }
-            if h.v[i].is_stale() {
-                // Dropped with the deleted ones; its timer's status is the live entry's.
-                cdel += 1;
-                changed = true;
-                continue;
-            }
-            loop {
-                let t = h.v[i].timer();
-                match t.status() {
-                    Status::Waiting => {
-                        if changed {
-                            h.v.swap(to, i);
-                            h.siftup(to);
-                        }
-                        to += 1;
-                        break;
-                    }
-                    s @ (Status::ModifiedEarlier | Status::ModifiedLater) => {
-                        if !t.cas(s, Status::Moving) {
-                            continue;
-                        }
-                        let when = t.nextwhen.load(Relaxed);
-                        t.when.store(when, Relaxed);
-                        h.v[i].when = when;
-                        h.v.swap(to, i);
-                        let j = h.siftup(to);
-                        to += 1;
-                        changed = true;
-                        h.c.modified += 1;
-                        h.v[j].timer().cas_owned(
-                            Status::Moving,
-                            Status::Waiting,
-                            "clear: lost Moving",
-                        );
-                        break;
-                    }
-                    s @ Status::Deleted => {
-                        if !t.cas(s, Status::Removing) {
-                            continue;
-                        }
-                        t.owner.store(std::ptr::null_mut(), Relaxed);
-                        t.cas_owned(Status::Removing, Status::Removed, "clear: lost Removing");
-                        cdel += 1;
-                        changed = true;
-                        break;
-                    }
-                    Status::Modifying => yield_now(),
-                    _ => bad("clearDeletedTimers: impossible status in heap"),
+            match clear_slot(h, i, to, changed) {
+                Cleared::Kept => to += 1,
+                Cleared::Rekeyed => {
+                    to += 1;
+                    changed = true;
+                }
+                Cleared::Dropped => {
+                    cdel += 1;
+                    changed = true;
                 }
             }
         }
-        // The dropped entries were swapped into [to, n); their timers' owners are cleared.
-        // Any of them may hold a timer's last reference (`Timer::release`).
-        while h.v.len() > to {
-            let e = h.v.swap_remove(h.v.len() - 1);
-            Timer::release(e.into_timer(), &mut h.dead);
-        }
+        drop_tail(h, to);
         self.deleted.fetch_sub(cdel, Relaxed);
         self.note_len(h);
         self.update_timer0_when(h);
+    }
+}
+
+/// What `clear_deleted` did with one slot. A kept or re-keyed entry now ends the compacted
+/// prefix (at slot `to`); a dropped one stays behind the prefix, to be removed at the end.
+enum Cleared {
+    /// A `Waiting` timer, kept with its key.
+    Kept,
+    /// A modified timer, given its new key (which breaks the order behind it).
+    Rekeyed,
+    /// A stale entry or a deleted timer (now `Removed`, owner cleared).
+    Dropped,
+}
+
+/// One slot of `clear_deleted`'s pass: slot `i` goes to slot `to` unless it is dropped.
+/// Once anything before it was dropped or re-keyed (`changed`), every kept entry is sifted up
+/// from `to`, so that the compacted prefix stays a heap. Waits out `Modifying`: every other
+/// status a heap entry can have is settled here, under the heap lock.
+#[inline]
+fn clear_slot(h: &mut Heap, i: usize, to: usize, changed: bool) -> Cleared {
+    if h.v[i].is_stale() {
+        // Dropped with the deleted ones; its timer's status is the live entry's.
+        return Cleared::Dropped;
+    }
+    loop {
+        let t = h.v[i].timer();
+        match t.status() {
+            Status::Waiting => {
+                if changed {
+                    h.v.swap(to, i);
+                    h.siftup(to);
+                }
+                return Cleared::Kept;
+            }
+            s @ (Status::ModifiedEarlier | Status::ModifiedLater) => {
+                if !t.cas(s, Status::Moving) {
+                    continue;
+                }
+                rekey_moving(h, i, to);
+                return Cleared::Rekeyed;
+            }
+            s @ Status::Deleted => {
+                if !t.cas(s, Status::Removing) {
+                    continue;
+                }
+                t.owner.store(std::ptr::null_mut(), Relaxed);
+                t.cas_owned(Status::Removing, Status::Removed, "clear: lost Removing");
+                return Cleared::Dropped;
+            }
+            Status::Modifying => yield_now(),
+            _ => bad("clearDeletedTimers: impossible status in heap"),
+        }
+    }
+}
+
+/// Gives slot `i`'s timer, which this heap holds in `Moving`, its new deadline as its key,
+/// moves it to slot `to` and sifts it up; only then is it `Waiting` again, so that nobody
+/// sees it `Waiting` under a key it no longer has.
+#[inline]
+fn rekey_moving(h: &mut Heap, i: usize, to: usize) {
+    let t = h.v[i].timer();
+    let when = t.nextwhen.load(Relaxed);
+    t.when.store(when, Relaxed);
+    h.v[i].when = when;
+    h.v.swap(to, i);
+    let j = h.siftup(to);
+    h.c.modified += 1;
+    h.v[j]
+        .timer()
+        .cas_owned(Status::Moving, Status::Waiting, "clear: lost Moving");
+}
+
+/// Removes the entries `clear_deleted` dropped, all swapped into `[to, len)` with their
+/// timers' owners cleared. Any of them may hold a timer's last reference: it goes through
+/// `Timer::release`, whose payload lands in the heap's dead list (dropped after unlocking).
+#[inline]
+fn drop_tail(h: &mut Heap, to: usize) {
+    while h.v.len() > to {
+        let e = h.v.swap_remove(h.v.len() - 1);
+        Timer::release(e.into_timer(), &mut h.dead);
     }
 }

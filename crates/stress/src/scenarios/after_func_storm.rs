@@ -29,6 +29,9 @@ struct Shared {
     last_seen: AtomicU64,
 }
 
+/// The timers a creator keeps handles to (the `Stopped` and `Refire` ones), by index.
+type Kept = Vec<(usize, Kind, AfterFunc)>;
+
 /// Runs after-func-storm.
 pub fn run(ctx: &Arc<Ctx>) {
     let rt = ctx.runtime();
@@ -43,100 +46,125 @@ pub fn run(ctx: &Arc<Ctx>) {
         due: (0..n).map(|_| AtomicU64::new(0)).collect(),
         last_seen: AtomicU64::new(0),
     });
-    let c = ctx.clone();
-    rt.block_on(async move {
-        let ctx = c;
-        let creators = procs * 2;
-        let t0 = ctx.now_ns();
-        let made: Vec<_> = (0..creators)
-            .map(|w| {
-                let (ctx, sh) = (ctx.clone(), sh.clone());
-                gort::spawn(async move { create(&ctx, &sh, w, creators, n, span).await })
-            })
-            .collect();
-        let kept: Vec<(usize, Kind, AfterFunc)> = join_all(&ctx, "creator", made)
-            .await
-            .into_iter()
-            .flatten()
-            .collect();
-        ctx.note(format!("created in {} ms", (ctx.now_ns() - t0) / 1_000_000));
-        // Stop the Stopped ones (most before they are due) and re-arm the Refire ones once
-        // their first callback ran, from one task per kind.
-        let expected = Arc::new((0..n).map(|_| AtomicU8::new(1)).collect::<Vec<_>>());
-        let (stoppers, refirers): (Vec<_>, Vec<_>) =
-            kept.into_iter().partition(|k| k.1 == Kind::Stopped);
-        let stop_task = {
-            let (ctx, expected) = (ctx.clone(), expected.clone());
-            gort::spawn(async move {
-                for (i, _, h) in &stoppers {
-                    // true: it will never run; false: it ran or is running (counted below).
-                    let r = h.stop();
-                    ctx.counts.stopped.fetch_add(1, Relaxed);
-                    if r {
-                        expected[*i].store(0, Relaxed);
-                    }
-                }
-                stoppers
-            })
-        };
-        let refire_task = {
-            let (ctx, sh, expected) = (ctx.clone(), sh.clone(), expected.clone());
-            gort::spawn(async move {
-                let mut rng = ctx.rng(7);
-                for (i, _, h) in &refirers {
-                    while sh.fires[*i].load(Relaxed) == 0 {
-                        gort::time::sleep(Duration::from_millis(2)).await;
-                    }
-                    let d = rng.duration(Duration::ZERO, Duration::from_millis(20));
-                    sh.due[*i].store(ctx.now_ns() + d.as_nanos() as u64, Relaxed);
-                    let r = h.reset(d);
-                    ctx.violations.check(!r, || {
-                        format!("after_func {i}: reset after its callback ran returned true")
-                    });
-                    ctx.counts.reset.fetch_add(1, Relaxed);
-                    expected[*i].store(2, Relaxed);
-                }
-                refirers
-            })
-        };
-        let handles = join_all(&ctx, "stopper", vec![stop_task]).await;
-        let handles2 = join_all(&ctx, "refirer", vec![refire_task]).await;
-        let want: u64 = expected.iter().map(|e| u64::from(e.load(Relaxed))).sum();
-        let give_up = std::time::Instant::now() + span + Duration::from_secs(3);
-        loop {
-            let got: u64 = sh.fires.iter().map(|f| u64::from(f.load(Relaxed))).sum();
-            if got >= want || std::time::Instant::now() > give_up {
-                break;
-            }
-            gort::time::sleep(Duration::from_millis(5)).await;
-        }
-        gort::time::sleep(Duration::from_millis(20)).await; // let a duplicate show up
-        let mut bad = 0u64;
-        for i in 0..n {
-            let (got, want) = (sh.fires[i].load(Relaxed), expected[i].load(Relaxed));
-            if got != want {
-                bad += 1;
-                if bad <= 10 {
-                    ctx.violation(format!(
-                        "after_func {i}: callback ran {got} times, expected {want}"
-                    ));
-                }
-            }
-        }
-        if bad > 10 {
-            ctx.violation(format!(
-                "... {} more after_funcs with a wrong callback count",
-                bad - 10
-            ));
-        }
-        let last = sh.last_seen.load(Relaxed);
-        ctx.note(format!(
-            "last callback {} ms after the first creation",
-            last.saturating_sub(t0) / 1_000_000
-        ));
-        drop((handles, handles2));
-    });
+    rt.block_on(storm(ctx.clone(), sh, procs * 2, n, span));
     ctx.finish_runtime(rt);
+}
+
+/// The storm, inside the runtime: `creators` tasks create the `n` timers, then one task stops
+/// the `Stopped` ones and one re-arms the `Refire` ones; every callback must then have run
+/// exactly as often as its timer's history says. The kept handles live to the end.
+async fn storm(ctx: Arc<Ctx>, sh: Arc<Shared>, creators: usize, n: usize, span: Duration) {
+    let t0 = ctx.now_ns();
+    let made: Vec<_> = (0..creators)
+        .map(|w| {
+            let (ctx, sh) = (ctx.clone(), sh.clone());
+            gort::spawn(async move { create(&ctx, &sh, w, creators, n, span).await })
+        })
+        .collect();
+    let kept: Kept = join_all(&ctx, "creator", made)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    ctx.note(format!("created in {} ms", (ctx.now_ns() - t0) / 1_000_000));
+    // Stop the Stopped ones (most before they are due) and re-arm the Refire ones once
+    // their first callback ran, from one task per kind.
+    let expected = Arc::new((0..n).map(|_| AtomicU8::new(1)).collect::<Vec<_>>());
+    let (stoppers, refirers): (Kept, Kept) = kept.into_iter().partition(|k| k.1 == Kind::Stopped);
+    let stop_task = gort::spawn(stop_all(ctx.clone(), expected.clone(), stoppers));
+    let refire_task = gort::spawn(refire_all(
+        ctx.clone(),
+        sh.clone(),
+        expected.clone(),
+        refirers,
+    ));
+    let handles = join_all(&ctx, "stopper", vec![stop_task]).await;
+    let handles2 = join_all(&ctx, "refirer", vec![refire_task]).await;
+    await_fires(&sh, &expected, span).await;
+    gort::time::sleep(Duration::from_millis(20)).await; // let a duplicate show up
+    check_fire_counts(&ctx, &sh, &expected);
+    let last = sh.last_seen.load(Relaxed);
+    ctx.note(format!(
+        "last callback {} ms after the first creation",
+        last.saturating_sub(t0) / 1_000_000
+    ));
+    drop((handles, handles2));
+}
+
+/// Stops each of `stoppers`: a stop that returns true means the callback will never run, so
+/// its expected count drops to 0; false means it ran or is running, and still counts once.
+async fn stop_all(ctx: Arc<Ctx>, expected: Arc<Vec<AtomicU8>>, stoppers: Kept) -> Kept {
+    for (i, _, h) in &stoppers {
+        // true: it will never run; false: it ran or is running (counted below).
+        let r = h.stop();
+        ctx.counts.stopped.fetch_add(1, Relaxed);
+        if r {
+            expected[*i].store(0, Relaxed);
+        }
+    }
+    stoppers
+}
+
+/// Re-arms each of `refirers` once its first callback ran: that reset must return false (the
+/// arming it replaces already fired) and the callback must then run a second time.
+async fn refire_all(
+    ctx: Arc<Ctx>,
+    sh: Arc<Shared>,
+    expected: Arc<Vec<AtomicU8>>,
+    refirers: Kept,
+) -> Kept {
+    let mut rng = ctx.rng(7);
+    for (i, _, h) in &refirers {
+        while sh.fires[*i].load(Relaxed) == 0 {
+            gort::time::sleep(Duration::from_millis(2)).await;
+        }
+        let d = rng.duration(Duration::ZERO, Duration::from_millis(20));
+        sh.due[*i].store(ctx.now_ns() + d.as_nanos() as u64, Relaxed);
+        let r = h.reset(d);
+        ctx.violations.check(!r, || {
+            format!("after_func {i}: reset after its callback ran returned true")
+        });
+        ctx.counts.reset.fetch_add(1, Relaxed);
+        expected[*i].store(2, Relaxed);
+    }
+    refirers
+}
+
+/// Waits until as many callbacks ran as expected in all, or until 3 s past the deadline span
+/// (a lost callback then shows up as a wrong count rather than a hang).
+async fn await_fires(sh: &Shared, expected: &[AtomicU8], span: Duration) {
+    let want: u64 = expected.iter().map(|e| u64::from(e.load(Relaxed))).sum();
+    let give_up = std::time::Instant::now() + span + Duration::from_secs(3);
+    loop {
+        let got: u64 = sh.fires.iter().map(|f| u64::from(f.load(Relaxed))).sum();
+        if got >= want || std::time::Instant::now() > give_up {
+            break;
+        }
+        gort::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Every callback ran exactly its expected number of times; reports the first ten misses
+/// one by one and the rest as a count.
+fn check_fire_counts(ctx: &Ctx, sh: &Shared, expected: &[AtomicU8]) {
+    let mut bad = 0u64;
+    for (i, want) in expected.iter().enumerate() {
+        let (got, want) = (sh.fires[i].load(Relaxed), want.load(Relaxed));
+        if got != want {
+            bad += 1;
+            if bad <= 10 {
+                ctx.violation(format!(
+                    "after_func {i}: callback ran {got} times, expected {want}"
+                ));
+            }
+        }
+    }
+    if bad > 10 {
+        ctx.violation(format!(
+            "... {} more after_funcs with a wrong callback count",
+            bad - 10
+        ));
+    }
 }
 
 /// Creates creator `w`'s share of timers as fast as it can (yielding every 256, as a
@@ -148,7 +176,7 @@ async fn create(
     creators: usize,
     n: usize,
     span: Duration,
-) -> Vec<(usize, Kind, AfterFunc)> {
+) -> Kept {
     let mut rng = ctx.rng(w as u64);
     let mut kept = Vec::new();
     for (k, i) in (w..n).step_by(creators).enumerate() {

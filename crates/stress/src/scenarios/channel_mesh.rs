@@ -3,6 +3,7 @@
 //! work with an idle timeout and sometimes answer late.
 
 use super::{join_all, Ctx};
+use crate::rng::Rng;
 use gort::chan::{Receiver, Sender};
 use std::pin::pin;
 use std::sync::atomic::Ordering::Relaxed;
@@ -80,6 +81,9 @@ pub fn run(ctx: &Arc<Ctx>) {
     ctx.finish_runtime(rt);
 }
 
+/// Client `id`: until `active` has passed, sends one request at a time and waits for its reply
+/// against a timeout (abandoning it on a timeout: its reply comes late); then collects every
+/// reply still owed.
 async fn client(
     ctx: Arc<Ctx>,
     id: usize,
@@ -94,79 +98,131 @@ async fn client(
     while std::time::Instant::now() < end {
         let seq = st.sent + 1;
         let req = Req { client: id, seq };
-        let sent = match tx.try_send(req) {
-            Ok(()) => true,
-            Err(gort::chan::TrySendError::Full(req)) => tx.send(req).await.is_ok(),
-            Err(_) => false,
-        };
-        if !sent {
+        if !send_request(&tx, req).await {
             ctx.violation(format!("client {id}: request queue closed early"));
             return st;
         }
         st.sent = seq;
         seen.push(false);
         ctx.counts.ops.fetch_add(1, Relaxed);
-        if rng.chance(20) {
-            // A non-blocking look first (select! with a default branch).
-            let r = gort::select! {
-                r = rx.recv() => r,
-                default => None,
-            };
-            if let Some(s) = r {
-                on_reply(&ctx, id, &mut st, &mut seen, s, seq);
+        // Sometimes a non-blocking look first (select! with a default branch).
+        if rng.chance(20) && peek_reply(&ctx, id, &mut st, &mut seen, &rx, seq).await {
+            continue;
+        }
+        if !await_reply(&ctx, id, &mut rng, &mut st, &mut seen, &rx, seq).await {
+            return st;
+        }
+    }
+    collect_owed(&ctx, id, &mut st, &mut seen, &rx).await;
+    st
+}
+
+/// Sends without blocking if the bounded queue has room, else waits for room. False if the
+/// queue is closed.
+async fn send_request(tx: &Sender<Req>, req: Req) -> bool {
+    match tx.try_send(req) {
+        Ok(()) => true,
+        Err(gort::chan::TrySendError::Full(req)) => tx.send(req).await.is_ok(),
+        Err(_) => false,
+    }
+}
+
+/// A non-blocking look for a reply (select! with a default branch), booking any that is
+/// there. True if it was the reply to request `seq`.
+async fn peek_reply(
+    ctx: &Ctx,
+    id: usize,
+    st: &mut ClientStats,
+    seen: &mut [bool],
+    rx: &Receiver<u64>,
+    seq: u64,
+) -> bool {
+    let r = gort::select! {
+        r = rx.recv() => r,
+        default => None,
+    };
+    if let Some(s) = r {
+        on_reply(ctx, id, st, seen, s, seq);
+        return s == seq;
+    }
+    false
+}
+
+/// Waits for the reply to request `seq`, booking older late replies on the way, until it
+/// comes or a wait times out (the request is then abandoned). False if the reply channel
+/// closed (a violation).
+async fn await_reply(
+    ctx: &Ctx,
+    id: usize,
+    rng: &mut Rng,
+    st: &mut ClientStats,
+    seen: &mut [bool],
+    rx: &Receiver<u64>,
+    seq: u64,
+) -> bool {
+    loop {
+        let ev = wait_once(ctx, rng, rx).await;
+        ctx.counts.started.fetch_add(1, Relaxed);
+        match ev {
+            Ev::Reply(Some(s)) => {
+                ctx.counts.stopped.fetch_add(1, Relaxed);
+                on_reply(ctx, id, st, seen, s, seq);
                 if s == seq {
-                    continue;
+                    return true;
                 }
             }
-        }
-        loop {
-            let wait = rng.duration(Duration::from_millis(1), Duration::from_millis(10));
-            let ev = if rng.chance(50) {
-                let mut s = pin!(gort::time::sleep(wait));
-                let due = ctx.ns(s.deadline());
-                let ev = gort::select! {
-                    r = rx.recv() => Ev::Reply(r),
-                    _ = s.as_mut() => Ev::Timeout,
-                };
-                if matches!(ev, Ev::Timeout) {
-                    ctx.record_lateness(due, ctx.now_ns(), "select timeout");
-                }
-                ev
-            } else {
-                let due = ctx.now_ns() + wait.as_nanos() as u64;
-                match gort::time::timeout(wait, rx.recv()).await {
-                    Ok(r) => Ev::Reply(r),
-                    Err(_) => {
-                        ctx.record_lateness(due, ctx.now_ns(), "timeout()");
-                        Ev::Timeout
-                    }
-                }
-            };
-            ctx.counts.started.fetch_add(1, Relaxed);
-            match ev {
-                Ev::Reply(Some(s)) => {
-                    ctx.counts.stopped.fetch_add(1, Relaxed);
-                    on_reply(&ctx, id, &mut st, &mut seen, s, seq);
-                    if s == seq {
-                        break;
-                    }
-                }
-                Ev::Reply(None) => {
-                    ctx.violation(format!("client {id}: reply channel closed"));
-                    return st;
-                }
-                Ev::Timeout => {
-                    ctx.counts.fired.fetch_add(1, Relaxed);
-                    st.timeouts += 1;
-                    break;
-                }
+            Ev::Reply(None) => {
+                ctx.violation(format!("client {id}: reply channel closed"));
+                return false;
+            }
+            Ev::Timeout => {
+                ctx.counts.fired.fetch_add(1, Relaxed);
+                st.timeouts += 1;
+                return true;
             }
         }
     }
-    // Every request gets exactly one reply, late or not.
+}
+
+/// One wait of 1-10 ms for a reply, half the time as `select!` against a sleep and half the
+/// time through `time::timeout`; a timeout's lateness is recorded.
+async fn wait_once(ctx: &Ctx, rng: &mut Rng, rx: &Receiver<u64>) -> Ev {
+    let wait = rng.duration(Duration::from_millis(1), Duration::from_millis(10));
+    if rng.chance(50) {
+        let mut s = pin!(gort::time::sleep(wait));
+        let due = ctx.ns(s.deadline());
+        let ev = gort::select! {
+            r = rx.recv() => Ev::Reply(r),
+            _ = s.as_mut() => Ev::Timeout,
+        };
+        if matches!(ev, Ev::Timeout) {
+            ctx.record_lateness(due, ctx.now_ns(), "select timeout");
+        }
+        ev
+    } else {
+        let due = ctx.now_ns() + wait.as_nanos() as u64;
+        match gort::time::timeout(wait, rx.recv()).await {
+            Ok(r) => Ev::Reply(r),
+            Err(_) => {
+                ctx.record_lateness(due, ctx.now_ns(), "timeout()");
+                Ev::Timeout
+            }
+        }
+    }
+}
+
+/// Every request gets exactly one reply, late or not: collects those still owed, giving up
+/// (a violation) after 5 s without one.
+async fn collect_owed(
+    ctx: &Ctx,
+    id: usize,
+    st: &mut ClientStats,
+    seen: &mut [bool],
+    rx: &Receiver<u64>,
+) {
     while st.got < st.sent {
         match gort::time::timeout(Duration::from_secs(5), rx.recv()).await {
-            Ok(Some(s)) => on_reply(&ctx, id, &mut st, &mut seen, s, u64::MAX),
+            Ok(Some(s)) => on_reply(ctx, id, st, seen, s, u64::MAX),
             _ => {
                 ctx.violation(format!(
                     "client {id}: {} replies never arrived",
@@ -176,7 +232,6 @@ async fn client(
             }
         }
     }
-    st
 }
 
 /// Books one reply: it must answer a request that was sent and not answered yet.

@@ -21,7 +21,7 @@ use crate::check::Violations;
 use crate::cli::Fault;
 use crate::report::{LatenessBound, MemoryReport, ScenarioResult, TimerCounts};
 use crate::rng::Rng;
-use crate::stats::{self, CpuTime, Histogram, MachineCpu, RssSampler, Timeline};
+use crate::stats::{self, CpuTime, HistSummary, Histogram, MachineCpu, RssSampler, Timeline};
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -389,7 +389,46 @@ pub fn run(
     let machine0 = MachineCpu::now();
     let ctx = Arc::new(Ctx::new(def.name, cfg, budget));
     on_start(&ctx);
-    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| (def.run)(&ctx)));
+    run_catching_panic(def, &ctx);
+    let wall = ctx.epoch.elapsed();
+    let cpu = CpuTime::now().since(cpu0);
+    let others = external_load(MachineCpu::now().since(machine0), cpu, wall);
+    let memory = memory_report(baseline, hwm_reset, sampler);
+    check_memory(&ctx, memory);
+    let lateness = ctx.lateness.summary();
+    let bound = build_bound(def.bound);
+    ctx.note(format!(
+        "other processes used {:.0}% of the machine's CPU",
+        others * 100.0
+    ));
+    check_lateness(&ctx, &lateness, bound, others);
+    let take =
+        |m: &Mutex<Vec<String>>| std::mem::take(&mut *m.lock().unwrap_or_else(|e| e.into_inner()));
+    let metrics = std::mem::take(&mut *ctx.metrics.lock().unwrap_or_else(|e| e.into_inner()));
+    ScenarioResult {
+        name: def.name.to_string(),
+        wall_ms: wall.as_secs_f64() * 1e3,
+        ops: ctx.counts.ops.load(Relaxed),
+        timers: ctx.counts.snapshot(),
+        lateness,
+        bound: Some(bound),
+        timeline: ctx.timeline.snapshot(),
+        memory,
+        cpu_user_ms: cpu.user.as_secs_f64() * 1e3,
+        cpu_system_ms: cpu.system.as_secs_f64() * 1e3,
+        others_cpu: others,
+        metrics,
+        violation_count: ctx.violations.count(),
+        violations: ctx.violations.messages(),
+        warnings: take(&ctx.warnings),
+        notes: take(&ctx.notes),
+    }
+}
+
+/// Runs the scenario's body; a panic escaping it is a violation (with its message), not the
+/// end of the suite.
+fn run_catching_panic(def: &Scenario, ctx: &Arc<Ctx>) {
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| (def.run)(ctx)));
     if let Err(p) = outcome {
         let msg = p
             .downcast_ref::<String>()
@@ -398,9 +437,12 @@ pub fn run(
             .unwrap_or("non-string panic");
         ctx.violation(format!("the scenario panicked: {msg}"));
     }
-    let wall = ctx.epoch.elapsed();
-    let cpu = CpuTime::now().since(cpu0);
-    let others = external_load(MachineCpu::now().since(machine0), cpu, wall);
+}
+
+/// The scenario's memory: its peak is the sampler's unless the kernel's high-water mark
+/// could be reset at the start (then the higher of the two, the mark catching spikes between
+/// samples); its end is measured after giving freed memory back (`trim_heap`).
+fn memory_report(baseline: u64, hwm_reset: bool, sampler: RssSampler) -> MemoryReport {
     let sampled_peak = sampler.finish();
     let peak = if hwm_reset {
         sampled_peak.max(stats::rss().peak)
@@ -409,26 +451,31 @@ pub fn run(
     };
     stats::trim_heap();
     let end = stats::rss().current;
-    let memory = MemoryReport {
+    MemoryReport {
         baseline,
         peak,
         end,
-    };
-    check_memory(&ctx, memory);
-    let lateness = ctx.lateness.summary();
+    }
+}
+
+/// The lateness bound that holds for this build: the scenario's release bound, times
+/// [`DEBUG_SLOWDOWN`] in unoptimised builds.
+fn build_bound(release: LatenessBound) -> LatenessBound {
     let factor = if cfg!(debug_assertions) {
         DEBUG_SLOWDOWN
     } else {
         1
     };
-    let bound = LatenessBound {
-        p99_us: def.bound.p99_us * factor,
-        max_us: def.bound.max_us * factor,
-    };
-    ctx.note(format!(
-        "other processes used {:.0}% of the machine's CPU",
-        others * 100.0
-    ));
+    LatenessBound {
+        p99_us: release.p99_us * factor,
+        max_us: release.max_us * factor,
+    }
+}
+
+/// Lateness over `bound`, and every timing complaint the scenario recorded itself, is a
+/// violation on a quiet machine; when other processes took more than [`CONTENDED`] of the
+/// CPU, only a warning (the bounds promise lateness on a machine that is not overloaded).
+fn check_lateness(ctx: &Ctx, lateness: &HistSummary, bound: LatenessBound, others: f64) {
     let mut over = std::mem::take(&mut *ctx.timing.lock().unwrap_or_else(|e| e.into_inner()));
     if lateness.count > 0 && lateness.p99_us > bound.p99_us {
         over.push(format!(
@@ -451,27 +498,6 @@ pub fn run(
         } else {
             ctx.violation(o);
         }
-    }
-    let take =
-        |m: &Mutex<Vec<String>>| std::mem::take(&mut *m.lock().unwrap_or_else(|e| e.into_inner()));
-    let metrics = std::mem::take(&mut *ctx.metrics.lock().unwrap_or_else(|e| e.into_inner()));
-    ScenarioResult {
-        name: def.name.to_string(),
-        wall_ms: wall.as_secs_f64() * 1e3,
-        ops: ctx.counts.ops.load(Relaxed),
-        timers: ctx.counts.snapshot(),
-        lateness,
-        bound: Some(bound),
-        timeline: ctx.timeline.snapshot(),
-        memory,
-        cpu_user_ms: cpu.user.as_secs_f64() * 1e3,
-        cpu_system_ms: cpu.system.as_secs_f64() * 1e3,
-        others_cpu: others,
-        metrics,
-        violation_count: ctx.violations.count(),
-        violations: ctx.violations.messages(),
-        warnings: take(&ctx.warnings),
-        notes: take(&ctx.notes),
     }
 }
 
