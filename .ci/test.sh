@@ -17,6 +17,9 @@ cargo test --workspace
 step "tests (release)"
 cargo test --workspace --release
 
+step "gort-net's ecosystem adapters (features tokio-io, futures-io)"
+cargo test --release -p gort-net --features tokio-io,futures-io --test compat
+
 step "loom models"
 # Every crates/*/tests/loom_*.rs, in release with a bounded number of preemptions (tokio's and
 # crossbeam's habit); each is a few seconds once built.
