@@ -203,6 +203,7 @@ impl Timers {
             added: h.c.added,
             adjusted: h.c.adjusted,
             sift_steps: h.c.sift_steps,
+            lateness: h.c.lateness,
         }
     }
 
