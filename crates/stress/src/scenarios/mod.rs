@@ -368,9 +368,30 @@ impl Ctx {
             ("timers_stopped", m.timers_stopped),
             ("timers_modified", m.timers_modified),
             ("timers_moved", m.timers_moved),
+            ("tasks_stolen", m.tasks_stolen),
+            ("poller_wakeups", m.poller_wakeups),
+            ("poller_wakeups_timer", m.poller_wakeups_timer),
+            ("poller_wakeups_io", m.poller_wakeups_io),
+            ("poller_wakeups_break", m.poller_wakeups_break),
         ] {
             map.insert(k.to_string(), v);
         }
+        for (i, n) in m.timer_lateness.iter().enumerate() {
+            map.insert(format!("{LATENESS_KEY}{i:02}"), *n);
+        }
+    }
+}
+
+/// Prefix of the metrics keys of the runtime's lateness histogram buckets (`..._00` to
+/// `..._15`, see `gort::Metrics::timer_lateness`).
+pub const LATENESS_KEY: &str = "timer_lateness_";
+
+/// The factor lateness bounds are multiplied by: `DEBUG_SLOWDOWN` in a debug build, else 1.
+pub fn bound_scale() -> u64 {
+    if cfg!(debug_assertions) {
+        DEBUG_SLOWDOWN
+    } else {
+        1
     }
 }
 
@@ -416,11 +437,7 @@ pub fn run(
     };
     check_memory(&ctx, memory);
     let lateness = ctx.lateness.summary();
-    let factor = if cfg!(debug_assertions) {
-        DEBUG_SLOWDOWN
-    } else {
-        1
-    };
+    let factor = bound_scale();
     let bound = LatenessBound {
         p99_us: def.bound.p99_us * factor,
         max_us: def.bound.max_us * factor,
