@@ -59,7 +59,8 @@ pub fn render(suite: &SuiteResult) -> String {
          table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}\
          .bad{{color:#b00}}.ok{{color:#070}}\
          .charts{{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:1em}}\
-         .charts svg{{width:100%;height:auto}}dt{{font-weight:bold}}</style>\
+         .charts svg{{width:100%;height:auto}}\
+         dl{{display:grid;grid-template-columns:max-content 1fr;gap:2px 1em}}dt{{font-weight:bold}}dd{{margin:0}}</style>\
          </head><body>\n<h1>gort stress report</h1>\n<p>seed <b>{}</b>, {} Ps per runtime, \
          requested duration {} ms{}: <b class=\"{}\">{}</b></p>\n",
         suite.seed,
@@ -82,14 +83,15 @@ pub fn render(suite: &SuiteResult) -> String {
 fn summary_table(suite: &SuiteResult) -> String {
     let mut t = String::from(
         "<table><tr><th>scenario</th><th>ops</th><th>started</th><th>fired</th><th>stopped</th>\
-         <th>reset</th><th>p50</th><th>p99</th><th>max</th><th>peak RSS</th><th>CPU</th>\
-         <th>violations</th></tr>\n",
+         <th>reset</th><th>p50</th><th>p99</th><th>max</th><th>bound</th><th>peak RSS</th>\
+         <th>CPU</th><th>violations</th></tr>\n",
     );
     for s in &suite.scenarios {
         let _ = writeln!(
             t,
             "<tr><td><a href=\"#{n}\">{n}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}s</td><td class=\"{}\">{}</td></tr>",
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}s</td>\
+             <td class=\"{}\">{}</td></tr>",
             fmt_count(s.ops),
             fmt_count(s.timers.started),
             fmt_count(s.timers.fired),
@@ -98,6 +100,8 @@ fn summary_table(suite: &SuiteResult) -> String {
             fmt_us(s.lateness.p50_us),
             fmt_us(s.lateness.p99_us),
             fmt_us(s.lateness.max_us),
+            s.bound
+                .map_or("none".into(), |b| format!("{} / {}", fmt_us(b.p99_us), fmt_us(b.max_us))),
             fmt_bytes(s.memory.peak),
             (s.cpu_user_ms + s.cpu_system_ms) / 1e3,
             if s.violation_count == 0 { "ok" } else { "bad" },

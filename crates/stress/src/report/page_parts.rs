@@ -17,8 +17,8 @@ pub const COLUMNS: &str = "<dl>\
 <dt>stopped</dt><dd>stop calls.</dd>\
 <dt>reset</dt><dd>reset calls (re-arms).</dd>\
 <dt>p50 / p99 / max</dt><dd>lateness of the observed expiries (observed minus due).</dd>\
-<dt>bound</dt><dd>the lateness bounds each scenario is held to (p99 and max), shown in its \
-section; a debug build multiplies them (see the header).</dd>\
+<dt>bound</dt><dd>the lateness bounds the scenario is held to (p99 / max); a debug build \
+multiplies them (see the header).</dd>\
 <dt>peak RSS</dt><dd>the process's peak resident memory while the scenario ran.</dd>\
 <dt>CPU</dt><dd>user plus system CPU time the process used during the scenario.</dd>\
 <dt>violations</dt><dd>invariants broken (each is listed in the scenario's section).</dd>\
