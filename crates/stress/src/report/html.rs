@@ -60,7 +60,8 @@ pub fn render(suite: &SuiteResult) -> String {
          .bad{{color:#b00}}.ok{{color:#070}}\
          .charts{{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:1em}}\
          .charts svg{{width:100%;height:auto}}\
-         dl{{display:grid;grid-template-columns:max-content 1fr;gap:2px 1em}}dt{{font-weight:bold}}dd{{margin:0}}</style>\
+         dl{{display:grid;grid-template-columns:max-content 1fr;gap:2px 1em}}dt{{font-weight:bold}}dd{{margin:0}}\
+         .wide{{overflow-x:auto}}.wide td,.wide th{{padding:2px 4px}}caption{{text-align:left}}</style>\
          </head><body>\n<h1>gort stress report</h1>\n<p>seed <b>{}</b>, {} Ps per runtime, \
          requested duration {} ms{}: <b class=\"{}\">{}</b></p>\n",
         suite.seed,
@@ -206,6 +207,9 @@ pub fn histogram_svg(s: &ScenarioResult) -> Result<String, String> {
                 .configure_mesh()
                 .x_desc("lateness (µs, log scale)")
                 .y_desc("samples")
+                // Whole-number ticks when a few samples make the axis short (else the labels,
+                // rounded down to counts, repeat: 0 0 1 1 2).
+                .y_labels((y_hi as usize + 1).clamp(2, 10))
                 .x_label_formatter(&|v| fmt_us(*v as u64))
                 .y_label_formatter(&|v| fmt_count(*v as u64))
                 .draw()
