@@ -26,6 +26,13 @@ pub struct ProcMetrics {
     pub timers_stopped: u64,
     /// Re-arms applied in its heap.
     pub timers_modified: u64,
+    /// Timer callbacks run from its heap, by lateness (deadline to run): bucket 0 is under
+    /// 1 µs, bucket `b` is `[2^(b-1), 2^b)` µs, the last is 16.4 ms and more. Counted under
+    /// the heap's lock, which the run holds anyway.
+    pub timer_lateness: [u64; gort_timer::LATENESS_BUCKETS],
+    /// Tasks the Ms holding this P stole from other Ps' queues (the task run at once and
+    /// the ones moved into its queue). Written by the holder only, on the P's own line.
+    pub tasks_stolen: u64,
 }
 
 impl Runtime {
@@ -54,6 +61,8 @@ impl Runtime {
                     timers_fired: t.fired,
                     timers_stopped: t.stopped,
                     timers_modified: t.modified,
+                    timer_lateness: t.lateness,
+                    tasks_stolen: p.stolen(),
                 }
             })
             .collect()

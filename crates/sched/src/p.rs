@@ -13,7 +13,7 @@
 use crate::runq::{self, Global, Lane, Stealer, Take};
 use crate::task::Task;
 use crossbeam_utils::CachePadded;
-use gort_loom::atomic::{AtomicU32, AtomicU8, Ordering::*};
+use gort_loom::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 use gort_timer::Timers;
 use std::cell::UnsafeCell;
 
@@ -65,6 +65,10 @@ struct Hot {
     /// the holder is stuck in one task, in a timer batch, or preempted by the OS. Others read
     /// it rarely (worker.rs, `watch_peer`), so it shares the holder's line.
     rounds: AtomicU32,
+    /// Tasks the holder's M stole from other Ps (`Runtime::proc_metrics`). Written only by
+    /// the holder (a relaxed load and store, no read-modify-write), on its own line: the
+    /// count costs nothing to the Ms that steal from or look at this P.
+    stolen: AtomicU64,
     local: UnsafeCell<Local>,
 }
 
@@ -97,6 +101,7 @@ impl P {
             status: AtomicU8::new(PStatus::Dead as u8),
             hot: CachePadded::new(Hot {
                 rounds: AtomicU32::new(0),
+                stolen: AtomicU64::new(0),
                 local: UnsafeCell::new(Local {
                     queue,
                     runnext: None,
@@ -116,6 +121,18 @@ impl P {
             1 => PStatus::Running,
             _ => PStatus::Dead,
         }
+    }
+
+    /// Counts `n` tasks stolen by the holder's M. Only the holder calls it (a plain relaxed
+    /// load and store: there is one writer).
+    pub(crate) fn note_stolen(&self, n: usize) {
+        let stolen = &self.hot.stolen;
+        stolen.store(stolen.load(Relaxed) + n as u64, Relaxed);
+    }
+
+    /// Tasks stolen by the Ms that held this P (a racy read for metrics).
+    pub(crate) fn stolen(&self) -> u64 {
+        self.hot.stolen.load(Relaxed)
     }
 
     pub(crate) fn set_status(&self, s: PStatus) {

@@ -117,6 +117,8 @@ pub(crate) struct Poller {
     pub(crate) net: Net,
     /// Timers run anywhere in the runtime (the batch size of a wake-up, for coalescing).
     fired: AtomicU64,
+    /// Why blocking polls returned (`Runtime::metrics`).
+    wakeups: Wakeups,
     waker: Waker,
     /// Go's `netpollWakeSig`: at most one outstanding wake-up write.
     wake_sig: AtomicBool,
@@ -148,6 +150,7 @@ impl Poller {
             net: Net::new(),
             inner: Mutex::new((poll, Events::with_capacity(EVENTS), Gap::new())),
             fired: AtomicU64::new(0),
+            wakeups: Wakeups::default(),
             waker,
             wake_sig: AtomicBool::new(false),
             #[cfg(target_os = "linux")]
@@ -205,7 +208,13 @@ impl Poller {
             g.woke(target, self.fired.load(Relaxed));
         }
         self.net.note_polled(now);
-        self.take_events(events, ready);
+        let seen = self.take_events(events, ready);
+        self.wakeups.note(seen, target != 0 && now >= target);
+    }
+
+    /// Blocking polls returned so far, by cause (see [`WakeupCounts`]).
+    pub(crate) fn wakeups(&self) -> WakeupCounts {
+        self.wakeups.snapshot()
     }
 
     /// Go's `netpoll(0)`: takes the events already there without blocking (nothing when
@@ -234,24 +243,30 @@ impl Poller {
     }
 
     /// Handles one poll's events (poller lock held): the poller's own, and the sockets',
-    /// whose released wakers go to `ready`.
-    fn take_events(&self, events: &Events, ready: &mut Vec<std::task::Waker>) {
+    /// whose released wakers go to `ready`. Returns which kinds of event it saw.
+    fn take_events(&self, events: &Events, ready: &mut Vec<std::task::Waker>) -> Seen {
         let mut sources = None;
+        let mut seen = Seen::default();
         for ev in events.iter() {
             match ev.token() {
                 // Go's netpoll: a wake-up read resets netpollWakeSig so the next break writes.
-                WAKER => self.wake_sig.store(false, Release),
+                WAKER => {
+                    seen.brk = true;
+                    self.wake_sig.store(false, Release);
+                }
                 #[cfg(target_os = "linux")]
                 TIMER => {
                     self.timer.clear();
                     self.armed.store(0, Relaxed);
                 }
                 _ => {
+                    seen.io = true;
                     let sources = sources.get_or_insert_with(|| self.net.sources.lock());
                     dispatch(sources, ev, ready);
                 }
             }
         }
+        seen
     }
 
     #[cfg(target_os = "linux")]
@@ -294,6 +309,64 @@ impl Poller {
             self.waker
                 .wake()
                 .unwrap_or_else(|e| panic!("gort: cannot wake the poller: {e}"));
+        }
+    }
+}
+
+/// The kinds of event one poll returned.
+#[derive(Clone, Copy, Default)]
+struct Seen {
+    /// A socket's readiness.
+    io: bool,
+    /// A `break_poll`.
+    brk: bool,
+}
+
+/// Counters of the poller's blocking polls. Only the M that holds the poller's lock writes
+/// them (a relaxed load and store each: one writer), once per wake-up, which already cost a
+/// syscall and two context switches; readers sum nothing, they load.
+#[derive(Default)]
+struct Wakeups {
+    total: AtomicU64,
+    timer: AtomicU64,
+    io: AtomicU64,
+    brk: AtomicU64,
+}
+
+/// Blocking polls of the poller, by cause. One wake-up can have several causes (a deadline
+/// reached while a socket became ready), or none (an early wake-up for a sparse deadline,
+/// which then spins, or a signal), so the causes need not add up to `total`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct WakeupCounts {
+    pub(crate) total: u64,
+    pub(crate) timer: u64,
+    pub(crate) io: u64,
+    pub(crate) brk: u64,
+}
+
+impl Wakeups {
+    /// Counts one return from a blocking poll (poller lock held): `seen` its events,
+    /// `deadline` whether the deadline it slept to was reached.
+    fn note(&self, seen: Seen, deadline: bool) {
+        let bump = |c: &AtomicU64| c.store(c.load(Relaxed) + 1, Relaxed);
+        bump(&self.total);
+        if deadline {
+            bump(&self.timer);
+        }
+        if seen.io {
+            bump(&self.io);
+        }
+        if seen.brk {
+            bump(&self.brk);
+        }
+    }
+
+    fn snapshot(&self) -> WakeupCounts {
+        WakeupCounts {
+            total: self.total.load(Relaxed),
+            timer: self.timer.load(Relaxed),
+            io: self.io.load(Relaxed),
+            brk: self.brk.load(Relaxed),
         }
     }
 }

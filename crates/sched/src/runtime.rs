@@ -168,6 +168,24 @@ pub struct Metrics {
     pub timers_modified: u64,
     /// Timers moved between Ps by `set_procs`.
     pub timers_moved: u64,
+    /// Timer callbacks run, by lateness (the time from the timer's deadline to the run):
+    /// bucket 0 is under 1 µs, bucket `b` is `[2^(b-1), 2^b)` µs, the last (15) is 16.4 ms
+    /// and more. The sum over the Ps' [`ProcMetrics::timer_lateness`].
+    pub timer_lateness: [u64; gort_timer::LATENESS_BUCKETS],
+    /// Tasks stolen from one P's queue by another P's M (the sum of
+    /// [`ProcMetrics::tasks_stolen`]).
+    pub tasks_stolen: u64,
+    /// Returns of the poller from a blocking poll (the wake-ups of the M that sleeps in it).
+    pub poller_wakeups: u64,
+    /// Poller wake-ups that reached the timer deadline the poller slept to.
+    pub poller_wakeups_timer: u64,
+    /// Poller wake-ups with socket events (`gort::net`).
+    pub poller_wakeups_io: u64,
+    /// Poller wake-ups by a break: new work, or a timer armed earlier than the poller's
+    /// deadline. One wake-up may have several causes, or none (an early wake-up before a
+    /// sparse deadline, which the poller spins away), so the three causes need not add up to
+    /// `poller_wakeups`.
+    pub poller_wakeups_break: u64,
 }
 
 impl Runtime {
@@ -243,7 +261,20 @@ impl Runtime {
         shared.wakep();
     }
 
-    /// A snapshot of the runtime's counters.
+    /// A snapshot of the runtime's counters. Cheap to leave on: each counter is written by
+    /// one thread on a line it writes anyway (a P's holder, the heap lock's holder, the
+    /// poller's M); this call reads them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort::Runtime::new().unwrap();
+    /// rt.block_on(gort::time::sleep(std::time::Duration::from_millis(2)));
+    /// let m = rt.metrics();
+    /// assert!(m.timers_fired >= 1);
+    /// assert_eq!(m.timer_lateness.iter().sum::<u64>(), m.timers_fired);
+    /// assert!(m.poller_wakeups >= m.poller_wakeups_timer);
+    /// ```
     pub fn metrics(&self) -> Metrics {
         let s = &self.shared;
         let mut m = Metrics {
@@ -262,7 +293,16 @@ impl Runtime {
             m.timers_stopped += t.stopped;
             m.timers_modified += t.modified;
             m.timers_moved += t.moved;
+            m.tasks_stolen += p.stolen();
+            for (sum, n) in m.timer_lateness.iter_mut().zip(t.lateness) {
+                *sum += n;
+            }
         }
+        let w = s.poller.wakeups();
+        m.poller_wakeups = w.total;
+        m.poller_wakeups_timer = w.timer;
+        m.poller_wakeups_io = w.io;
+        m.poller_wakeups_break = w.brk;
         m
     }
 

@@ -354,8 +354,15 @@ impl M {
                 }
                 if p2.has_queued() {
                     // SAFETY: this M holds `p`; stealing into its own queue.
-                    let t = unsafe { p.with_local(|l| p2.stealer.steal_into(&mut l.queue)) };
+                    let (t, moved) = unsafe {
+                        p.with_local(|l| {
+                            let before = p.stealer.len();
+                            let t = p2.stealer.steal_into(&mut l.queue);
+                            (t, p.stealer.len().saturating_sub(before))
+                        })
+                    };
                     if t.is_some() {
+                        p.note_stolen(1 + moved);
                         return (t, next, ran);
                     }
                 }

@@ -53,8 +53,9 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
 
-    /// Write an HTML report with lateness histograms and timelines to DIR/index.html.
-    #[arg(long, value_name = "DIR")]
+    /// Write an HTML report with lateness histograms, timelines and runtime metrics: to the
+    /// file itself when the path ends in `.html` or `.htm`, else to PATH/index.html.
+    #[arg(long, value_name = "PATH")]
     pub report: Option<PathBuf>,
 
     /// List the scenarios with what they exercise, and exit.

@@ -92,6 +92,7 @@ fn run_suite(args: &Args, picked: &[&'static Scenario], procs: usize, seed: u64)
     );
     let cfg = Config { procs, seed, fault };
     let budgets = scenarios::budgets(picked, args.duration);
+    let (steal_at_start, started) = (report::host::StealClock::now(), std::time::Instant::now());
     let mut progress = progress::Progress::new(args.duration);
     let mut results = Vec::new();
     for (def, budget) in picked.iter().zip(budgets) {
@@ -106,18 +107,24 @@ fn run_suite(args: &Args, picked: &[&'static Scenario], procs: usize, seed: u64)
         results.push(r);
     }
     progress.finish();
-    SuiteResult::new(
+    let host = report::host::HostInfo::gather(
+        report::host::StealClock::now().since(steal_at_start),
+        started.elapsed(),
+    );
+    let mut suite = SuiteResult::new(
         seed,
         procs,
         args.duration.as_millis() as u64,
         fault.map(|f| f.name().into()),
         results,
-    )
+    );
+    suite.host = Some(host);
+    suite
 }
 
 /// Prints run number `run`'s table (and JSON, and report); `Err` with the exit code when the
 /// report cannot be written. With `--repeat`, each run's JSON is one line and its report goes
-/// to `DIR/run-N/`.
+/// to `DIR/run-N/index.html` (or `x-run-N.html` next to a file `x.html`).
 fn print_results(args: &Args, suite: &SuiteResult, run: u32) -> Result<(), ExitCode> {
     let table = report::table::render(suite);
     if args.json {
@@ -130,18 +137,14 @@ fn print_results(args: &Args, suite: &SuiteResult, run: u32) -> Result<(), ExitC
     } else {
         print!("{table}");
     }
-    if let Some(dir) = &args.report {
-        let dir = if args.repeat > 1 {
-            dir.join(format!("run-{run}"))
-        } else {
-            dir.clone()
-        };
-        match report::html::write(suite, &dir) {
-            Ok(path) => eprintln!("gort-stress: report written to {}", path.display()),
+    if let Some(target) = &args.report {
+        let path = report::html::page_path(target, (args.repeat > 1).then_some(run));
+        match report::html::write(suite, &path) {
+            Ok(()) => eprintln!("gort-stress: report written to {}", path.display()),
             Err(e) => {
                 eprintln!(
                     "gort-stress: cannot write the report to {}: {e}",
-                    dir.display()
+                    path.display()
                 );
                 return Err(ExitCode::from(2));
             }

@@ -103,6 +103,8 @@ fn json_and_html_outputs_are_well_formed() {
     );
     let page = std::fs::read_to_string(dir.join("index.html")).expect("report written");
     assert_eq!(page.matches("<svg").count(), 4);
+    assert!(page.contains("commit <b>") && page.contains(" cores; CPU stolen"));
+    assert!(page.contains("runtime: tasks stolen"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -27,6 +27,30 @@ pub(crate) struct Counters {
     pub(crate) moved: u64,
     pub(crate) adjusted: u64,
     pub(crate) sift_steps: u64,
+    /// Fired timers by lateness (`now - when`), see [`lateness_bucket`].
+    pub(crate) lateness: [u64; LATENESS_BUCKETS],
+}
+
+/// Buckets of the lateness histogram ([`TimerStats::lateness`](crate::TimerStats)).
+pub const LATENESS_BUCKETS: usize = 16;
+
+/// The lateness bucket of a timer due at `when` run at `now`: bucket 0 holds runs less than
+/// 1 µs late, bucket `b` (1..=14) runs `[2^(b-1), 2^b)` µs late, and bucket 15 everything
+/// from 2^14 µs (16.4 ms) on. Log2 buckets: one `leading_zeros`, no clock read (the run
+/// path has `now` already).
+///
+/// # Examples
+///
+/// ```
+/// use gort_timer::lateness_bucket;
+/// assert_eq!(lateness_bucket(1_000, 1_500), 0); // 0.5 µs late
+/// assert_eq!(lateness_bucket(1_000, 4_000), 2); // 3 µs: [2, 4) µs
+/// assert_eq!(lateness_bucket(0, 1_000_000_000), 15); // 1 s: the last bucket
+/// ```
+pub fn lateness_bucket(when: Nanos, now: Nanos) -> usize {
+    let micros = now.saturating_sub(when) / 1_000;
+    let bits = (i64::BITS - micros.leading_zeros()) as usize;
+    bits.min(LATENESS_BUCKETS - 1)
 }
 
 /// What `Timers::heap` guards.

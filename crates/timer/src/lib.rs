@@ -52,6 +52,7 @@ mod timers;
 mod tests;
 
 pub use clock::{deadline_after, epoch, nanotime, Nanos, NEVER};
+pub use heap::{lateness_bucket, LATENESS_BUCKETS};
 pub use lifecycle::Released;
 pub use ops::{del, modify, modify_fire, reset};
 pub use status::Status;

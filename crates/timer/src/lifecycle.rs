@@ -177,6 +177,7 @@ impl Timers {
             added: h.c.added,
             adjusted: h.c.adjusted,
             sift_steps: h.c.sift_steps,
+            lateness: h.c.lateness,
         }
     }
 

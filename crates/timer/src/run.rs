@@ -175,6 +175,7 @@ impl Shared {
         // payload it would drop is one we already hold.
         let payload = h.v[0].timer().claim_payload(period > 0);
         h.c.fired += 1;
+        h.c.lateness[crate::heap::lateness_bucket(when, now)] += 1;
         if period > 0 {
             let next = next_period(when, period, now);
             h.v[0].when = next;

@@ -49,6 +49,10 @@ pub struct TimerStats {
     pub adjusted: u64,
     /// Entry moves made by sift-up/sift-down: the heap's work counter.
     pub sift_steps: u64,
+    /// Callbacks run from this heap by lateness, the time from the timer's `when` to the
+    /// run's `now`: bucket 0 is under 1 µs, bucket `b` is `[2^(b-1), 2^b)` µs, the last
+    /// bucket is 16.4 ms and more (see [`lateness_bucket`](crate::lateness_bucket)).
+    pub lateness: [u64; crate::LATENESS_BUCKETS],
 }
 
 /// The shared state of a [`Timers`]; boxed so that its address, which timers record as their

@@ -1,5 +1,7 @@
-//! `--report DIR`: one HTML page with every scenario's lateness histogram and timeline as
-//! inline SVG, drawn with plotters' SVG backend.
+//! `--report PATH`: one HTML page (`PATH` itself when it names an `.html` file, else
+//! `PATH/index.html`) with the run's machine and build, every scenario's lateness histogram
+//! and timeline as inline SVG drawn with plotters' SVG backend and scaled to the page's
+//! width, and the runtime's metrics.
 //!
 //! Without its `ttf`/`ab_glyph` features plotters uses a "naive" font that only estimates text
 //! extents, and the SVG backend writes `<text>` elements that the browser renders: no system
@@ -13,12 +15,38 @@ use std::path::{Path, PathBuf};
 
 const SIZE: (u32, u32) = (760, 300);
 
-/// Writes `DIR/index.html` (creating `DIR`) and returns its path.
-pub fn write(suite: &SuiteResult, dir: &Path) -> std::io::Result<PathBuf> {
-    std::fs::create_dir_all(dir)?;
-    let path = dir.join("index.html");
-    std::fs::write(&path, render(suite))?;
-    Ok(path)
+/// Where `--report target` writes: `target` itself when it ends in `.html`/`.htm`, else
+/// `target/index.html`. With `run` (`--repeat`), `target/run-N/index.html`, or
+/// `x-run-N.html` next to a file `x.html`.
+pub fn page_path(target: &Path, run: Option<u32>) -> PathBuf {
+    let is_file = target
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"));
+    match (is_file, run) {
+        (true, None) => target.to_path_buf(),
+        (true, Some(n)) => {
+            let stem = target
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("report");
+            let ext = target
+                .extension()
+                .and_then(|e| e.to_str())
+                .unwrap_or("html");
+            target.with_file_name(format!("{stem}-run-{n}.{ext}"))
+        }
+        (false, None) => target.join("index.html"),
+        (false, Some(n)) => target.join(format!("run-{n}")).join("index.html"),
+    }
+}
+
+/// Writes the page to `path`, creating its directory.
+pub fn write(suite: &SuiteResult, path: &Path) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, render(suite))
 }
 
 /// The page as a string.
@@ -29,7 +57,11 @@ pub fn render(suite: &SuiteResult) -> String {
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>gort stress report</title>\
          <style>body{{font-family:sans-serif;margin:2em;max-width:1600px}}\
          table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}\
-         .bad{{color:#b00}}.ok{{color:#070}}.charts{{display:flex;flex-wrap:wrap;gap:1em}}</style>\
+         .bad{{color:#b00}}.ok{{color:#070}}\
+         .charts{{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:1em}}\
+         .charts svg{{width:100%;height:auto}}\
+         dl{{display:grid;grid-template-columns:max-content 1fr;gap:2px 1em}}dt{{font-weight:bold}}dd{{margin:0}}\
+         .wide{{overflow-x:auto}}.wide td,.wide th{{padding:2px 4px}}caption{{text-align:left}}</style>\
          </head><body>\n<h1>gort stress report</h1>\n<p>seed <b>{}</b>, {} Ps per runtime, \
          requested duration {} ms{}: <b class=\"{}\">{}</b></p>\n",
         suite.seed,
@@ -39,7 +71,9 @@ pub fn render(suite: &SuiteResult) -> String {
         if suite.passed { "ok" } else { "bad" },
         if suite.passed { "PASS".to_string() } else { format!("FAIL ({} violations)", suite.violations) },
     );
+    h.push_str(&super::page_parts::host_header(suite.host.as_ref()));
     h.push_str(&summary_table(suite));
+    h.push_str(super::page_parts::COLUMNS);
     for s in &suite.scenarios {
         h.push_str(&section(s));
     }
@@ -50,14 +84,15 @@ pub fn render(suite: &SuiteResult) -> String {
 fn summary_table(suite: &SuiteResult) -> String {
     let mut t = String::from(
         "<table><tr><th>scenario</th><th>ops</th><th>started</th><th>fired</th><th>stopped</th>\
-         <th>reset</th><th>p50</th><th>p99</th><th>max</th><th>peak RSS</th><th>CPU</th>\
-         <th>violations</th></tr>\n",
+         <th>reset</th><th>p50</th><th>p99</th><th>max</th><th>bound</th><th>peak RSS</th>\
+         <th>CPU</th><th>violations</th></tr>\n",
     );
     for s in &suite.scenarios {
         let _ = writeln!(
             t,
             "<tr><td><a href=\"#{n}\">{n}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}s</td><td class=\"{}\">{}</td></tr>",
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}s</td>\
+             <td class=\"{}\">{}</td></tr>",
             fmt_count(s.ops),
             fmt_count(s.timers.started),
             fmt_count(s.timers.fired),
@@ -66,6 +101,8 @@ fn summary_table(suite: &SuiteResult) -> String {
             fmt_us(s.lateness.p50_us),
             fmt_us(s.lateness.p99_us),
             fmt_us(s.lateness.max_us),
+            s.bound
+                .map_or("none".into(), |b| format!("{} / {}", fmt_us(b.p99_us), fmt_us(b.max_us))),
             fmt_bytes(s.memory.peak),
             (s.cpu_user_ms + s.cpu_system_ms) / 1e3,
             if s.violation_count == 0 { "ok" } else { "bad" },
@@ -117,6 +154,7 @@ fn section(s: &ScenarioResult) -> String {
             h.push_str("</ul>\n");
         }
     }
+    h.push_str(&super::page_parts::runtime_metrics(&s.metrics));
     if !s.metrics.is_empty() {
         let m: Vec<String> = s.metrics.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(
@@ -128,7 +166,7 @@ fn section(s: &ScenarioResult) -> String {
     h.push_str("<div class=\"charts\">");
     for svg in [histogram_svg(s), timeline_svg(&s.name, &s.timeline)] {
         match svg {
-            Ok(svg) => h.push_str(&svg),
+            Ok(svg) => h.push_str(&fluid(&svg)),
             Err(e) => {
                 let _ = write!(h, "<p class=\"bad\">chart failed: {}</p>", esc(&e));
             }
@@ -169,6 +207,9 @@ pub fn histogram_svg(s: &ScenarioResult) -> Result<String, String> {
                 .configure_mesh()
                 .x_desc("lateness (µs, log scale)")
                 .y_desc("samples")
+                // Whole-number ticks when a few samples make the axis short (else the labels,
+                // rounded down to counts, repeat: 0 0 1 1 2).
+                .y_labels((y_hi as usize + 1).clamp(2, 10))
                 .x_label_formatter(&|v| fmt_us(*v as u64))
                 .y_label_formatter(&|v| fmt_count(*v as u64))
                 .draw()
@@ -284,8 +325,41 @@ fn draw_timeline(
     root.present().map_err(|e| e.to_string())
 }
 
+/// Makes a plotters SVG scale with its container: its fixed `width`/`height` attributes
+/// become a `viewBox` (plotters writes `<svg width=".." height=".." viewBox="..">`), and the
+/// page's style gives it `width: 100%`.
+fn fluid(svg: &str) -> String {
+    let Some(end) = svg.find('>') else {
+        return svg.to_string();
+    };
+    let (open, rest) = svg.split_at(end);
+    let attr = |name: &str| {
+        let key = format!(" {name}=\"");
+        let at = open.find(&key)? + key.len();
+        let len = open[at..].find('"')?;
+        Some((at - key.len(), at + len + 1, open[at..at + len].to_string()))
+    };
+    let (Some(w), Some(hh)) = (attr("width"), attr("height")) else {
+        return svg.to_string();
+    };
+    let mut tag = open.to_string();
+    // Remove the later attribute first so that the earlier one's offsets stay valid.
+    for (from, to, _) in if w.0 > hh.0 {
+        [w.clone(), hh.clone()]
+    } else {
+        [hh.clone(), w.clone()]
+    } {
+        tag.replace_range(from..to, "");
+    }
+    if !tag.contains("viewBox") {
+        tag.push_str(&format!(" viewBox=\"0 0 {} {}\"", w.2, hh.2));
+    }
+    tag.push_str(" preserveAspectRatio=\"xMidYMid meet\"");
+    format!("{tag}{rest}")
+}
+
 /// Escapes text for HTML.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -334,10 +408,60 @@ mod tests {
     }
 
     #[test]
+    fn report_path_is_the_file_or_the_folders_index() {
+        let p = |s: &str, run| page_path(Path::new(s), run);
+        assert_eq!(p("x.html", None), PathBuf::from("x.html"));
+        assert_eq!(p("out/r.HTM", None), PathBuf::from("out/r.HTM"));
+        assert_eq!(p("out", None), PathBuf::from("out/index.html"));
+        assert_eq!(p("out.d/", None), PathBuf::from("out.d/index.html"));
+        assert_eq!(p("out", Some(2)), PathBuf::from("out/run-2/index.html"));
+        assert_eq!(p("d/x.html", Some(3)), PathBuf::from("d/x-run-3.html"));
+    }
+
+    #[test]
+    fn charts_scale_to_the_page_width() {
+        let svg = fluid(&histogram_svg(&sample("a", &[])).unwrap());
+        let open = &svg[..svg.find('>').unwrap()];
+        assert!(open.contains("viewBox=\"0 0 760 300\""), "{open}");
+        assert!(
+            !open.contains(" width=") && !open.contains(" height="),
+            "{open}"
+        );
+        let page = render(&SuiteResult::new(1, 2, 1, None, vec![sample("a", &[])]));
+        assert!(page.contains(".charts svg{width:100%"));
+        for col in [
+            "started", "fired", "stopped", "reset", "p99", "bound", "RSS", "CPU",
+        ] {
+            assert!(
+                page.contains(&format!("<dt>{col}"))
+                    || page.contains(&format!("/ {col}"))
+                    || page.contains(&format!("<dt>peak {col}")),
+                "{col}"
+            );
+        }
+    }
+
+    #[test]
+    fn write_to_a_file_creates_its_directory() {
+        let dir = std::env::temp_dir().join(format!("gort-stress-file-{}", std::process::id()));
+        let path = page_path(&dir.join("sub").join("r.html"), None);
+        write(
+            &SuiteResult::new(3, 2, 1000, None, vec![sample("a", &[])]),
+            &path,
+        )
+        .unwrap();
+        assert!(std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("gort stress report"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn write_creates_the_directory() {
         let dir = std::env::temp_dir().join(format!("gort-stress-html-{}", std::process::id()));
         let suite = SuiteResult::new(3, 2, 1000, None, vec![sample("a", &[])]);
-        let path = write(&suite, &dir.join("nested")).unwrap();
+        let path = page_path(&dir.join("nested"), None);
+        write(&suite, &path).unwrap();
         assert!(std::fs::read_to_string(&path)
             .unwrap()
             .contains("gort stress report"));

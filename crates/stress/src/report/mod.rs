@@ -1,7 +1,9 @@
 //! What a run found, and its three renderings: the terminal table, JSON and an HTML page.
 
+pub mod host;
 pub mod html;
 pub mod json;
+pub mod page_parts;
 pub mod table;
 
 use crate::stats::{HistSummary, TimelineBin};
@@ -96,6 +98,8 @@ pub struct SuiteResult {
     pub violations: u64,
     /// True when no invariant broke.
     pub passed: bool,
+    /// The machine and build the run ran on (set by the caller after the run).
+    pub host: Option<host::HostInfo>,
 }
 
 impl SuiteResult {
@@ -116,6 +120,7 @@ impl SuiteResult {
             scenarios,
             violations,
             passed: violations == 0,
+            host: None,
         }
     }
 }

@@ -368,9 +368,30 @@ impl Ctx {
             ("timers_stopped", m.timers_stopped),
             ("timers_modified", m.timers_modified),
             ("timers_moved", m.timers_moved),
+            ("tasks_stolen", m.tasks_stolen),
+            ("poller_wakeups", m.poller_wakeups),
+            ("poller_wakeups_timer", m.poller_wakeups_timer),
+            ("poller_wakeups_io", m.poller_wakeups_io),
+            ("poller_wakeups_break", m.poller_wakeups_break),
         ] {
             map.insert(k.to_string(), v);
         }
+        for (i, n) in m.timer_lateness.iter().enumerate() {
+            map.insert(format!("{LATENESS_KEY}{i:02}"), *n);
+        }
+    }
+}
+
+/// Prefix of the metrics keys of the runtime's lateness histogram buckets (`..._00` to
+/// `..._15`, see `gort::Metrics::timer_lateness`).
+pub const LATENESS_KEY: &str = "timer_lateness_";
+
+/// The factor lateness bounds are multiplied by: `DEBUG_SLOWDOWN` in a debug build, else 1.
+pub fn bound_scale() -> u64 {
+    if cfg!(debug_assertions) {
+        DEBUG_SLOWDOWN
+    } else {
+        1
     }
 }
 
@@ -461,11 +482,7 @@ fn memory_report(baseline: u64, hwm_reset: bool, sampler: RssSampler) -> MemoryR
 /// The lateness bound that holds for this build: the scenario's release bound, times
 /// [`DEBUG_SLOWDOWN`] in unoptimised builds.
 fn build_bound(release: LatenessBound) -> LatenessBound {
-    let factor = if cfg!(debug_assertions) {
-        DEBUG_SLOWDOWN
-    } else {
-        1
-    };
+    let factor = bound_scale();
     LatenessBound {
         p99_us: release.p99_us * factor,
         max_us: release.max_us * factor,
@@ -476,6 +493,10 @@ fn build_bound(release: LatenessBound) -> LatenessBound {
 /// violation on a quiet machine; when other processes took more than [`CONTENDED`] of the
 /// CPU, only a warning (the bounds promise lateness on a machine that is not overloaded).
 fn check_lateness(ctx: &Ctx, lateness: &HistSummary, bound: LatenessBound, others: f64) {
+    ctx.note(format!(
+        "other processes used {:.0}% of the machine's CPU",
+        others * 100.0
+    ));
     let mut over = std::mem::take(&mut *ctx.timing.lock().unwrap_or_else(|e| e.into_inner()));
     if lateness.count > 0 && lateness.p99_us > bound.p99_us {
         over.push(format!(

@@ -1,0 +1,99 @@
+//! The counters of `Runtime::metrics` and `Runtime::proc_metrics` move when the thing they
+//! count happens: a steal, a poller wake-up by a socket, a fired timer. Real threads and a
+//! real loopback socket; each wait gives up after 20 s so that a regression fails instead of
+//! hanging.
+#![cfg(not(loom))]
+
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const GIVE_UP: Duration = Duration::from_secs(20);
+
+/// Guards `tasks_stolen`: a task on one P spawns tasks into its own queue and spins without
+/// yielding until the other P's M has run them, which it can only do by stealing. The last
+/// spawned sits in the spinner's `runnext` slot, which thieves leave alone, so the spinner
+/// waits for all but one.
+#[test]
+fn steals_are_counted_on_the_thief_p() {
+    const SPAWNED: usize = 16;
+    let rt = gort::Builder::new().procs(2).build().unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let all_ran = rt.block_on({
+        let ran = ran.clone();
+        rt.spawn(async move {
+            for _ in 0..SPAWNED {
+                let ran = ran.clone();
+                gort::spawn(async move {
+                    ran.fetch_add(1, SeqCst);
+                });
+            }
+            let give_up = Instant::now() + GIVE_UP;
+            while ran.load(SeqCst) < SPAWNED - 1 && Instant::now() < give_up {
+                std::hint::spin_loop();
+            }
+            ran.load(SeqCst) >= SPAWNED - 1
+        })
+    });
+    assert!(
+        all_ran.unwrap(),
+        "the other P never stole the spawned tasks"
+    );
+    let m = rt.metrics();
+    let per_p: Vec<u64> = rt.proc_metrics().iter().map(|p| p.tasks_stolen).collect();
+    assert!(m.tasks_stolen >= 1, "no steal counted: {m:?}");
+    assert!(
+        m.tasks_stolen <= SPAWNED as u64,
+        "more tasks stolen than there were: {m:?}"
+    );
+    assert_eq!(per_p.iter().sum::<u64>(), m.tasks_stolen);
+}
+
+/// Guards `poller_wakeups_io`: with every task blocked on a socket and no timer armed, the
+/// idle M sleeps in the poller until a plain thread connects over loopback; that wake-up
+/// must be counted as an I/O one.
+#[test]
+fn a_socket_event_wakes_the_poller_and_is_counted() {
+    let rt = gort::Builder::new().procs(1).build().unwrap();
+    let listener = rt
+        .block_on(gort::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let before = rt.metrics();
+    let client = std::thread::spawn(move || {
+        // Long enough for the accepting task to park and the M to block in the poller.
+        std::thread::sleep(Duration::from_millis(100));
+        std::net::TcpStream::connect(addr).unwrap()
+    });
+    let accepted = rt.block_on(rt.spawn(async move { listener.accept().await.is_ok() }));
+    let _stream = client.join().unwrap();
+    assert!(accepted.unwrap());
+    let after = rt.metrics();
+    assert!(
+        after.poller_wakeups_io > before.poller_wakeups_io,
+        "no I/O wake-up counted: before {before:?}, after {after:?}"
+    );
+    assert!(after.poller_wakeups >= after.poller_wakeups_io);
+}
+
+/// Guards the lateness histogram as the runtime sees it: every timer callback run is in
+/// exactly one bucket, per P and in the sum. (A sleep whose deadline passed before it was
+/// first polled completes without firing a timer, so not every sleep is counted.)
+#[test]
+fn every_fired_timer_lands_in_one_lateness_bucket() {
+    let rt = gort::Builder::new().procs(2).build().unwrap();
+    rt.block_on(async {
+        let sleeps: Vec<_> = (1..=50u64)
+            .map(|i| gort::spawn(gort::time::sleep(Duration::from_micros(100 * i))))
+            .collect();
+        for s in sleeps {
+            s.await.unwrap();
+        }
+    });
+    let m = rt.metrics();
+    assert!(m.timers_fired >= 1, "{m:?}");
+    assert_eq!(m.timer_lateness.iter().sum::<u64>(), m.timers_fired);
+    for p in rt.proc_metrics() {
+        assert_eq!(p.timer_lateness.iter().sum::<u64>(), p.timers_fired);
+    }
+}
