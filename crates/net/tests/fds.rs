@@ -59,7 +59,10 @@ fn ten_thousand_connections_opened_and_dropped_leave_no_fd() {
             // At most the baseline: an fd that was open in passing when the baseline was taken
             // (seen once under CI: 11 after, 12 before) may be gone; a leak only adds.
             let now = open_fds();
-            assert!(now <= baseline, "fds leaked after round {round}: {now} > {baseline}");
+            assert!(
+                now <= baseline,
+                "fds leaked after round {round}: {now} > {baseline}"
+            );
         }
     });
 }
