@@ -9,20 +9,7 @@
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p gort-sched --test loom_join_set`
 #![cfg(loom)]
 
-#[allow(dead_code, unused_imports)]
-#[path = "../src/task/mod.rs"]
-mod task;
-
-/// What `task/callback.rs` reaches for (a panicking callback's counter); unused here.
-mod context {
-    pub struct Shared {
-        pub panics: std::sync::atomic::AtomicUsize,
-        pub user_panics: std::sync::atomic::AtomicUsize,
-    }
-    pub fn with_current<R>(f: impl FnOnce(Option<&std::sync::Arc<Shared>>) -> R) -> R {
-        f(None)
-    }
-}
+include!("support/task_model.rs");
 
 use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use loom::sync::{Arc, Mutex};
