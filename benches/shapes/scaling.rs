@@ -6,9 +6,9 @@
 //! is perfect scaling, 1.0 means the second worker bought nothing and above 1.0 means the
 //! workers cost each other more than they add (contention: shared locks, cache lines that
 //! move between cores, wake-ups). For latencies and CPU time the ratio says how the figure
-//! moves with the workers, not how well it scales. The shapes that put work on "each of W
-//! tasks" (T1, T2, T9, T8, T10) split the same total over W, so their ratios compare like
-//! with like; T5_busy and T10 also add a spinner per worker.
+//! moves with the workers, not how well it scales. T8 runs W x 1,000 timers and T5_busy and
+//! T10 one spinner per worker, so their ratios compare different loads (benches/SHAPES.md,
+//! "Scaling").
 
 use std::fmt::Write as _;
 
