@@ -133,16 +133,11 @@ impl Sleep {
         // or a deadline that needs no timer) stop it; the next poll registers again if it has
         // to wait.
         let now = nanotime();
-        let keep = deadline != NEVER
-            && deadline > now
-            && t.is_pending()
-            && gort_sched::timer_api::in_runtime();
-        if keep {
-            arm(t, deadline, 0, slack(deadline - now), WHAT);
-        } else {
-            del(t);
-            self.armed = false;
+        if deadline != NEVER && deadline > now && move_pending(t, deadline, now) {
+            return;
         }
+        del(t);
+        self.armed = false;
     }
 
     fn disarm(&mut self) {
@@ -153,6 +148,17 @@ impl Sleep {
             self.armed = false;
         }
     }
+}
+
+/// Moves a pending timer to `deadline` (> `now`) in place (Go's `modtimer`). Returns false if
+/// it was not pending (it ran, and its wake-up is spent) or this thread is in no runtime: the
+/// caller then stops it. One status operation answers both questions, where asking
+/// `is_pending` and `in_runtime` first would cost a status read and a thread-local more on
+/// every reset; re-arming a timer that turns out to have run only inserts it into a heap
+/// (rare: its task has not polled since it fired), which the caller's stop then undoes.
+fn move_pending(t: &Arc<Timer>, deadline: Nanos, now: Nanos) -> bool {
+    t.set_slack(slack(deadline - now));
+    gort_sched::timer_api::modtimer(t, deadline, 0, None) == Some(true)
 }
 
 impl Future for Sleep {
