@@ -85,6 +85,9 @@ var coarseTicks = []string{"late_p50_us", "late_p99_us", "late_max_us", "receive
 var shapes = []shape{
 	{"T1", "start_stop", "timer", []string{"per_op_ns"}, 3, t1StartStop},
 	{"T2", "reset", "timer", []string{"per_op_ns"}, 3, t2Reset},
+	{"T2_chan", "reset channel Timer", "timer", []string{"per_op_ns"}, 3, t2ResetChan},
+	// T2_sleep: gort's and Tokio's Sleep::reset against Go's Timer.Reset (T2_chan's Go code).
+	{"T2_sleep", "reset Sleep", "timer", []string{"per_op_ns"}, 3, t2ResetChan},
 	{"T3_100k", "sleep_fanout 100k", "timer", fanout, 3, func(p params) []figure { return t3SleepFanout(p, p.n(100_000)) }},
 	{"T3_1M", "sleep_fanout 1M", "timer", fanout, 1, func(p params) []figure { return t3SleepFanout(p, p.n(1_000_000)) }},
 	{"T4", "after_func_storm", "timer", []string{"last_fired_ms", "cpu_ms", "late_p99_us"}, 1, t4AfterFuncStorm},

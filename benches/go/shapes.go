@@ -51,6 +51,22 @@ func t2Reset(p params) []figure {
 	return []figure{{"per_op_ns", m.nsPer(total)}}
 }
 
+// T2_chan: T2 on a channel timer (time.NewTimer), whose Reset the gort side's Timer::reset
+// matches; with nobody receiving, as in a select loop between receives. The Go side of
+// T2_sleep too (Go has no sleep future to reset: a Timer.Reset is what a Go program resets).
+func t2ResetChan(p params) []figure {
+	per, total := p.split(p.n(1_000_000))
+	m := startMeter()
+	runW(p, func(int) {
+		t := time.NewTimer(time.Hour)
+		for i := 0; i < per; i++ {
+			t.Reset(time.Hour)
+		}
+		t.Stop()
+	})
+	return []figure{{"per_op_ns", m.nsPer(total)}}
+}
+
 // T3: K goroutines each sleep a random 1..1000 ms and record their lateness.
 func t3SleepFanout(p params, k int) []figure {
 	ds := durations(seed^3, k, time.Millisecond, 1000*time.Millisecond)

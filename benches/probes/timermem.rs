@@ -63,6 +63,9 @@ fn snapshot() -> [isize; 3] {
     ]
 }
 
+/// A value `per_item` only holds (a future it must not mistake for one to await).
+struct Held<T>(#[allow(dead_code)] T);
+
 /// Polls `fut` once, whatever it returns.
 async fn poll_once<F: Future + ?Sized>(mut fut: Pin<&mut F>) {
     std::future::poll_fn(move |cx: &mut Context<'_>| {
@@ -123,7 +126,8 @@ fn main() {
         per_item("Sleep, registered", || async {
             let mut s = Box::pin(gort::time::sleep(HOUR));
             poll_once(s.as_mut()).await;
-            s
+            // Kept as an opaque value: it is held, never awaited.
+            Held(s)
         })
         .await;
     });

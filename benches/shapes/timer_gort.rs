@@ -1,18 +1,19 @@
 //! Timer shapes T1-T9 on gort (procs = W), with the Go call of SHAPES.md where gort has it:
 //! `after_func(..).stop()`, `AfterFunc::reset`, `Ticker`, `timeout`. T1, T2 and T9 use
 //! after_func timers because they always sit in a P's heap (a channel `Timer` may be kept
-//! out of the heap while nobody waits on its channel, which would not measure the heap).
+//! out of the heap while nobody waits on its channel, which would not measure the heap);
+//! T2_chan and T2_sleep reset a channel `Timer` and a `Sleep`, the two resets users write.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gort::time::{after_func, sleep_until, AfterFunc, Ticker};
+use gort::time::{after_func, sleep_until, AfterFunc, Instant as GInstant, Ticker, Timer};
 
 use crate::common::{
-    check, coarse_tick_figures, coarse_window, durations, median, ms, spin_for, tick_figures, us,
-    Figures, Latch, Meter, Params, Rng, Samples, Signal, HOUR, SEED,
+    check, coarse_tick_figures, coarse_window, durations, median, ms, poll_once, spin_for,
+    tick_figures, us, Figures, Latch, Meter, Params, Rng, Samples, Signal, HOUR, SEED,
 };
 
 /// The runtime every gort shape runs on: procs = W.
@@ -99,6 +100,44 @@ pub fn t2_reset(p: &Params) -> Figures {
                 t.reset(HOUR);
             }
             assert!(t.stop(), "the reset timer was not active");
+        }))
+        .await;
+        vec![("per_op_ns", m.ns_per(total))]
+    })
+}
+
+/// T2_chan: T2 on a channel `Timer` (Go's `time.NewTimer`), nobody receiving: the reset of a
+/// `select!` loop's timeout between receives.
+pub fn t2_reset_chan(p: &Params) -> Figures {
+    let (per, total) = p.split(p.n(1_000_000));
+    let w = p.workers;
+    run(p, move || async move {
+        let m = Meter::start();
+        join_all(spawn_each(w, |_| async move {
+            let t = Timer::new(HOUR);
+            for _ in 0..per {
+                t.reset(HOUR);
+            }
+            assert!(t.stop(), "the reset timer was not active");
+        }))
+        .await;
+        vec![("per_op_ns", m.ns_per(total))]
+    })
+}
+
+/// T2_sleep: T2 on a pinned `Sleep` that has registered (polled once), reset to an hour
+/// from now (Tokio's T2).
+pub fn t2_reset_sleep(p: &Params) -> Figures {
+    let (per, total) = p.split(p.n(1_000_000));
+    let w = p.workers;
+    run(p, move || async move {
+        let m = Meter::start();
+        join_all(spawn_each(w, |_| async move {
+            let mut s = std::pin::pin!(sleep_until(GInstant::now() + HOUR));
+            poll_once(s.as_mut()).await;
+            for _ in 0..per {
+                s.as_mut().reset(GInstant::now() + HOUR);
+            }
         }))
         .await;
         vec![("per_op_ns", m.ns_per(total))]
