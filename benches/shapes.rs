@@ -242,6 +242,17 @@ pub static SHAPES: &[Shape] = &[
         gort: timer_gort::t9_reset_earlier,
         tokio: timer_tokio::t9_reset_earlier,
     },
+    // T9_chan: Tokio has no channel timer; its T9 (`Sleep`s) is what a Tokio program writes.
+    Shape {
+        id: "T9_chan",
+        name: "reset_earlier channel Timers",
+        group: "timer",
+        metrics: &["per_op_ns", "cpu_ms", "rss_mib"],
+        reps: 1,
+        quiet: false,
+        gort: timer_gort::t9_reset_earlier_chan,
+        tokio: timer_tokio::t9_reset_earlier,
+    },
     Shape {
         id: "T10_1ms",
         name: "ticker_coarse 1ms slices",

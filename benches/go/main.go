@@ -99,6 +99,8 @@ var shapes = []shape{
 	{"T7", "mass_cancel", "timer", []string{"cpu_ms", "rss_mib", "fired"}, 1, t7MassCancel},
 	{"T8", "simultaneous", "timer", []string{"last_p50_us", "last_max_us"}, 3, t8Simultaneous},
 	{"T9", "reset_earlier", "timer", []string{"per_op_ns", "cpu_ms"}, 1, t9ResetEarlier},
+	// T9_chan: gort's channel Timers against Go's NewTimer; rss_mib is added by every child.
+	{"T9_chan", "reset_earlier channel Timers", "timer", []string{"per_op_ns", "cpu_ms", "rss_mib"}, 1, t9ResetEarlierChan},
 	{"T10_1ms", "ticker_coarse 1ms slices", "timer", coarseTicks, 3, func(p params) []figure { return t10TickerCoarse(p, time.Millisecond) }},
 	{"T10_10ms", "ticker_coarse 10ms slices", "timer", coarseTicks, 3, func(p params) []figure { return t10TickerCoarse(p, 10*time.Millisecond) }},
 	{"R1", "spawn_many", "sched", []string{"per_task_ns"}, 3, r1SpawnMany},

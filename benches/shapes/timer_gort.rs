@@ -472,6 +472,37 @@ pub fn t8_simultaneous(p: &Params) -> Figures {
     })
 }
 
+/// T9_chan: T9 with channel `Timer`s (Go's `time.NewTimer`): N/W times each task resets a
+/// random one of its 10,000 to 50 µs, receives its value, and resets it back to one hour.
+pub fn t9_reset_earlier_chan(p: &Params) -> Figures {
+    let (per, total) = p.split(p.n(100_000));
+    let w = p.workers;
+    run(p, move || async move {
+        let ready = Arc::new(Latch::new(w));
+        let go = Arc::new(Latch::new(1));
+        let tasks = spawn_each(w, |t| {
+            let (ready, go) = (ready.clone(), go.clone());
+            async move {
+                let timers: Vec<Timer> = (0..10_000).map(|_| Timer::new(HOUR)).collect();
+                ready.arrive();
+                go.wait().await;
+                let mut rng = Rng::new(SEED ^ 9 ^ t as u64);
+                for _ in 0..per {
+                    let t = &timers[rng.below(10_000) as usize];
+                    t.reset(Duration::from_micros(50));
+                    t.c().recv().await.expect("the timer's value");
+                    t.reset(HOUR);
+                }
+            }
+        });
+        ready.wait().await;
+        let m = Meter::start();
+        go.arrive();
+        join_all(tasks).await;
+        vec![("per_op_ns", m.ns_per(total)), ("cpu_ms", ms(m.cpu()))]
+    })
+}
+
 /// T9: W tasks each own 10,000 one-hour after_func timers; N/W times each resets a random
 /// one to 50 µs, waits for its callback, and resets it back to one hour.
 pub fn t9_reset_earlier(p: &Params) -> Figures {
