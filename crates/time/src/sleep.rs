@@ -151,12 +151,15 @@ impl Sleep {
 }
 
 /// Moves a pending timer to `deadline` (> `now`) in place (Go's `modtimer`). Returns false if
-/// it was not pending (it ran, and its wake-up is spent) or this thread is in no runtime: the
-/// caller then stops it. One status operation answers both questions, where asking
-/// `is_pending` and `in_runtime` first would cost a status read and a thread-local more on
-/// every reset; re-arming a timer that turns out to have run only inserts it into a heap
-/// (rare: its task has not polled since it fired), which the caller's stop then undoes.
+/// it was not pending (it ran, and its wake-up is spent) or this thread is in no runtime
+/// (`modtimer` finds no runtime before it touches the timer): the caller then stops it.
+/// `is_pending` first keeps a timer that ran out of any heap (re-arming it would insert it
+/// only for the caller's stop to undo); should it run between the two, `modtimer` re-arms it
+/// and says it was not pending, and the caller's stop undoes that.
 fn move_pending(t: &Arc<Timer>, deadline: Nanos, now: Nanos) -> bool {
+    if !t.is_pending() {
+        return false;
+    }
     t.set_slack(slack(deadline - now));
     gort_sched::timer_api::modtimer(t, deadline, 0, None) == Some(true)
 }
