@@ -47,11 +47,11 @@
 //! observed, before the `del` that took the timer out of its heap (by this stop, or by an
 //! earlier `unblock` or fire under the same lock) saw the run, so every late fire has
 //! `when <=` the clock reading that computed the new `start`: `when < start`, and it is
-//! dropped. Only a zero-duration
-//! reset in the same nanosecond can tie, and then both values are the same instant and only
-//! the first of them is sent (a one-shot leaves `Armed` on its first send), so nothing
-//! observable changes. A late fire of the *current* arming (after `unblock` took the timer
-//! out of its heap) is a value that `maybe_run` would have sent anyway: it is accepted.
+//! dropped. Only a zero-duration reset in the same nanosecond can tie, and then both values
+//! are the same instant and only the first of them is sent (a one-shot leaves `Armed` on its
+//! first send), so nothing observable changes. A late fire of the *current* arming (after
+//! `unblock` took the timer out of its heap) is a value that `maybe_run` would have sent
+//! anyway: it is accepted.
 //!
 //! A ticker has one more race of the same kind: gort-timer re-arms a periodic timer *before*
 //! running its callback, so another thread may run the next tick while the previous one is

@@ -44,10 +44,12 @@ impl Sink for TimerSink {
     }
     fn take_buffered(&self) -> usize {
         // Nothing sent since the last drain: receivers only take values out, so the channel
-        // holds none of ours.
-        if !self.sent.swap(false, Relaxed) {
+        // holds none of ours. A load and a store, not a `swap`: the arming's lock orders the
+        // callers, and a swap would be a locked instruction on every reset.
+        if !self.sent.load(Relaxed) {
             return 0;
         }
+        self.sent.store(false, Relaxed);
         self.tx.take_buffered()
     }
 }
