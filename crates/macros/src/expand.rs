@@ -117,7 +117,9 @@ fn once<T>(seen: &Option<T>, nv: &MetaNameValue) -> syn::Result<()> {
             &nv.path,
             format!(
                 "gort: `{}` is given twice",
-                nv.path.get_ident().map_or_else(String::new, |i| i.to_string())
+                nv.path
+                    .get_ident()
+                    .map_or_else(String::new, |i| i.to_string())
             ),
         )),
         None => Ok(()),
@@ -158,7 +160,10 @@ fn parse_bool(value: &Expr) -> syn::Result<LitBool> {
 fn unknown(span: Span, arg: &Meta) -> syn::Error {
     for name in ["procs", "start_paused"] {
         if arg.path().is_ident(name) {
-            return syn::Error::new(span, format!("gort: `{name}` takes a value: `{name} = ...`"));
+            return syn::Error::new(
+                span,
+                format!("gort: `{name}` takes a value: `{name} = ...`"),
+            );
         }
     }
     let name = match arg.path().get_ident() {

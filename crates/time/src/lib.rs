@@ -10,6 +10,7 @@
 //! | `time.NewTicker(d)`, `Tick` | [`Ticker::new`], [`tick`]              |
 //! | `context.WithTimeout`-ish   | [`timeout`], [`timeout_at`]            |
 //! | tokio's `interval`          | [`interval`], [`Interval`]             |
+//! | `testing/synctest`'s clock  | [`pause`], [`advance`], [`resume`]     |
 //!
 //! Guarantees (Go 1.23, go#37196, go#69312, go#61542):
 //!

@@ -1,24 +1,5 @@
-//! A paused clock for tests: [`pause`], [`resume`], [`advance`], [`is_paused`].
-//!
-//! The clock is the runtime's: pausing it changes [`Instant::now`] and every deadline for
-//! that runtime's tasks, blocking closures and `block_on`, and for no other runtime. While
-//! paused, time moves in two ways:
-//!
-//! - **Auto-advance**: when the runtime is quiescent (no task runnable or running on any P,
-//!   `block_on`'s future neither running nor woken, no blocking closure queued or running,
-//!   no task in `block_in_place`, no task blocked on a socket), the clock jumps to the
-//!   earliest deadline and the timers due then run; the tasks they wake run before the
-//!   clock moves again. A sleep of an hour returns at once, at exactly an hour later.
-//! - **[`advance`]**: moves the clock forward by a duration, firing every timer due on the
-//!   way in deadline order, and returns when the runtime is quiescent at the new instant.
-//!
-//! A task blocked on a socket holds the clock: its peer may live in real time, outside the
-//! runtime, and jumping would make every network timeout fire at once. [`advance`] still
-//! moves the clock then, up to its target.
-//!
-//! Everything else is unchanged: `stop`/`reset` results, Go 1.23's no-stale-value rule, the
-//! per-P heaps. design/TIMERS.md ("The paused clock") says how the clock reaches the heaps
-//! and the poller.
+//! A paused clock for tests: [`pause`], [`resume`], [`advance`], [`is_paused`]; the rules are
+//! on [`pause`].
 
 use crate::instant::Instant;
 use crate::sleep::sleep_until;
@@ -28,7 +9,27 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-/// Freezes the current runtime's clock ([module docs](self)).
+/// Freezes the current runtime's clock, for tests of time-dependent code.
+///
+/// The clock is the runtime's: pausing it changes [`Instant::now`] and every deadline for
+/// that runtime's tasks, blocking closures and `block_on`, and for no other runtime. While
+/// paused, time moves in two ways:
+///
+/// - **Auto-advance**: when the runtime is quiescent (no task runnable or running on any P,
+///   `block_on`'s future neither running nor woken, no blocking closure queued or running,
+///   no task in `block_in_place`, no task blocked on a socket), the clock jumps to the
+///   earliest deadline and the timers due then run; the tasks they wake run before the
+///   clock moves again. A sleep of an hour returns at once, at exactly an hour later.
+/// - **[`advance`]**: moves the clock forward by a duration, firing every timer due on the
+///   way in deadline order, and returns when the runtime is quiescent at the new instant.
+///
+/// A task blocked on a socket holds the clock: its peer may live in real time, outside the
+/// runtime, and jumping would make every network timeout fire at once. [`advance`] still
+/// moves the clock then, up to its target.
+///
+/// Everything else is unchanged: `stop`/`reset` results, Go 1.23's no-stale-value rule, the
+/// per-P heaps. design/TIMERS.md ("The paused clock") says how the clock reaches the heaps
+/// and the poller.
 ///
 /// # Panics
 ///
@@ -81,7 +82,7 @@ pub fn resume() {
     );
 }
 
-/// Whether the current runtime's clock is paused (false outside a runtime).
+/// Whether the current runtime's clock is paused (false outside a runtime); see [`pause`].
 ///
 /// # Examples
 ///
@@ -98,7 +99,7 @@ pub fn is_paused() -> bool {
 /// order, the clock reading each one's deadline as it fires, and the tasks each wakes run
 /// before a later one fires (a 1 s ticker advanced 10 s delivers what Go gives a slow
 /// receiver: one value at a time, dropped ticks, no backlog). Returns when the runtime is
-/// quiescent at `now + d` ([module docs](self)).
+/// quiescent at `now + d` (see [`pause`]).
 ///
 /// # Panics
 ///
