@@ -372,3 +372,81 @@ fn a_task_blocked_on_a_socket_holds_the_clock_until_advance() {
         assert_eq!(at, start + Duration::from_secs(30));
     });
 }
+
+mod schedules {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One step of a task's random schedule.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Sleep(u64),
+        Yield,
+        SpawnSleeper(u64),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (0u64..5_000).prop_map(Step::Sleep),
+            Just(Step::Yield),
+            (0u64..5_000).prop_map(Step::SpawnSleeper),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        /// Random tasks sleeping, yielding and spawning sleepers on a paused 3-P runtime:
+        /// every sleep ends with the clock at exactly its deadline (the clock never jumped
+        /// while a woken task was runnable), and each task's end is the sum of its sleeps.
+        #[test]
+        fn every_wake_sees_its_own_deadline(
+            tasks in prop::collection::vec(prop::collection::vec(step(), 1..12), 1..12)
+        ) {
+            let rt = paused_rt(3);
+            let bad = rt.block_on(async move {
+                let bad = Arc::new(AtomicUsize::new(0));
+                let mut hs = Vec::new();
+                for steps in tasks {
+                    let bad = bad.clone();
+                    hs.push(gort::spawn(async move {
+                        let start = Instant::now();
+                        let mut slept = Duration::ZERO;
+                        for s in steps {
+                            match s {
+                                Step::Sleep(ms) => {
+                                    let d = Duration::from_millis(ms);
+                                    let deadline = Instant::now() + d;
+                                    time::sleep(d).await;
+                                    slept += d;
+                                    if Instant::now() != deadline {
+                                        bad.fetch_add(1, SeqCst);
+                                    }
+                                }
+                                Step::Yield => gort::yield_now().await,
+                                Step::SpawnSleeper(ms) => {
+                                    let bad = bad.clone();
+                                    gort::spawn(async move {
+                                        let deadline = Instant::now() + Duration::from_millis(ms);
+                                        time::sleep_until(deadline).await;
+                                        if Instant::now() != deadline {
+                                            bad.fetch_add(1, SeqCst);
+                                        }
+                                    });
+                                }
+                            }
+                        }
+                        if Instant::now() - start != slept {
+                            bad.fetch_add(1, SeqCst);
+                        }
+                    }));
+                }
+                for h in hs {
+                    h.await.unwrap();
+                }
+                bad.load(SeqCst)
+            });
+            prop_assert_eq!(bad, 0);
+        }
+    }
+}
