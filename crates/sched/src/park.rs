@@ -29,7 +29,6 @@
 //! poller and starts an M.
 
 use crate::idle::{Idle, IdleP, MHandle, Woken, PARK_BACKSTOP};
-use crate::paused::Quiet;
 use gort_loom::atomic::{fence, Ordering::SeqCst};
 use gort_timer::Nanos;
 use std::sync::Arc;
@@ -87,6 +86,17 @@ pub(crate) trait Sched {
     fn awaits_quiescence(&self) -> bool {
         false
     }
+}
+
+/// What the poller M found when it asked the paused clock to advance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Quiet {
+    /// Something runs or holds the clock: block until a break.
+    Busy,
+    /// Work is queued, timers are due, or the clock runs again: go back and run it.
+    Work,
+    /// The clock jumped to the next deadline, or `advance`'s waiters were woken.
+    Advanced,
 }
 
 /// A P taken back by an idle M, and whether the M spins.

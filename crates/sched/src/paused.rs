@@ -32,22 +32,12 @@
 //! last blocking job done. The poller M then re-checks.
 
 use crate::p::PStatus;
+use crate::park::Quiet;
 use crate::shared::Shared;
 use gort_timer::{min_nonzero, Nanos};
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::task::Waker;
-
-/// What the poller M found when it asked the paused clock to advance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Quiet {
-    /// Something runs or holds the clock: block until a break.
-    Busy,
-    /// Work is queued, timers are due, or the clock runs again: go back and run it.
-    Work,
-    /// The clock jumped to the next deadline, or `advance`'s waiters were woken.
-    Advanced,
-}
 
 /// `advance`'s side: tasks waiting for quiescence, and how far they allow the clock to jump
 /// while tasks wait on sockets.
