@@ -27,6 +27,10 @@ use std::time::Duration;
 /// runtime, and jumping would make every network timeout fire at once. [`advance`] still
 /// moves the clock then, up to its target.
 ///
+/// Threads outside the runtime keep the real clock, and so does `std::time::Instant`: an
+/// [`Instant`] of the virtual clock converts to the `std` instant at the same offset from the
+/// clock's epoch, which is not the real time of anything.
+///
 /// Everything else is unchanged: `stop`/`reset` results, Go 1.23's no-stale-value rule, the
 /// per-P heaps. design/TIMERS.md ("The paused clock") says how the clock reaches the heaps
 /// and the poller.
