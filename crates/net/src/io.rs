@@ -129,13 +129,13 @@ impl<S: Source> Io<S> {
     ) -> Poll<io::Result<R>> {
         let half = self.desc.half(dir);
         loop {
-            half.prepare().map_err(error)?;
+            let seen = half.prepare().map_err(error)?;
             match op(&self.source) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 res => return Poll::Ready(res),
             }
-            match half.wait(cx.waker(), &self.desc.waiters) {
+            match half.wait(seen, cx.waker(), &self.desc.waiters) {
                 Wait::Retry => continue,
                 Wait::Pending => return Poll::Pending,
                 Wait::Fail(f) => return Poll::Ready(Err(error(f))),

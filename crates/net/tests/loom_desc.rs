@@ -1,5 +1,5 @@
 //! Loom models of the poll descriptor (`gort_net::desc`, the real source through
-//! `gort_loom`): one direction's `ready` flag and waiter list against the poller's
+//! `gort_loom`): one direction's edge count and waiter list against the poller's
 //! readiness, a deadline timer's expiry, a deadline change and a close, in every
 //! interleaving. Invariants:
 //!
@@ -55,13 +55,14 @@ enum Outcome {
 /// `data` is set.
 fn op(half: &Half, data: &AtomicBool, waker: &Waker, count: &Waiters) -> Outcome {
     loop {
-        if let Err(f) = half.prepare() {
-            return Outcome::Failed(f);
-        }
+        let seen = match half.prepare() {
+            Ok(seen) => seen,
+            Err(f) => return Outcome::Failed(f),
+        };
         if data.load(SeqCst) {
             return Outcome::Done;
         }
-        match half.wait(waker, count) {
+        match half.wait(seen, waker, count) {
             Wait::Retry => continue,
             Wait::Pending => return Outcome::Pending,
             Wait::Fail(f) => return Outcome::Failed(f),
@@ -89,8 +90,9 @@ fn setup() -> Arc<Setup> {
 
 /// The poller reports readiness while the task tries its syscall and registers.
 ///
-/// Guards the waiter handshake resting on `edge`, recorded under the descriptor's lock: when
-/// it rested on the atomic `ready` alone (set by the poller, re-read by the task under the
+/// Guards the waiter handshake resting on the edge count, bumped under the descriptor's lock
+/// and compared with the ticket the task took before its syscall: when it rested on an
+/// atomic `ready` flag alone (set by the poller, re-read by the task under the
 /// lock), loom found interleavings where the task registered after the poller had released
 /// an empty list, and stayed `Pending` with nobody to wake it.
 #[test]
