@@ -28,7 +28,7 @@
 //! directions runtime-wide (Go's `netpollWaiters`) is kept under the lock too, so it never
 //! goes below zero.
 
-use gort_loom::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use gort_loom::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering::SeqCst};
 use gort_loom::Mutex;
 use std::task::Waker;
 
@@ -92,6 +92,9 @@ pub struct Half {
     edges: AtomicUsize,
     expired: AtomicBool,
     closed: AtomicBool,
+    /// `State::deadline`, mirrored (written under the lock) so that setting the deadline
+    /// already in effect takes no lock.
+    current: AtomicI64,
     state: Mutex<State>,
 }
 
@@ -101,6 +104,7 @@ impl Default for Half {
             edges: AtomicUsize::new(0),
             expired: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            current: AtomicI64::new(0),
             state: Mutex::new(State::default()),
         }
     }
@@ -203,11 +207,15 @@ impl Half {
         count: &dyn Count,
         arm: impl FnOnce(Arm),
     ) {
+        if self.unchanged(deadline, now) {
+            return;
+        }
         let mut st = self.state.lock();
         if self.closed.load(SeqCst) {
             return;
         }
         st.deadline = deadline;
+        self.current.store(deadline, SeqCst);
         if deadline > now {
             self.expired.store(false, SeqCst);
             if st.armed == 0 || deadline < st.armed {
@@ -236,7 +244,21 @@ impl Half {
         let mut st = self.state.lock();
         st.armed = 0;
         st.deadline = 0;
+        self.current.store(0, SeqCst);
         release(&mut st, out, count);
+    }
+
+    /// Whether setting `deadline` at `now` would change nothing, so that the lock can be
+    /// skipped: it is the deadline in effect, not passed (`deadline` 0: none is in effect and
+    /// none has passed). Then the locked path would only store what is there: with a
+    /// deadline in effect and not expired, the timer is armed for it or for an earlier
+    /// instant whose fire re-arms it; with none, no timer is armed. Go's servers clear
+    /// their read deadline after every request (`SetReadDeadline(time.Time{})`), mostly
+    /// when it is clear already.
+    fn unchanged(&self, deadline: Nanos, now: Nanos) -> bool {
+        self.current.load(SeqCst) == deadline
+            && !self.expired.load(SeqCst)
+            && (deadline == 0 || deadline > now)
     }
 
     /// Whether the deadline has passed (for tests and `Debug`).

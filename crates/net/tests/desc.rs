@@ -1,7 +1,7 @@
 //! The poll descriptor's handshake without loom (`gort_net::desc`): the cases the loom
 //! models (`loom_desc.rs`) do not count, such as how many syscalls a blocking read costs.
 
-use gort_net::desc::{Count, Half, Wait};
+use gort_net::desc::{Arm, Count, Half, Wait};
 use std::sync::Arc;
 use std::task::{Wake, Waker};
 
@@ -50,4 +50,26 @@ fn an_edge_after_the_ticket_makes_the_read_retry() {
     assert_eq!(half.wait(seen, waker, &NoCount), Wait::Pending);
     half.set_ready(&mut out, &NoCount);
     assert_eq!(out.len(), 1);
+}
+
+/// Setting the deadline in effect again, or clearing a clear one, changes nothing (and
+/// takes the lock-free path); after an expiry the same deadline is a change again.
+#[test]
+fn an_unchanged_deadline_changes_nothing() {
+    let half = Half::default();
+    let mut out = Vec::new();
+    let mut armings = Vec::new();
+    half.set_deadline(100, 0, &mut out, &NoCount, |a| armings.push(a));
+    half.set_deadline(100, 10, &mut out, &NoCount, |a| armings.push(a));
+    assert_eq!(armings, vec![Arm::At(100)]);
+    assert!(!half.is_expired());
+    // The fire expires it; the same instant, now passed, leaves it expired.
+    assert!(half.expire(100, &mut out, &NoCount, |a| armings.push(a)));
+    half.set_deadline(100, 200, &mut out, &NoCount, |a| armings.push(a));
+    assert!(half.is_expired());
+    // Cleared, then cleared again: nothing armed or stopped the second time.
+    half.set_deadline(0, 0, &mut out, &NoCount, |a| armings.push(a));
+    half.set_deadline(0, 0, &mut out, &NoCount, |a| armings.push(a));
+    assert!(!half.is_expired());
+    assert_eq!(armings, vec![Arm::At(100)]);
 }

@@ -302,3 +302,37 @@ fn readiness_and_expiry_together_wake_the_task_once_released() {
         assert_eq!(s.count.0.load(SeqCst), 0);
     });
 }
+
+/// The deadline in effect is set again (the lock-free path) while its timer fires: the
+/// outcome is one of the two orders, never a mix: set first, then the fire expires it; or the
+/// fire first, then the set clears `expired` and re-arms the timer.
+#[test]
+fn setting_the_deadline_in_effect_again_races_its_fire() {
+    loom::model(|| {
+        let s = setup();
+        let mut out = Vec::new();
+        s.half.set_deadline(10, 0, &mut out, &s.count, |_| {});
+        let timer = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let mut out = Vec::new();
+                s.half.expire(10, &mut out, &s.count, |_| {});
+                wake_all(out);
+            })
+        };
+        let armings = std::sync::Mutex::new(Vec::new());
+        s.half.set_deadline(10, 0, &mut out, &s.count, |a| {
+            armings.lock().unwrap().push(a)
+        });
+        timer.join().unwrap();
+        let armings = armings.into_inner().unwrap();
+        if s.half.is_expired() {
+            assert!(
+                armings.is_empty(),
+                "expired, yet the set re-armed: {armings:?}"
+            );
+        } else {
+            assert_eq!(armings, vec![Arm::At(10)], "cleared without re-arming");
+        }
+    });
+}
