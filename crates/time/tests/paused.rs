@@ -234,7 +234,10 @@ fn timer_reset_and_ticker_stop_keep_go_1_23_guarantees() {
         let got = t.c().recv().await.unwrap();
         assert_eq!(got, start + Duration::from_secs(7));
         assert_eq!(Instant::now(), got);
-        assert!(stopped_one, "no value of the 1 s arming was received, so reset reports it stopped it");
+        assert!(
+            stopped_one,
+            "no value of the 1 s arming was received, so reset reports it stopped it"
+        );
 
         let ticker = time::Ticker::new(Duration::from_secs(1));
         time::advance(Duration::from_millis(1500)).await;
@@ -449,4 +452,56 @@ mod schedules {
             prop_assert_eq!(bad, 0);
         }
     }
+}
+
+/// Four tasks sleep through fixed schedules and log each wake; a ticker and an `after_func`
+/// log too. Returns the log: (who, step, time since start in units, rounded).
+fn scheduled_log(rt: &gort::Runtime, unit: Duration) -> Vec<(u32, u32, u64)> {
+    rt.block_on(async move {
+        let start = Instant::now();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let units =
+            move |t: Instant| ((t - start).as_secs_f64() / unit.as_secs_f64()).round() as u64;
+        let schedules: [&[u32]; 4] = [&[1, 2, 3], &[2, 2], &[5], &[1, 1, 1, 1]];
+        let mut hs = Vec::new();
+        for (who, steps) in schedules.into_iter().enumerate() {
+            let log = log.clone();
+            hs.push(gort::spawn(async move {
+                for (i, n) in steps.iter().enumerate() {
+                    time::sleep(unit * *n).await;
+                    log.lock()
+                        .unwrap()
+                        .push((who as u32, i as u32, units(Instant::now())));
+                }
+            }));
+        }
+        let log2 = log.clone();
+        let _f = time::after_func(unit * 3 + unit / 2, move || {
+            log2.lock().unwrap().push((9, 0, units(Instant::now())));
+        });
+        for h in hs {
+            h.await.unwrap();
+        }
+        time::sleep(unit).await;
+        let mut log = log.lock().unwrap().clone();
+        // Events due at the same instant may be logged in either order.
+        log.sort_by_key(|&(who, step, at)| (at, who, step));
+        log
+    })
+}
+
+/// The same schedules give the same log on a paused clock (in hours, at once) as on the real
+/// clock (in tenths of a second); the real run is retried, since a loaded machine may delay
+/// a wake-up past the next one.
+#[test]
+fn a_paused_run_gives_what_a_real_clock_run_gives() {
+    let wall = std::time::Instant::now();
+    let paused = scheduled_log(&paused_rt(2), HOUR);
+    assert!(wall.elapsed() < Duration::from_secs(5));
+    let real_rt = gort::Builder::new().procs(2).build().unwrap();
+    let tries: Vec<_> = (0..3)
+        .map(|_| scheduled_log(&real_rt, Duration::from_millis(100)))
+        .take_while(|real| *real != paused)
+        .collect();
+    assert!(tries.len() < 3, "paused: {paused:?}\nreal: {tries:?}");
 }
