@@ -90,31 +90,47 @@ pub fn t1_start_stop(p: &Params) -> Figures {
 
 /// T2: W tasks each reset their own armed timer N/W times to one hour ahead.
 pub fn t2_reset(p: &Params) -> Figures {
-    let (per, total) = p.split(p.n(1_000_000));
-    let w = p.workers;
-    run(p, move || async move {
-        let m = Meter::start();
-        join_all(spawn_each(w, |_| async move {
-            let t = after_func(HOUR, || {});
-            for _ in 0..per {
-                t.reset(HOUR);
-            }
-            assert!(t.stop(), "the reset timer was not active");
-        }))
-        .await;
-        vec![("per_op_ns", m.ns_per(total))]
-    })
+    reset_each(p, || after_func(HOUR, || {}))
 }
 
 /// T2_chan: T2 on a channel `Timer` (Go's `time.NewTimer`), nobody receiving: the reset of a
 /// `select!` loop's timeout between receives.
 pub fn t2_reset_chan(p: &Params) -> Figures {
+    reset_each(p, || Timer::new(HOUR))
+}
+
+/// What T2 and T2_chan reset: an `AfterFunc` or a channel `Timer`.
+trait Resettable: Send + 'static {
+    fn reset(&self, d: Duration) -> bool;
+    fn stop(&self) -> bool;
+}
+
+impl Resettable for AfterFunc {
+    fn reset(&self, d: Duration) -> bool {
+        AfterFunc::reset(self, d)
+    }
+    fn stop(&self) -> bool {
+        AfterFunc::stop(self)
+    }
+}
+
+impl Resettable for Timer {
+    fn reset(&self, d: Duration) -> bool {
+        Timer::reset(self, d)
+    }
+    fn stop(&self) -> bool {
+        Timer::stop(self)
+    }
+}
+
+/// W tasks each make a timer with `make`, reset it N/W times to one hour ahead, and stop it.
+fn reset_each<T: Resettable>(p: &Params, make: fn() -> T) -> Figures {
     let (per, total) = p.split(p.n(1_000_000));
     let w = p.workers;
     run(p, move || async move {
         let m = Meter::start();
-        join_all(spawn_each(w, |_| async move {
-            let t = Timer::new(HOUR);
+        join_all(spawn_each(w, move |_| async move {
+            let t = make();
             for _ in 0..per {
                 t.reset(HOUR);
             }
