@@ -123,7 +123,7 @@ impl<T> Core<T> {
             return i;
         }
         let i = self.free.pop().unwrap_or_else(|| {
-            self.slots.push(Slot::EMPTY);
+            push_first_exact(&mut self.slots, Slot::EMPTY);
             self.slots.len() - 1
         });
         *slot = Some(i);
@@ -142,7 +142,7 @@ impl<T> Core<T> {
             d.discard(w);
         }
         s.group = None;
-        self.free.push(i);
+        push_first_exact(&mut self.free, i);
     }
 
     /// Records the caller's waker and select membership, then queues the slot.
@@ -196,4 +196,16 @@ impl<T> Core<T> {
             }
         }
     }
+}
+
+/// Pushes `e`, allocating room for exactly one element if it is the first: most channels
+/// (every timer channel) never have more than one operation parked, and `Vec`'s first growth
+/// to four slots would cost a timer channel that was received on 216 bytes more than it
+/// needs (design/PERFORMANCE-LOG.md, T9's memory). Later pushes grow as `Vec` does.
+#[inline]
+fn push_first_exact<E>(v: &mut Vec<E>, e: E) {
+    if v.capacity() == 0 {
+        v.reserve_exact(1);
+    }
+    v.push(e);
 }
