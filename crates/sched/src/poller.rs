@@ -288,8 +288,10 @@ impl Poller {
                 }
                 #[cfg(target_os = "linux")]
                 TIMER => {
+                    // The expiry count is never read: the registration is edge-triggered
+                    // and every expiry wakes the timerfd's waiters, so the next one is
+                    // reported all the same (a read would cost a syscall per wake-up).
                     seen.timer = true;
-                    self.timer.clear();
                     self.armed.store(0, Relaxed);
                 }
                 _ => {
@@ -457,13 +459,6 @@ mod timerfd {
             // SAFETY: valid fd and a properly initialised itimerspec; old value not requested.
             let rc = unsafe { libc::timerfd_settime(self.raw(), 0, &spec, std::ptr::null_mut()) };
             debug_assert_eq!(rc, 0, "gort: timerfd_settime failed");
-        }
-
-        /// Consumes an expiry so that the edge-triggered registration fires again next time.
-        pub(super) fn clear(&self) {
-            let mut buf = [0u8; 8];
-            // SAFETY: reading 8 bytes into an 8-byte buffer from our own non-blocking fd.
-            let _ = unsafe { libc::read(self.raw(), buf.as_mut_ptr().cast(), buf.len()) };
         }
     }
 }
