@@ -149,6 +149,12 @@ impl<T> Drop for Ring<T> {
 /// in the P's owner-only state).
 pub(crate) struct Local<T> {
     ring: Arc<Ring<T>>,
+    /// Ring positions `ready_from..ready_to` may hold `Ready` tasks (started work): a full
+    /// ring that moves any of them sends its batch to the `Ready` lane, not behind a burst
+    /// of spawns in the `Fresh` lane. Stolen tasks are not counted (a thief takes them only
+    /// into a ring at most half full, and runs them first).
+    ready_from: u32,
+    ready_to: u32,
 }
 
 /// Anyone's handle of a P's ring: length and stealing.
@@ -165,7 +171,12 @@ pub(crate) fn local<T>() -> (Local<T>, Stealer<T>) {
             .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
             .collect(),
     });
-    (Local { ring: ring.clone() }, Stealer { ring })
+    let local = Local {
+        ring: ring.clone(),
+        ready_from: 0,
+        ready_to: 0,
+    };
+    (local, Stealer { ring })
 }
 
 impl<T> Local<T> {
@@ -182,6 +193,9 @@ impl<T> Local<T> {
                 unsafe { r.put(tail, task) };
                 // Release: a thief that reads the new tail sees the slot written.
                 r.tail.store(tail.wrapping_add(1), Release);
+                if lane == Lane::Ready {
+                    self.note_ready(real, tail, tail.wrapping_add(1));
+                }
                 return;
             }
             if steal != real {
@@ -189,8 +203,12 @@ impl<T> Local<T> {
                 global.push(task, lane);
                 return;
             }
-            match self.push_overflow(task, real, tail, global, lane) {
-                Ok(()) => return,
+            let batch_lane = self.batch_lane(real, lane);
+            match self.push_overflow(task, real, tail, global, batch_lane) {
+                Ok(()) => {
+                    self.moved_out(real.wrapping_add(HALF));
+                    return;
+                }
                 // A thief claimed tasks between our load and our claim: there is room now.
                 Err(t) => task = t,
             }
@@ -222,6 +240,34 @@ impl<T> Local<T> {
         let batch = (0..HALF).map(|i| unsafe { r.take(head.wrapping_add(i)) });
         global.push_batch(batch.chain(std::iter::once(task)), lane);
         Ok(())
+    }
+
+    /// The lane of an overflow batch that moves the older half from `head`, pushed by a
+    /// `lane` push: `Ready` if the half may hold started work (a batch has one lane: telling
+    /// each task's origin apart would cost a cache miss per task).
+    fn batch_lane(&self, head: u32, lane: Lane) -> Lane {
+        let to = head.wrapping_add(HALF);
+        if before(head, self.ready_to) && before(self.ready_from, to) {
+            Lane::Ready
+        } else {
+            lane
+        }
+    }
+
+    /// Positions before `to` left the ring in an overflow batch.
+    fn moved_out(&mut self, to: u32) {
+        if before(self.ready_from, to) {
+            self.ready_from = to;
+        }
+    }
+
+    /// Notes that ring positions `from..to` may hold `Ready` tasks; `head` is the oldest
+    /// position still queued.
+    fn note_ready(&mut self, head: u32, from: u32, to: u32) {
+        if !before(head, self.ready_to) {
+            self.ready_from = from;
+        }
+        self.ready_to = to;
     }
 
     /// Go's `runqget`: the oldest task. A CAS, because thieves move `real` too.
@@ -261,6 +307,7 @@ impl<T> Local<T> {
         let room = LOCAL_CAP - tail.wrapping_sub(steal) as usize;
         let mut q = global.lock();
         let n = max.max(1).min(q.available(take)).min(room / 2 + 1);
+        let takes_ready = q.takes_ready(take, n);
         let ret = q.pop_front(take)?;
         for i in 0..n as u32 - 1 {
             let t = q
@@ -271,7 +318,11 @@ impl<T> Local<T> {
         }
         global.publish(&q);
         drop(q);
-        r.tail.store(tail.wrapping_add(n as u32 - 1), Release);
+        let end = tail.wrapping_add(n as u32 - 1);
+        r.tail.store(end, Release);
+        if takes_ready && n > 1 {
+            self.note_ready(unpack(r.head.load(Relaxed)).1, tail, end);
+        }
         Some(ret)
     }
 }
@@ -394,6 +445,15 @@ impl<T> Lanes<T> {
         }
     }
 
+    /// Whether taking `n` tasks as `take` says takes a `Ready` one.
+    fn takes_ready(&self, take: Take, n: usize) -> bool {
+        match take {
+            Take::Only(lane) => lane == Lane::Ready,
+            Take::First(Lane::Ready) => !self.ready.is_empty(),
+            Take::First(Lane::Fresh) => n > self.fresh.len(),
+        }
+    }
+
     fn available(&self, take: Take) -> usize {
         match take {
             Take::Only(Lane::Ready) => self.ready.len(),
@@ -476,10 +536,45 @@ impl<T> Global<T> {
     }
 }
 
+/// Whether ring position `a` comes before `b` (positions wrap; a ring spans far less than
+/// half the range).
+fn before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;
+
+    /// A woken task in a ring that a burst of spawns overflows goes to the `Ready` lane, not
+    /// behind the burst; a batch of spawns alone goes to `Fresh`.
+    #[test]
+    fn an_overflow_keeps_started_work_in_the_ready_lane() {
+        let global = Global::default();
+        let (mut ring, _) = local::<usize>();
+        ring.push(0, &global, Lane::Ready);
+        for t in 1..=LOCAL_CAP {
+            ring.push(t, &global, Lane::Fresh);
+        }
+        let mut q = global.lock();
+        assert_eq!(
+            q.ready.front(),
+            Some(&0),
+            "the woken task went behind the spawns"
+        );
+        assert!(q.fresh.is_empty());
+        q.ready.clear();
+        drop(q);
+        global.publish(&global.lock());
+        // The ring now holds only spawns: the next overflow is theirs.
+        for t in 0..LOCAL_CAP {
+            ring.push(1000 + t, &global, Lane::Fresh);
+        }
+        let q = global.lock();
+        assert!(q.ready.is_empty(), "spawns alone went to the Ready lane");
+        assert_eq!(q.fresh.len(), HALF as usize + 1);
+    }
 
     /// The lanes: `Take` decides the order, `Only` never touches the other lane, and each
     /// lane is FIFO.
