@@ -371,8 +371,9 @@ struct Wakeups {
 }
 
 /// Blocking polls of the poller, by cause. One wake-up can have several causes (a deadline
-/// reached while a socket became ready), or none (an early wake-up for a sparse deadline,
-/// which then spins, or a signal), so the causes need not add up to `total`.
+/// reached while a socket became ready), or none (an early wake-up for a sparse deadline
+/// that a socket or a break cut short, the expiry of an earlier arming, or a signal), so the
+/// causes need not add up to `total`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct WakeupCounts {
     pub(crate) total: u64,
