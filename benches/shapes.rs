@@ -121,6 +121,28 @@ pub static SHAPES: &[Shape] = &[
         gort: timer_gort::t2_reset,
         tokio: timer_tokio::t2_reset,
     },
+    // T2_chan and T2_sleep: Tokio has no channel timer; its T2 (`Sleep::reset`) is the reset
+    // a Tokio program writes for both.
+    Shape {
+        id: "T2_chan",
+        name: "reset channel Timer",
+        group: "timer",
+        metrics: PER_OP,
+        reps: 3,
+        quiet: false,
+        gort: timer_gort::t2_reset_chan,
+        tokio: timer_tokio::t2_reset,
+    },
+    Shape {
+        id: "T2_sleep",
+        name: "reset Sleep",
+        group: "timer",
+        metrics: PER_OP,
+        reps: 3,
+        quiet: false,
+        gort: timer_gort::t2_reset_sleep,
+        tokio: timer_tokio::t2_reset,
+    },
     Shape {
         id: "T3_100k",
         name: "sleep_fanout 100k",
@@ -219,6 +241,17 @@ pub static SHAPES: &[Shape] = &[
         reps: 1,
         quiet: false,
         gort: timer_gort::t9_reset_earlier,
+        tokio: timer_tokio::t9_reset_earlier,
+    },
+    // T9_chan: Tokio has no channel timer; its T9 (`Sleep`s) is what a Tokio program writes.
+    Shape {
+        id: "T9_chan",
+        name: "reset_earlier channel Timers",
+        group: "timer",
+        metrics: &["per_op_ns", "cpu_ms", "rss_mib"],
+        reps: 1,
+        quiet: false,
+        gort: timer_gort::t9_reset_earlier_chan,
         tokio: timer_tokio::t9_reset_earlier,
     },
     Shape {

@@ -82,3 +82,18 @@ fn mains_run_on_a_runtime_and_return_their_value() {
     let _ = mains::opaque();
     let _ = mains::never_returns as fn() -> !;
 }
+
+#[gort::test(start_paused = true)]
+async fn start_paused_runs_an_hour_at_once() {
+    assert!(gort::time::is_paused());
+    let wall = std::time::Instant::now();
+    let start = gort::time::Instant::now();
+    gort::time::sleep(std::time::Duration::from_secs(3600)).await;
+    assert_eq!(start.elapsed(), std::time::Duration::from_secs(3600));
+    assert!(wall.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[gort::test(procs = 2, start_paused = false)]
+async fn start_paused_false_keeps_the_real_clock() {
+    assert!(!gort::time::is_paused());
+}

@@ -85,6 +85,9 @@ var coarseTicks = []string{"late_p50_us", "late_p99_us", "late_max_us", "receive
 var shapes = []shape{
 	{"T1", "start_stop", "timer", []string{"per_op_ns"}, 3, t1StartStop},
 	{"T2", "reset", "timer", []string{"per_op_ns"}, 3, t2Reset},
+	{"T2_chan", "reset channel Timer", "timer", []string{"per_op_ns"}, 3, t2ResetChan},
+	// T2_sleep: gort's and Tokio's Sleep::reset against Go's Timer.Reset (T2_chan's Go code).
+	{"T2_sleep", "reset Sleep", "timer", []string{"per_op_ns"}, 3, t2ResetChan},
 	{"T3_100k", "sleep_fanout 100k", "timer", fanout, 3, func(p params) []figure { return t3SleepFanout(p, p.n(100_000)) }},
 	{"T3_1M", "sleep_fanout 1M", "timer", fanout, 1, func(p params) []figure { return t3SleepFanout(p, p.n(1_000_000)) }},
 	{"T4", "after_func_storm", "timer", []string{"last_fired_ms", "cpu_ms", "late_p99_us"}, 1, t4AfterFuncStorm},
@@ -96,6 +99,8 @@ var shapes = []shape{
 	{"T7", "mass_cancel", "timer", []string{"cpu_ms", "rss_mib", "fired"}, 1, t7MassCancel},
 	{"T8", "simultaneous", "timer", []string{"last_p50_us", "last_max_us"}, 3, t8Simultaneous},
 	{"T9", "reset_earlier", "timer", []string{"per_op_ns", "cpu_ms"}, 1, t9ResetEarlier},
+	// T9_chan: gort's channel Timers against Go's NewTimer; rss_mib is added by every child.
+	{"T9_chan", "reset_earlier channel Timers", "timer", []string{"per_op_ns", "cpu_ms", "rss_mib"}, 1, t9ResetEarlierChan},
 	{"T10_1ms", "ticker_coarse 1ms slices", "timer", coarseTicks, 3, func(p params) []figure { return t10TickerCoarse(p, time.Millisecond) }},
 	{"T10_10ms", "ticker_coarse 10ms slices", "timer", coarseTicks, 3, func(p params) []figure { return t10TickerCoarse(p, 10*time.Millisecond) }},
 	{"R1", "spawn_many", "sched", []string{"per_task_ns"}, 3, r1SpawnMany},

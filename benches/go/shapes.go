@@ -51,6 +51,22 @@ func t2Reset(p params) []figure {
 	return []figure{{"per_op_ns", m.nsPer(total)}}
 }
 
+// T2_chan: T2 on a channel timer (time.NewTimer), whose Reset the gort side's Timer::reset
+// matches; with nobody receiving, as in a select loop between receives. The Go side of
+// T2_sleep too (Go has no sleep future to reset: a Timer.Reset is what a Go program resets).
+func t2ResetChan(p params) []figure {
+	per, total := p.split(p.n(1_000_000))
+	m := startMeter()
+	runW(p, func(int) {
+		t := time.NewTimer(time.Hour)
+		for i := 0; i < per; i++ {
+			t.Reset(time.Hour)
+		}
+		t.Stop()
+	})
+	return []figure{{"per_op_ns", m.nsPer(total)}}
+}
+
 // T3: K goroutines each sleep a random 1..1000 ms and record their lateness.
 func t3SleepFanout(p params, k int) []figure {
 	ds := durations(seed^3, k, time.Millisecond, 1000*time.Millisecond)
@@ -328,6 +344,42 @@ func t9ResetEarlier(p params) []figure {
 				tm := timers[r.below(10_000)]
 				tm.Reset(50 * time.Microsecond)
 				<-fired
+				tm.Reset(time.Hour)
+			}
+			for _, tm := range timers {
+				tm.Stop()
+			}
+		}(t)
+	}
+	ready.Wait()
+	m := startMeter()
+	close(start)
+	finished.Wait()
+	return []figure{{"per_op_ns", m.nsPer(total)}, {"cpu_ms", ms(m.cpuSince())}}
+}
+
+// T9_chan: T9 with channel timers (time.NewTimer): each goroutine resets a random one of its
+// 10,000 to 50 µs, receives from its channel, and resets it back to one hour.
+func t9ResetEarlierChan(p params) []figure {
+	per, total := p.split(p.n(100_000))
+	var ready, finished sync.WaitGroup
+	ready.Add(p.workers)
+	finished.Add(p.workers)
+	start := make(chan struct{})
+	for t := 0; t < p.workers; t++ {
+		go func(t int) {
+			defer finished.Done()
+			timers := make([]*time.Timer, 10_000)
+			for i := range timers {
+				timers[i] = time.NewTimer(time.Hour)
+			}
+			ready.Done()
+			<-start
+			r := rng{seed ^ 9 ^ uint64(t)}
+			for i := 0; i < per; i++ {
+				tm := timers[r.below(10_000)]
+				tm.Reset(50 * time.Microsecond)
+				<-tm.C
 				tm.Reset(time.Hour)
 			}
 			for _, tm := range timers {

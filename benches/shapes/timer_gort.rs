@@ -1,18 +1,19 @@
 //! Timer shapes T1-T9 on gort (procs = W), with the Go call of SHAPES.md where gort has it:
 //! `after_func(..).stop()`, `AfterFunc::reset`, `Ticker`, `timeout`. T1, T2 and T9 use
 //! after_func timers because they always sit in a P's heap (a channel `Timer` may be kept
-//! out of the heap while nobody waits on its channel, which would not measure the heap).
+//! out of the heap while nobody waits on its channel, which would not measure the heap);
+//! T2_chan and T2_sleep reset a channel `Timer` and a `Sleep`, the two resets users write.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gort::time::{after_func, sleep_until, AfterFunc, Ticker};
+use gort::time::{after_func, sleep_until, AfterFunc, Instant as GInstant, Ticker, Timer};
 
 use crate::common::{
-    check, coarse_tick_figures, coarse_window, durations, median, ms, spin_for, tick_figures, us,
-    Figures, Latch, Meter, Params, Rng, Samples, Signal, HOUR, SEED,
+    check, coarse_tick_figures, coarse_window, durations, median, ms, poll_once, spin_for,
+    tick_figures, us, Figures, Latch, Meter, Params, Rng, Samples, Signal, HOUR, SEED,
 };
 
 /// The runtime every gort shape runs on: procs = W.
@@ -89,16 +90,70 @@ pub fn t1_start_stop(p: &Params) -> Figures {
 
 /// T2: W tasks each reset their own armed timer N/W times to one hour ahead.
 pub fn t2_reset(p: &Params) -> Figures {
+    reset_each(p, || after_func(HOUR, || {}))
+}
+
+/// T2_chan: T2 on a channel `Timer` (Go's `time.NewTimer`), nobody receiving: the reset of a
+/// `select!` loop's timeout between receives.
+pub fn t2_reset_chan(p: &Params) -> Figures {
+    reset_each(p, || Timer::new(HOUR))
+}
+
+/// What T2 and T2_chan reset: an `AfterFunc` or a channel `Timer`.
+trait Resettable: Send + 'static {
+    fn reset(&self, d: Duration) -> bool;
+    fn stop(&self) -> bool;
+}
+
+impl Resettable for AfterFunc {
+    fn reset(&self, d: Duration) -> bool {
+        AfterFunc::reset(self, d)
+    }
+    fn stop(&self) -> bool {
+        AfterFunc::stop(self)
+    }
+}
+
+impl Resettable for Timer {
+    fn reset(&self, d: Duration) -> bool {
+        Timer::reset(self, d)
+    }
+    fn stop(&self) -> bool {
+        Timer::stop(self)
+    }
+}
+
+/// W tasks each make a timer with `make`, reset it N/W times to one hour ahead, and stop it.
+fn reset_each<T: Resettable>(p: &Params, make: fn() -> T) -> Figures {
+    let (per, total) = p.split(p.n(1_000_000));
+    let w = p.workers;
+    run(p, move || async move {
+        let m = Meter::start();
+        join_all(spawn_each(w, move |_| async move {
+            let t = make();
+            for _ in 0..per {
+                t.reset(HOUR);
+            }
+            assert!(t.stop(), "the reset timer was not active");
+        }))
+        .await;
+        vec![("per_op_ns", m.ns_per(total))]
+    })
+}
+
+/// T2_sleep: T2 on a pinned `Sleep` that has registered (polled once), reset to an hour
+/// from now (Tokio's T2).
+pub fn t2_reset_sleep(p: &Params) -> Figures {
     let (per, total) = p.split(p.n(1_000_000));
     let w = p.workers;
     run(p, move || async move {
         let m = Meter::start();
         join_all(spawn_each(w, |_| async move {
-            let t = after_func(HOUR, || {});
+            let mut s = std::pin::pin!(sleep_until(GInstant::now() + HOUR));
+            poll_once(s.as_mut()).await;
             for _ in 0..per {
-                t.reset(HOUR);
+                s.as_mut().reset(GInstant::now() + HOUR);
             }
-            assert!(t.stop(), "the reset timer was not active");
         }))
         .await;
         vec![("per_op_ns", m.ns_per(total))]
@@ -433,6 +488,37 @@ pub fn t8_simultaneous(p: &Params) -> Figures {
         }
         let max = lasts.iter().copied().fold(0.0, f64::max);
         vec![("last_p50_us", median(lasts)), ("last_max_us", max)]
+    })
+}
+
+/// T9_chan: T9 with channel `Timer`s (Go's `time.NewTimer`): N/W times each task resets a
+/// random one of its 10,000 to 50 µs, receives its value, and resets it back to one hour.
+pub fn t9_reset_earlier_chan(p: &Params) -> Figures {
+    let (per, total) = p.split(p.n(100_000));
+    let w = p.workers;
+    run(p, move || async move {
+        let ready = Arc::new(Latch::new(w));
+        let go = Arc::new(Latch::new(1));
+        let tasks = spawn_each(w, |t| {
+            let (ready, go) = (ready.clone(), go.clone());
+            async move {
+                let timers: Vec<Timer> = (0..10_000).map(|_| Timer::new(HOUR)).collect();
+                ready.arrive();
+                go.wait().await;
+                let mut rng = Rng::new(SEED ^ 9 ^ t as u64);
+                for _ in 0..per {
+                    let t = &timers[rng.below(10_000) as usize];
+                    t.reset(Duration::from_micros(50));
+                    t.c().recv().await.expect("the timer's value");
+                    t.reset(HOUR);
+                }
+            }
+        });
+        ready.wait().await;
+        let m = Meter::start();
+        go.arrive();
+        join_all(tasks).await;
+        vec![("per_op_ns", m.ns_per(total)), ("cpu_ms", ms(m.cpu()))]
     })
 }
 

@@ -41,61 +41,28 @@
 //!    a plain waiter always may; a select's waiter only if its group is won for its arm.
 //! 2. Unlink it, move the value (into its slot, or out of it), take its waker.
 //! 3. Wake it after the lock is released ([`Deferred`]).
+//!
+//! # Where the code is
+//!
+//! This file holds the state, the non-blocking operations, the send and receive futures and
+//! the buffer; `core/waiters.rs` the slab of slots and the two wait queues (parking, steps 1
+//! and 2 above); `core/close.rs` the close protocol and the handle counts.
+
+mod close;
+mod waiters;
 
 use std::collections::VecDeque;
 use std::task::{Poll, Waker};
 
 use crate::error::{SendError, TryRecvError, TrySendError};
-use crate::group::{Claim, Group, GroupRef};
-use crate::queue::{Linked, Links, Queue};
+use crate::group::Group;
+use crate::queue::Queue;
 use crate::select_ctx::SelectCtx;
-use crate::wake::{Bag, Deferred};
+use crate::wake::Deferred;
+use waiters::{Side, Slot};
 
 /// Runs once when the last receiver is dropped.
 pub(crate) type DropHook = Box<dyn FnOnce() + Send>;
-
-/// A parked (or recently completed) operation.
-struct Slot<T> {
-    /// Linked in `sendq`/`recvq`.
-    queued: bool,
-    /// Parked (last) as a receive: a `value` it holds was handed to it.
-    recv: bool,
-    /// The offered value (send) or the handed-over value (receive); see invariants 2 and 3.
-    value: Option<T>,
-    /// The task to wake when the slot is completed or unlinked.
-    waker: Option<Waker>,
-    /// The select arm this operation belongs to, if any.
-    group: Option<GroupRef>,
-    /// Neighbours in `sendq`/`recvq`.
-    links: Links,
-}
-
-impl<T> Slot<T> {
-    const EMPTY: Slot<T> = Slot {
-        queued: false,
-        recv: false,
-        value: None,
-        waker: None,
-        group: None,
-        links: Links::UNLINKED,
-    };
-}
-
-impl<T> Linked for Slot<T> {
-    fn links(&self) -> &Links {
-        &self.links
-    }
-    fn links_mut(&mut self) -> &mut Links {
-        &mut self.links
-    }
-}
-
-/// Which queue a slot parks in.
-#[derive(Clone, Copy)]
-enum Side {
-    Send,
-    Recv,
-}
 
 /// The caller of a poll: its waker and, inside a `select!` arm, the select context.
 pub(crate) struct OpCtx<'a> {
@@ -351,174 +318,7 @@ impl<T> Core<T> {
         }
     }
 
-    // ---- closing and handles ----------------------------------------------------------------
-
-    /// Closes the channel: every parked operation is unlinked and woken to fail (senders) or
-    /// to drain the buffer and then see the end (receivers).
-    ///
-    /// Like Go's `closechan`, closing completes a parked select arm, so it also claims the
-    /// arm's group: no other arm of that select can take effect afterwards.
-    pub(crate) fn close(&mut self, d: &mut Deferred) {
-        if self.closed {
-            return;
-        }
-        self.closed = true;
-        Self::unlink_all(&mut self.sendq, &mut self.slots, d);
-        Self::unlink_all(&mut self.recvq, &mut self.slots, d);
-    }
-
-    /// Invariant 6: once nothing can come back to a closed channel, the receivers parked to
-    /// wait for it are woken to see the end.
-    fn settle(&mut self, d: &mut Deferred) {
-        if self.closed && self.handed == 0 {
-            Self::unlink_all(&mut self.recvq, &mut self.slots, d);
-        }
-    }
-
-    /// Unlinks every waiter of `q` and wakes it to retry (and find the channel closed).
-    fn unlink_all(q: &mut Queue, slots: &mut [Slot<T>], d: &mut Deferred) {
-        while let Some(i) = q.pop_front(slots) {
-            let s = &mut slots[i];
-            s.queued = false;
-            let claim = s.group.as_ref().map_or(Claim::Won, |g| g.claim(None));
-            if let Some(w) = s.waker.take() {
-                match claim {
-                    // Busy: its owner polls again and sees the close itself.
-                    Claim::Won | Claim::Busy | Claim::Own => d.wake(w),
-                    Claim::Gone => d.discard(w),
-                }
-            }
-        }
-    }
-
-    pub(crate) fn add_sender(&mut self) {
-        self.senders += 1;
-    }
-
-    pub(crate) fn add_receiver(&mut self) {
-        self.receivers += 1;
-    }
-
-    /// One sender fewer; the last one closes the channel.
-    pub(crate) fn drop_sender(&mut self, d: &mut Deferred) {
-        self.senders -= 1;
-        if self.senders == 0 {
-            self.close(d);
-        }
-    }
-
-    /// One receiver fewer; the last one closes the channel and hands back the buffered values
-    /// (nobody can receive them) and the drop hook, both for after unlocking.
-    pub(crate) fn drop_receiver(&mut self, d: &mut Deferred) -> (VecDeque<T>, Option<DropHook>) {
-        self.receivers -= 1;
-        if self.receivers > 0 {
-            return (VecDeque::new(), None);
-        }
-        self.close(d);
-        (std::mem::take(&mut self.buf), self.drop_hook.take())
-    }
-
-    /// Installs the hook run when the last receiver drops; returns the one it replaces.
-    pub(crate) fn set_drop_hook(&mut self, hook: DropHook) -> Option<DropHook> {
-        self.drop_hook.replace(hook)
-    }
-
-    /// Removes every buffered value (for dropping after unlocking), then lets parked senders
-    /// fill the room, as receives would.
-    ///
-    /// A value already handed to a plain receive future whose owner has not polled it yet is
-    /// taken back too, and that receiver parks again: otherwise, if the future were then
-    /// dropped, `cancel_recv` would put the value back after the timer's `stop` had returned
-    /// (a stale value, go#37196). Select arms keep theirs: their select committed to them.
-    pub(crate) fn take_buffered(&mut self, d: &mut Deferred) -> Bag<T> {
-        let mut taken = Bag::default();
-        while let Some(v) = self.buf.pop_front() {
-            taken.push(v);
-        }
-        if self.handed > 0 {
-            for i in 0..self.slots.len() {
-                let s = &mut self.slots[i];
-                if s.queued || !s.recv || s.group.is_some() {
-                    continue;
-                }
-                if let Some(v) = s.value.take() {
-                    taken.push(v);
-                    self.handed -= 1;
-                    // Its owner was woken and will find itself parked again (spurious wake).
-                    self.slots[i].queued = true;
-                    self.recvq.push_back(&mut self.slots, i);
-                }
-            }
-            self.settle(d);
-        }
-        self.refill(None, d);
-        taken
-    }
-
-    // ---- helpers ----------------------------------------------------------------------------
-
-    /// Step 1 of completing a parked operation: unlinks and returns the first waiter of `q`
-    /// that may complete now, on behalf of an operation whose own select is `me`.
-    fn pop_claimable(
-        q: &mut Queue,
-        slots: &mut [Slot<T>],
-        me: Option<*const Group>,
-        d: &mut Deferred,
-    ) -> Option<usize> {
-        let mut at = q.front();
-        while let Some(i) = at {
-            at = q.next(slots, i);
-            match slots[i].group.as_ref().map_or(Claim::Won, |g| g.claim(me)) {
-                Claim::Won => {
-                    q.remove(slots, i);
-                    slots[i].queued = false;
-                    return Some(i);
-                }
-                Claim::Busy => {
-                    if let Some(w) = &slots[i].waker {
-                        d.wake(w.clone());
-                    }
-                }
-                Claim::Own => {}
-                Claim::Gone => {
-                    q.remove(slots, i);
-                    let s = &mut slots[i];
-                    s.queued = false;
-                    if let Some(w) = s.waker.take() {
-                        d.discard(w);
-                    }
-                }
-            }
-        }
-        None
-    }
-
-    /// Step 2 for a receiver: hands it `v`.
-    fn give(&mut self, r: usize, v: T, d: &mut Deferred) {
-        let s = &mut self.slots[r];
-        debug_assert!(
-            s.value.is_none(),
-            "handed a value to a receiver that has one"
-        );
-        s.value = Some(v);
-        self.handed += 1;
-        if let Some(w) = s.waker.take() {
-            d.wake(w);
-        }
-    }
-
-    /// Step 2 for a sender: takes its offered value.
-    fn take(&mut self, s: usize, d: &mut Deferred) -> T {
-        let s = &mut self.slots[s];
-        let v = s
-            .value
-            .take()
-            .expect("a parked sender always offers its value");
-        if let Some(w) = s.waker.take() {
-            d.wake(w);
-        }
-        v
-    }
+    // ---- the buffer ---------------------------------------------------------------------------
 
     /// Puts back a value a dropped receiver was handed: to the next receiver, else to the
     /// front of the buffer, where it was next in line (invariant 4).
@@ -537,86 +337,6 @@ impl<T> Core<T> {
             };
             let v = self.take(s, d);
             self.buf.push_back(v);
-        }
-    }
-
-    /// The slot of `slot`, allocating one if needed.
-    fn slot(&mut self, slot: &mut Option<usize>) -> usize {
-        if let Some(i) = *slot {
-            return i;
-        }
-        let i = self.free.pop().unwrap_or_else(|| {
-            self.slots.push(Slot::EMPTY);
-            self.slots.len() - 1
-        });
-        *slot = Some(i);
-        i
-    }
-
-    /// Returns an idle slot to the free list.
-    fn release(&mut self, slot: &mut Option<usize>, d: &mut Deferred) {
-        let Some(i) = slot.take() else { return };
-        let s = &mut self.slots[i];
-        debug_assert!(
-            !s.queued && s.value.is_none(),
-            "released a slot still in use"
-        );
-        if let Some(w) = s.waker.take() {
-            d.discard(w);
-        }
-        s.group = None;
-        self.free.push(i);
-    }
-
-    /// Records the caller's waker and select membership, then queues the slot.
-    fn park(&mut self, i: usize, side: Side, ctx: &mut OpCtx<'_>, d: &mut Deferred) {
-        self.refresh(i, ctx, d);
-        self.slots[i].queued = true;
-        self.slots[i].recv = matches!(side, Side::Recv);
-        match side {
-            Side::Send => self.sendq.push_back(&mut self.slots, i),
-            Side::Recv => self.recvq.push_back(&mut self.slots, i),
-        }
-    }
-
-    /// Unlinks a queued slot whose owner completes the operation itself.
-    fn unpark(&mut self, i: usize, side: Side) {
-        let q = match side {
-            Side::Send => &mut self.sendq,
-            Side::Recv => &mut self.recvq,
-        };
-        q.remove(&mut self.slots, i);
-        self.slots[i].queued = false;
-    }
-
-    /// [`Core::unpark`] for a sender, taking back its offered value.
-    fn unpark_sender(&mut self, i: usize) -> T {
-        self.unpark(i, Side::Send);
-        self.slots[i]
-            .value
-            .take()
-            .expect("a parked sender always offers its value")
-    }
-
-    /// Updates a slot's waker (if it would wake another task) and select membership.
-    fn refresh(&mut self, i: usize, ctx: &mut OpCtx<'_>, d: &mut Deferred) {
-        let s = &mut self.slots[i];
-        if !s.waker.as_ref().is_some_and(|w| w.will_wake(ctx.waker)) {
-            if let Some(old) = s.waker.replace(ctx.waker.clone()) {
-                d.discard(old);
-            }
-        }
-        match ctx.select.as_deref_mut() {
-            None => s.group = None,
-            Some(sel) => {
-                let current = sel
-                    .group
-                    .as_ref()
-                    .is_some_and(|g| s.group.as_ref().is_some_and(|mine| mine.is(g, sel.arm)));
-                if !current {
-                    s.group = Some(sel.group_ref());
-                }
-            }
         }
     }
 }

@@ -5,7 +5,8 @@
 //! ```text
 //! fn name() -> R {
 //!     async fn __gort_body() -> R { body }
-//!     Builder::new().procs(N).drop_timeout(1 s, main only).build().expect(..).block_on(__gort_body())
+//!     Builder::new().procs(N).start_paused(B).drop_timeout(1 s, main only)
+//!         .build().expect(..).block_on(__gort_body())
 //! }
 //! ```
 //!
@@ -18,7 +19,7 @@ use quote::{quote, quote_spanned};
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{Expr, ItemFn, Lit, LitInt, Meta, Token};
+use syn::{Expr, ExprLit, ItemFn, Lit, LitBool, LitInt, Meta, MetaNameValue, Token};
 
 /// Which attribute is expanded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,7 +38,10 @@ pub(crate) fn expand(attr: TokenStream2, item: TokenStream2, kind: Kind) -> Toke
 }
 
 fn try_expand(attr: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result<TokenStream2> {
-    let procs = parse_procs(attr)?;
+    let Args {
+        procs,
+        start_paused,
+    } = parse_args(attr)?;
     let mut func: ItemFn = syn::parse2(item)?;
     check_signature(&func, kind)?;
     func.sig.asyncness = None;
@@ -46,9 +50,12 @@ fn try_expand(attr: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result
     // and abandons them (`Builder::drop_timeout`). A test's drop waits for everything.
     let exit =
         (kind == Kind::Main).then(|| quote! { .drop_timeout(::std::time::Duration::from_secs(1)) });
+    let paused = start_paused.map(|b| quote_spanned! {b.span()=> .start_paused(#b) });
     let builder = match &procs {
-        Some(n) => quote_spanned! {n.span()=> ::gort::Builder::new().procs(#n) #exit .build() },
-        None => quote! { ::gort::Builder::new() #exit .build() },
+        Some(n) => {
+            quote_spanned! {n.span()=> ::gort::Builder::new().procs(#n) #paused #exit .build() }
+        }
+        None => quote! { ::gort::Builder::new() #paused #exit .build() },
     };
     let max_check = procs.as_ref().map(|n| {
         quote_spanned! {n.span()=>
@@ -73,44 +80,91 @@ fn try_expand(attr: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result
     Ok(quote! { #test_attr #func })
 }
 
-/// Parses the arguments: nothing, or `procs = N` with an integer literal `N >= 1`.
-fn parse_procs(attr: TokenStream2) -> syn::Result<Option<LitInt>> {
-    let args = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
-    let mut procs: Option<LitInt> = None;
-    for arg in args {
+/// The macro's arguments.
+#[derive(Default)]
+struct Args {
+    /// `procs = N`: an integer literal `N >= 1`.
+    procs: Option<LitInt>,
+    /// `start_paused = true|false`.
+    start_paused: Option<LitBool>,
+}
+
+/// Parses the arguments: any of `procs = N` and `start_paused = BOOL`, each at most once.
+fn parse_args(attr: TokenStream2) -> syn::Result<Args> {
+    let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
+    let mut args = Args::default();
+    for arg in metas {
         let Meta::NameValue(nv) = &arg else {
             return Err(unknown(arg.span(), &arg));
         };
-        if !nv.path.is_ident("procs") {
+        if nv.path.is_ident("procs") {
+            once(&args.procs, nv)?;
+            args.procs = Some(parse_procs(&nv.value)?);
+        } else if nv.path.is_ident("start_paused") {
+            once(&args.start_paused, nv)?;
+            args.start_paused = Some(parse_bool(&nv.value)?);
+        } else {
             return Err(unknown(nv.path.span(), &arg));
         }
-        if procs.is_some() {
-            return Err(syn::Error::new_spanned(
-                &nv.path,
-                "gort: `procs` is given twice",
-            ));
-        }
-        let n = match &nv.value {
-            Expr::Lit(l) => match &l.lit {
-                Lit::Int(n) => n.clone(),
-                other => return Err(not_an_integer(other.span())),
-            },
-            other => return Err(not_an_integer(other.span())),
-        };
-        if n.base10_parse::<usize>()? == 0 {
-            return Err(syn::Error::new(
-                n.span(),
-                "gort: `procs` must be in 1..=gort::MAX_PROCS, got 0",
-            ));
-        }
-        procs = Some(n);
     }
-    Ok(procs)
+    Ok(args)
+}
+
+/// An argument may be given once.
+fn once<T>(seen: &Option<T>, nv: &MetaNameValue) -> syn::Result<()> {
+    match seen {
+        Some(_) => Err(syn::Error::new_spanned(
+            &nv.path,
+            format!(
+                "gort: `{}` is given twice",
+                nv.path
+                    .get_ident()
+                    .map_or_else(String::new, |i| i.to_string())
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `procs`' value: an integer literal `>= 1`.
+fn parse_procs(value: &Expr) -> syn::Result<LitInt> {
+    let n = match value {
+        Expr::Lit(l) => match &l.lit {
+            Lit::Int(n) => n.clone(),
+            other => return Err(not_an_integer(other.span())),
+        },
+        other => return Err(not_an_integer(other.span())),
+    };
+    if n.base10_parse::<usize>()? == 0 {
+        return Err(syn::Error::new(
+            n.span(),
+            "gort: `procs` must be in 1..=gort::MAX_PROCS, got 0",
+        ));
+    }
+    Ok(n)
+}
+
+/// `start_paused`' value: `true` or `false`.
+fn parse_bool(value: &Expr) -> syn::Result<LitBool> {
+    match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Bool(b), ..
+        }) => Ok(b.clone()),
+        other => Err(syn::Error::new(
+            other.span(),
+            "gort: `start_paused` takes `true` or `false`",
+        )),
+    }
 }
 
 fn unknown(span: Span, arg: &Meta) -> syn::Error {
-    if arg.path().is_ident("procs") {
-        return syn::Error::new(span, "gort: `procs` takes a value: `procs = N`");
+    for name in ["procs", "start_paused"] {
+        if arg.path().is_ident(name) {
+            return syn::Error::new(
+                span,
+                format!("gort: `{name}` takes a value: `{name} = ...`"),
+            );
+        }
     }
     let name = match arg.path().get_ident() {
         Some(id) => format!("`{id}`"),
@@ -118,7 +172,7 @@ fn unknown(span: Span, arg: &Meta) -> syn::Error {
     };
     syn::Error::new(
         span,
-        format!("gort: unknown {name}; the only argument is `procs = N`"),
+        format!("gort: unknown {name}; the arguments are `procs = N` and `start_paused = BOOL`"),
     )
 }
 

@@ -1,6 +1,7 @@
 //! `#[gort::main]` and `#[gort::test]`: run an `async fn` on a fresh gort runtime.
 //!
-//! Both accept an optional `procs = N` argument (the runtime's number of Ps, `1..=MAX_PROCS`).
+//! Both accept the optional arguments `procs = N` (the runtime's number of Ps,
+//! `1..=MAX_PROCS`) and `start_paused = true` (a paused clock: `Builder::start_paused`).
 //! The function keeps its return type: `main` may return anything a plain `fn main` may (any
 //! `T: Termination`, e.g. `Result<(), E>`), a test `()` or `Result<(), E>`; other attributes
 //! (`#[should_panic]`, `#[ignore]`, ...) stay on the generated function.
@@ -25,7 +26,8 @@ mod expand;
 /// }
 /// ```
 ///
-/// `#[gort::main(procs = 4)]` sets the number of Ps. A bad argument, a `procs` outside
+/// `#[gort::main(procs = 4)]` sets the number of Ps; `start_paused = true` starts the
+/// runtime with a paused clock (`gort::Builder::start_paused`). A bad argument, a `procs` outside
 /// `1..=gort::MAX_PROCS`, a non-`async` function or one with parameters is a compile error.
 #[proc_macro_attribute]
 pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
@@ -42,7 +44,17 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 /// }
 /// ```
 ///
-/// It takes the same arguments as [`main`](macro@main).
+/// It takes the same arguments as [`main`](macro@main). With `start_paused = true` the
+/// test's clock is paused: time-dependent code runs hours of virtual time in microseconds.
+///
+/// ```ignore
+/// #[gort::test(start_paused = true)]
+/// async fn an_hour_passes_at_once() {
+///     let start = gort::time::Instant::now();
+///     gort::time::sleep(std::time::Duration::from_secs(3600)).await;
+///     assert_eq!(start.elapsed(), std::time::Duration::from_secs(3600));
+/// }
+/// ```
 #[proc_macro_attribute]
 pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::expand(args.into(), item.into(), expand::Kind::Test).into()

@@ -3,15 +3,17 @@
 //!
 //! Each direction (read, write) is a [`Half`]:
 //!
-//! - `ready` (Go's `pdReady` in `rg`/`wg`): set by the poller on an edge, cleared by the
-//!   task (a swap, which reads the poller's store when it came first) just before it tries
-//!   the syscall. Edge-triggered readiness is never lost: an edge
-//!   that came before the clear is data the syscall finds; one after it sets the flag again.
+//! - `edges` (what Go's `pdReady` in `rg`/`wg` is for): the count of readiness edges,
+//!   bumped by the poller under the lock. The task reads it just before it tries the
+//!   syscall ([`Half::prepare`] returns it as an [`Edges`] ticket) and, when the syscall
+//!   would block, registers only if no edge came since ([`Half::wait`]): an edge before the
+//!   read is data the syscall finds; one after it makes the task retry. An edge the syscall
+//!   already consumed never causes a retry, so a read that would block costs one syscall
+//!   per readiness edge, not two.
 //! - `waiters` (Go's goroutine pointer in `rg`/`wg`): the wakers of the tasks blocked in this
-//!   direction. The poller records the edge under the lock (`edge`, besides the atomic
-//!   `ready`) and releases the waiters there; a task registers under the lock unless `edge`
-//!   is set (then it retries); so either the poller finds the waker or the task finds the
-//!   edge: the lock orders the two, with no reliance on the atomic's ordering.
+//!   direction. The poller bumps `edges` and releases the waiters under the lock; a task
+//!   compares `edges` with its ticket and registers under the same lock; so either the
+//!   poller finds the waker or the task finds the edge.
 //! - `expired` (Go's `rd < 0`): the deadline has passed; every operation fails with
 //!   `TimedOut` at once, before any syscall, until the deadline is moved or cleared.
 //! - `armed` (what Go's `rseq`/`wseq` are for): the deadline the direction's timer is armed
@@ -26,7 +28,7 @@
 //! directions runtime-wide (Go's `netpollWaiters`) is kept under the lock too, so it never
 //! goes below zero.
 
-use gort_loom::atomic::{AtomicBool, Ordering::SeqCst};
+use gort_loom::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering::SeqCst};
 use gort_loom::Mutex;
 use std::task::Waker;
 
@@ -41,6 +43,10 @@ pub trait Count: Send + Sync + 'static {
     fn remove(&self);
 }
 
+/// The count of readiness edges a task saw just before its syscall ([`Half::prepare`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Edges(usize);
+
 /// Why an operation cannot go on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fail {
@@ -53,7 +59,7 @@ pub enum Fail {
 /// What a task that got `WouldBlock` should do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wait {
-    /// Readiness came meanwhile: try the syscall again.
+    /// Readiness came since the ticket was taken: try the syscall again.
     Retry,
     /// Its waker is registered: return `Pending`.
     Pending,
@@ -77,26 +83,28 @@ struct State {
     /// The deadline in effect (0 = none); later than `armed` when it was moved later since
     /// the timer was armed (the fire then moves the timer instead of expiring).
     deadline: Nanos,
-    /// An edge came since a task last registered: the lock-protected twin of `ready`, which
-    /// the waiter handshake relies on (the atomic is the lock-free fast path).
-    edge: bool,
 }
 
 /// One direction of a poll descriptor.
 #[derive(Debug)]
 pub struct Half {
-    ready: AtomicBool,
+    /// Readiness edges so far; bumped only under `state`'s lock (wrapping).
+    edges: AtomicUsize,
     expired: AtomicBool,
     closed: AtomicBool,
+    /// `State::deadline`, mirrored (written under the lock) so that setting the deadline
+    /// already in effect takes no lock.
+    current: AtomicI64,
     state: Mutex<State>,
 }
 
 impl Default for Half {
     fn default() -> Half {
         Half {
-            ready: AtomicBool::new(false),
+            edges: AtomicUsize::new(0),
             expired: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            current: AtomicI64::new(0),
             state: Mutex::new(State::default()),
         }
     }
@@ -104,24 +112,24 @@ impl Default for Half {
 
 impl Half {
     /// Go's `prepareRead`/`prepareWrite`: fails at once on a passed deadline or a closed
-    /// socket (nothing is consumed or sent), else clears `ready` for the syscall to follow.
-    pub fn prepare(&self) -> Result<(), Fail> {
+    /// socket (nothing is consumed or sent), else returns the edges seen so far, the ticket
+    /// that [`Half::wait`] compares, for the syscall to follow.
+    pub fn prepare(&self) -> Result<Edges, Fail> {
         if self.closed.load(SeqCst) {
             return Err(Fail::Closed);
         }
         if self.expired.load(SeqCst) {
             return Err(Fail::TimedOut);
         }
-        // A swap, not a store: if the poller's `ready` came first, reading it (acquire)
-        // makes the data behind that edge visible to the syscall that follows.
-        self.ready.swap(false, SeqCst);
-        Ok(())
+        // Reading the poller's bump (acquire) orders the syscall after the edge it counted.
+        Ok(Edges(self.edges.load(SeqCst)))
     }
 
     /// Go's `netpollblock` after a syscall said `WouldBlock`: registers `waker` unless
-    /// readiness, the deadline or a close came meanwhile.
-    pub fn wait(&self, waker: &Waker, count: &dyn Count) -> Wait {
-        if self.ready.load(SeqCst) {
+    /// readiness (an edge after `seen`, the ticket of [`Half::prepare`]), the deadline or a
+    /// close came meanwhile.
+    pub fn wait(&self, seen: Edges, waker: &Waker, count: &dyn Count) -> Wait {
+        if self.edges.load(SeqCst) != seen.0 {
             return Wait::Retry;
         }
         let mine = waker.clone(); // user code: outside the lock
@@ -130,7 +138,7 @@ impl Half {
             Wait::Fail(Fail::Closed)
         } else if self.expired.load(SeqCst) {
             Wait::Fail(Fail::TimedOut)
-        } else if std::mem::take(&mut st.edge) {
+        } else if self.edges.load(SeqCst) != seen.0 {
             Wait::Retry
         } else {
             Wait::Pending
@@ -147,14 +155,14 @@ impl Half {
         outcome
     }
 
-    /// Go's `netpollready` for this direction: sets `ready` and releases the waiters into
+    /// Go's `netpollready` for this direction: counts the edge and releases the waiters into
     /// `out`.
     pub fn set_ready(&self, out: &mut Vec<Waker>, count: &dyn Count) {
-        // Under the lock: a task registering under it either comes after (and sees `edge`)
-        // or before (and its waker is released here).
+        // Under the lock: a task registering under it either comes after (and sees the new
+        // count) or before (and its waker is released here).
         let mut st = self.state.lock();
-        st.edge = true;
-        self.ready.store(true, SeqCst);
+        let edges = self.edges.load(SeqCst);
+        self.edges.store(edges.wrapping_add(1), SeqCst);
         release(&mut st, out, count);
     }
 
@@ -199,11 +207,15 @@ impl Half {
         count: &dyn Count,
         arm: impl FnOnce(Arm),
     ) {
+        if self.unchanged(deadline, now) {
+            return;
+        }
         let mut st = self.state.lock();
         if self.closed.load(SeqCst) {
             return;
         }
         st.deadline = deadline;
+        self.current.store(deadline, SeqCst);
         if deadline > now {
             self.expired.store(false, SeqCst);
             if st.armed == 0 || deadline < st.armed {
@@ -232,7 +244,21 @@ impl Half {
         let mut st = self.state.lock();
         st.armed = 0;
         st.deadline = 0;
+        self.current.store(0, SeqCst);
         release(&mut st, out, count);
+    }
+
+    /// Whether setting `deadline` at `now` would change nothing, so that the lock can be
+    /// skipped: it is the deadline in effect, not passed (`deadline` 0: none is in effect and
+    /// none has passed). Then the locked path would only store what is there: with a
+    /// deadline in effect and not expired, the timer is armed for it or for an earlier
+    /// instant whose fire re-arms it; with none, no timer is armed. Go's servers clear
+    /// their read deadline after every request (`SetReadDeadline(time.Time{})`), mostly
+    /// when it is clear already.
+    fn unchanged(&self, deadline: Nanos, now: Nanos) -> bool {
+        self.current.load(SeqCst) == deadline
+            && !self.expired.load(SeqCst)
+            && (deadline == 0 || deadline > now)
     }
 
     /// Whether the deadline has passed (for tests and `Debug`).

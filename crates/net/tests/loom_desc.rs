@@ -1,5 +1,5 @@
 //! Loom models of the poll descriptor (`gort_net::desc`, the real source through
-//! `gort_loom`): one direction's `ready` flag and waiter list against the poller's
+//! `gort_loom`): one direction's edge count and waiter list against the poller's
 //! readiness, a deadline timer's expiry, a deadline change and a close, in every
 //! interleaving. Invariants:
 //!
@@ -55,13 +55,14 @@ enum Outcome {
 /// `data` is set.
 fn op(half: &Half, data: &AtomicBool, waker: &Waker, count: &Waiters) -> Outcome {
     loop {
-        if let Err(f) = half.prepare() {
-            return Outcome::Failed(f);
-        }
+        let seen = match half.prepare() {
+            Ok(seen) => seen,
+            Err(f) => return Outcome::Failed(f),
+        };
         if data.load(SeqCst) {
             return Outcome::Done;
         }
-        match half.wait(waker, count) {
+        match half.wait(seen, waker, count) {
             Wait::Retry => continue,
             Wait::Pending => return Outcome::Pending,
             Wait::Fail(f) => return Outcome::Failed(f),
@@ -89,8 +90,9 @@ fn setup() -> Arc<Setup> {
 
 /// The poller reports readiness while the task tries its syscall and registers.
 ///
-/// Guards the waiter handshake resting on `edge`, recorded under the descriptor's lock: when
-/// it rested on the atomic `ready` alone (set by the poller, re-read by the task under the
+/// Guards the waiter handshake resting on the edge count, bumped under the descriptor's lock
+/// and compared with the ticket the task took before its syscall: when it rested on an
+/// atomic `ready` flag alone (set by the poller, re-read by the task under the
 /// lock), loom found interleavings where the task registered after the poller had released
 /// an empty list, and stayed `Pending` with nobody to wake it.
 #[test]
@@ -298,5 +300,39 @@ fn readiness_and_expiry_together_wake_the_task_once_released() {
         let timed_out = Outcome::Failed(Fail::TimedOut);
         assert_eq!(op(&s.half, &s.data, &waker, &s.count), timed_out);
         assert_eq!(s.count.0.load(SeqCst), 0);
+    });
+}
+
+/// The deadline in effect is set again (the lock-free path) while its timer fires: the
+/// outcome is one of the two orders, never a mix: set first, then the fire expires it; or the
+/// fire first, then the set clears `expired` and re-arms the timer.
+#[test]
+fn setting_the_deadline_in_effect_again_races_its_fire() {
+    loom::model(|| {
+        let s = setup();
+        let mut out = Vec::new();
+        s.half.set_deadline(10, 0, &mut out, &s.count, |_| {});
+        let timer = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let mut out = Vec::new();
+                s.half.expire(10, &mut out, &s.count, |_| {});
+                wake_all(out);
+            })
+        };
+        let armings = std::sync::Mutex::new(Vec::new());
+        s.half.set_deadline(10, 0, &mut out, &s.count, |a| {
+            armings.lock().unwrap().push(a)
+        });
+        timer.join().unwrap();
+        let armings = armings.into_inner().unwrap();
+        if s.half.is_expired() {
+            assert!(
+                armings.is_empty(),
+                "expired, yet the set re-armed: {armings:?}"
+            );
+        } else {
+            assert_eq!(armings, vec![Arm::At(10)], "cleared without re-arming");
+        }
     });
 }

@@ -11,7 +11,10 @@ use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU64, AtomicUsize,
+    Ordering::{Relaxed, SeqCst},
+};
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -31,6 +34,8 @@ pub(crate) struct Blocking {
     /// The runtime, for the context of blocking threads (so `spawn` works in them).
     runtime: Mutex<Weak<Shared>>,
     panics: AtomicU64,
+    /// Closures queued or running: they hold a paused clock (`paused.rs`).
+    jobs: AtomicUsize,
     /// Thread names, hooks, the pool's size limit and keep-alive (`Builder`).
     threads: ThreadConfig,
 }
@@ -43,6 +48,7 @@ impl Blocking {
             all_exited: Condvar::new(),
             runtime: Mutex::new(Weak::new()),
             panics: AtomicU64::new(0),
+            jobs: AtomicUsize::new(0),
             threads,
         })
     }
@@ -55,11 +61,28 @@ impl Blocking {
         self.panics.load(Relaxed)
     }
 
+    /// Closures queued or running.
+    pub(crate) fn jobs(&self) -> usize {
+        self.jobs.load(SeqCst)
+    }
+
+    /// A closure ran or was dropped unrun; the last one may leave a paused runtime quiescent.
+    fn job_done(&self) {
+        if self.jobs.fetch_sub(1, SeqCst) == 1 {
+            let shared = self.runtime.lock().upgrade();
+            if let Some(shared) = shared {
+                shared.may_be_quiescent();
+            }
+        }
+    }
+
     fn push(self: &Arc<Self>, task: Task) {
+        self.jobs.fetch_add(1, SeqCst);
         let mut s = self.state.lock();
         if s.shutdown {
             drop(s);
             task.shutdown();
+            self.job_done();
             return;
         }
         s.queue.push_back(task);
@@ -90,6 +113,7 @@ impl Blocking {
                 // panicking `Drop` of a panic's payload, say), so that `threads` stays true
                 // and shutdown does not wait for a thread that is gone.
                 catch_user_here(|| task.run());
+                self.job_done();
                 s = self.state.lock();
                 continue;
             }
@@ -120,6 +144,7 @@ impl Blocking {
         drop(s);
         for t in queued {
             catch_user_here(|| t.shutdown());
+            self.job_done();
         }
         let mut s = self.state.lock();
         while s.threads > 0 {

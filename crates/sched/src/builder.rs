@@ -162,4 +162,26 @@ impl Builder {
         self.threads.keep_alive = keep_alive;
         self
     }
+
+    /// Starts the runtime with its clock paused, as if its first task called
+    /// `gort::time::pause()`: time moves only when the runtime is quiescent (it then jumps to
+    /// the next deadline) or when a task calls `gort::time::advance`. For tests of
+    /// time-dependent code; `#[gort::test(start_paused = true)]` sets it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = gort::Builder::new().start_paused(true).build().unwrap();
+    /// let slept = rt.block_on(async {
+    ///     let start = gort::time::Instant::now();
+    ///     gort::time::sleep(Duration::from_secs(3600)).await; // returns at once
+    ///     gort::time::Instant::now() - start
+    /// });
+    /// assert_eq!(slept, Duration::from_secs(3600));
+    /// ```
+    pub fn start_paused(&mut self, paused: bool) -> &mut Builder {
+        self.start_paused = paused;
+        self
+    }
 }

@@ -4,6 +4,7 @@
 
 use crate::p::P;
 use crate::shared::Shared;
+use gort_timer::RuntimeClock;
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
@@ -26,9 +27,21 @@ pub(crate) struct EnterGuard {
     prev_may_block: bool,
 }
 
+/// Makes `shared` (or none) this thread's runtime, and its clock the thread's clock; returns
+/// the previous runtime.
+fn replace_shared(shared: Option<Arc<Shared>>) -> Option<Arc<Shared>> {
+    let clock = shared
+        .as_ref()
+        .map_or(std::ptr::null(), |s| &s.clock as *const RuntimeClock);
+    // SAFETY: `SHARED` keeps the runtime, which owns the clock, alive while the clock is
+    // this thread's: both are set together here and replaced together by the next call.
+    unsafe { RuntimeClock::set_current(clock) };
+    SHARED.with(|s| std::mem::replace(&mut *s.borrow_mut(), shared))
+}
+
 /// Makes `shared` the current runtime of this thread (without a P).
 pub(crate) fn enter(shared: Arc<Shared>) -> EnterGuard {
-    let prev = SHARED.with(|s| s.borrow_mut().replace(shared));
+    let prev = replace_shared(Some(shared));
     let prev_p = CURRENT_P.with(|p| p.replace(std::ptr::null()));
     let prev_may_block = MAY_BLOCK_ON.with(|b| b.replace(false));
     EnterGuard {
@@ -56,7 +69,7 @@ pub(crate) fn enter_blocking_pool(shared: Arc<Shared>) -> EnterGuard {
 /// thread's then.
 pub(crate) fn enter_keep_own(shared: Arc<Shared>) -> EnterGuard {
     let own = with_current(|s| s.is_some_and(|s| Arc::ptr_eq(s, &shared)));
-    let prev = SHARED.with(|s| s.borrow_mut().replace(shared));
+    let prev = replace_shared(Some(shared));
     let prev_p = (!own).then(|| CURRENT_P.with(|p| p.replace(std::ptr::null())));
     EnterGuard {
         prev,
@@ -67,7 +80,7 @@ pub(crate) fn enter_keep_own(shared: Arc<Shared>) -> EnterGuard {
 
 impl Drop for EnterGuard {
     fn drop(&mut self) {
-        SHARED.with(|s| *s.borrow_mut() = self.prev.take());
+        replace_shared(self.prev.take());
         if let Some(prev_p) = self.prev_p {
             CURRENT_P.with(|p| p.set(prev_p));
         }

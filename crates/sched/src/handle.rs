@@ -6,13 +6,10 @@ use crate::context;
 use crate::runtime::spawn_on;
 use crate::shared::Shared;
 use crate::task::{self, JoinHandle, Schedule};
-use crossbeam_utils::sync::{Parker, Unparker};
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::pin::pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
 
 /// A handle to a runtime: [`Runtime::handle`](crate::Runtime::handle), or
 /// [`Handle::current`] inside one. Cloning it is cheap; it does not keep the runtime's
@@ -169,16 +166,7 @@ impl Handle {
              use .await there instead, or call it from a blocking closure"
         );
         let _ctx = context::enter(self.shared.clone());
-        let parker = Parker::new();
-        let waker = Waker::from(Arc::new(ThreadWaker(parker.unparker().clone())));
-        let mut cx = Context::from_waker(&waker);
-        let mut future = pin!(future);
-        loop {
-            if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
-                return v;
-            }
-            parker.park();
-        }
+        crate::block_on::run(&self.shared, future)
     }
 
     /// The runtime's current number of Ps.
@@ -288,18 +276,6 @@ impl fmt::Display for TryCurrentError {
 }
 
 impl std::error::Error for TryCurrentError {}
-
-/// Wakes the thread parked in `block_on`.
-struct ThreadWaker(Unparker);
-
-impl Wake for ThreadWaker {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.unpark();
-    }
-}
 
 impl crate::Runtime {
     /// A handle to this runtime, to clone and hand to other threads.

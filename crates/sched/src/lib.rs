@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 mod arena;
+mod block_on;
 mod blocking;
 mod builder;
 mod context;
@@ -24,6 +25,7 @@ mod metrics;
 mod netpoll;
 mod p;
 mod park;
+mod paused;
 mod peers;
 mod poller;
 mod procs;
@@ -37,6 +39,7 @@ mod worker;
 
 pub use metrics::ProcMetrics;
 pub use netpoll::net_api;
+pub use paused::clock_api;
 pub use procs::default_procs;
 pub use runtime::Handle;
 pub use runtime::{Builder, Metrics, Runtime};
@@ -119,8 +122,11 @@ pub fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
     let id = unsafe { (*p).id };
     let p = shared.p(id).expect("gort: current P missing").clone();
     context::set_current_p(std::ptr::null());
+    // The task runs on without a P: it holds a paused clock like a running task (paused.rs).
+    shared.clock.hold();
     shared.handoffp(p);
     let out = f();
+    shared.release_clock_hold();
     if let Some(p) = shared.idle.pidleget() {
         context::set_current_p(std::sync::Arc::as_ptr(&p));
         // The M loop re-reads the context after this poll and takes ownership of `p` from

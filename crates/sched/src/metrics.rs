@@ -1,9 +1,13 @@
 //! Per-P snapshots for `Runtime::proc_metrics`: what each P holds right now (its run queue,
-//! its timer heap's counters) and the global queue's depth. Read-only: gathering them adds
-//! nothing to the scheduling paths.
+//! its timer heap's counters, its busy time) and the global queue's depth. Gathering them only
+//! reads; the one counter written for them, the busy time, is written when a P changes hands
+//! (`BusyClock`), never per task.
 
 use crate::p::PStatus;
 use crate::Runtime;
+use gort_loom::atomic::{AtomicU64, Ordering::*};
+use gort_timer::nanotime;
+use std::time::Duration;
 
 /// What one P holds, from [`Runtime::proc_metrics`]. Queue depths are racy hints (the P's
 /// holder changes them while they are read); the timer counters are exact at the instant
@@ -33,6 +37,70 @@ pub struct ProcMetrics {
     /// Tasks the Ms holding this P stole from other Ps' queues (the task run at once and
     /// the ones moved into its queue). Written by the holder only, on the P's own line.
     pub tasks_stolen: u64,
+    /// The time Ms have held this P since it was created (Tokio's
+    /// `worker_total_busy_duration`): running tasks and timers, and looking for work before
+    /// giving the P up. It stops while the P is idle (no M holds it); a P held now counts up
+    /// to the instant of the read.
+    pub busy: Duration,
+}
+
+/// A P's busy time: the sum of the periods it was held by an M, measured at the hand-offs
+/// only (idle to held and back), so that it costs two clock reads per idle period and nothing
+/// per task.
+///
+/// Writers are serialised by the scheduler lock, under which every P status change happens
+/// (`P::set_status`), so a plain load and store suffices; readers may race with a writer and
+/// retry (see [`BusyClock::read`]).
+pub(crate) struct BusyClock {
+    /// `nanotime` when the current held period began; 0 while the P is not held.
+    since: AtomicU64,
+    /// Nanoseconds of the held periods that have ended.
+    ended: AtomicU64,
+}
+
+impl BusyClock {
+    pub(crate) fn new() -> BusyClock {
+        BusyClock {
+            since: AtomicU64::new(0),
+            ended: AtomicU64::new(0),
+        }
+    }
+
+    /// The P becomes held (`held`) or idle or dead (`!held`). A call that changes nothing
+    /// reads no clock. Call under the scheduler lock.
+    pub(crate) fn set_held(&self, held: bool) {
+        let since = self.since.load(Relaxed);
+        if held == (since != 0) {
+            return;
+        }
+        // 0 means "not held": a reading of 0 (the clock's first nanosecond) counts as 1.
+        let now = (nanotime() as u64).max(1);
+        if held {
+            self.since.store(now, Release);
+        } else {
+            let ended = self.ended.load(Relaxed) + now.saturating_sub(since);
+            // `ended` before `since`: a reader that sees the period closed sees it counted.
+            self.ended.store(ended, Release);
+            self.since.store(0, Release);
+        }
+    }
+
+    /// The busy time so far, the current held period included. A reader that races with a
+    /// hand-off sees `since` change across its read of `ended` and reads again.
+    pub(crate) fn read(&self) -> Duration {
+        loop {
+            let since = self.since.load(Acquire);
+            let ended = self.ended.load(Acquire);
+            if self.since.load(Acquire) != since {
+                continue;
+            }
+            let current = match since {
+                0 => 0,
+                since => (nanotime() as u64).saturating_sub(since),
+            };
+            return Duration::from_nanos(ended + current);
+        }
+    }
 }
 
 impl Runtime {
@@ -41,10 +109,20 @@ impl Runtime {
     /// # Examples
     ///
     /// ```
+    /// use std::time::{Duration, Instant};
+    ///
     /// let rt = gort::Builder::new().procs(2).build().unwrap();
+    /// // One task keeps its P busy for 50 ms.
+    /// rt.block_on(rt.spawn(async {
+    ///     let start = Instant::now();
+    ///     while start.elapsed() < Duration::from_millis(50) {}
+    /// }))
+    /// .unwrap();
     /// let ps = rt.proc_metrics();
     /// assert_eq!(ps.len(), 2);
     /// assert_eq!(ps[1].id, 1);
+    /// let busiest = ps.iter().map(|p| p.busy).max().unwrap();
+    /// assert!(busiest >= Duration::from_millis(50));
     /// ```
     pub fn proc_metrics(&self) -> Vec<ProcMetrics> {
         let s = &self.handle.shared;
@@ -63,6 +141,7 @@ impl Runtime {
                     timers_modified: t.modified,
                     timer_lateness: t.lateness,
                     tasks_stolen: p.stolen(),
+                    busy: p.busy(),
                 }
             })
             .collect()

@@ -10,6 +10,7 @@
 //! - `hot.rounds`: written by the holder once per scheduling round, read by any M watching for a
 //!   stalled P (worker.rs, `watch_peer`).
 
+use crate::metrics::BusyClock;
 use crate::runq::{self, Global, Lane, Stealer, Take};
 use crate::task::Task;
 use crossbeam_utils::CachePadded;
@@ -71,6 +72,8 @@ struct Hot {
     /// the holder (a relaxed load and store, no read-modify-write), on its own line: the
     /// count costs nothing to the Ms that steal from or look at this P.
     stolen: AtomicU64,
+    /// The time Ms have held this P (`Runtime::proc_metrics`), written at its status changes.
+    busy: BusyClock,
     local: UnsafeCell<Local>,
 }
 
@@ -104,6 +107,7 @@ impl P {
             hot: CachePadded::new(Hot {
                 rounds: AtomicU32::new(0),
                 stolen: AtomicU64::new(0),
+                busy: BusyClock::new(),
                 local: UnsafeCell::new(Local {
                     queue,
                     runnext: None,
@@ -138,7 +142,15 @@ impl P {
         self.hot.stolen.load(Relaxed)
     }
 
+    /// The time Ms have held this P (a racy read for metrics).
+    pub(crate) fn busy(&self) -> std::time::Duration {
+        self.hot.busy.read()
+    }
+
+    /// Changes the status, under the scheduler lock (the P changes hands there), and with it
+    /// the busy clock: held while `Running`.
     pub(crate) fn set_status(&self, s: PStatus) {
+        self.hot.busy.set_held(s == PStatus::Running);
         self.status.store(s as u8, Release);
     }
 

@@ -72,6 +72,31 @@ pub(crate) trait Sched {
     fn net_waiting(&self) -> bool;
     /// Starts a new M holding `p` (spinning or not).
     fn start_m(&self, p: Arc<Self::P>, spinning: bool);
+    /// Whether a test paused the runtime's clock (`paused.rs`).
+    fn clock_paused(&self) -> bool {
+        false
+    }
+    /// Under a paused clock: if the runtime is quiescent, jump the clock to the earliest
+    /// deadline or wake the tasks in `advance` (`paused.rs`).
+    fn advance_paused_clock(&self) -> Quiet {
+        Quiet::Work
+    }
+    /// Whether a task in `advance` waits for quiescence: an idle M must then take the
+    /// poller role even with no timer pending.
+    fn awaits_quiescence(&self) -> bool {
+        false
+    }
+}
+
+/// What the poller M found when it asked the paused clock to advance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Quiet {
+    /// Something runs or holds the clock: block until a break.
+    Busy,
+    /// Work is queued, timers are due, or the clock runs again: go back and run it.
+    Work,
+    /// The clock jumped to the next deadline, or `advance`'s waiters were woken.
+    Advanced,
 }
 
 /// A P taken back by an idle M, and whether the M spins.
@@ -126,18 +151,17 @@ pub(crate) fn release_and_recheck<S: Sched>(
 pub(crate) fn poll<S: Sched>(s: &S, poll_until: Nanos, was_spinning: bool) -> Polled<S::P> {
     let now = s.now();
     let (poll_until, latest) = s.run_idle_timers(poll_until, now);
-    if poll_until == 0 && !s.net_waiting() {
+    if poll_until == 0 && !s.net_waiting() && !s.awaits_quiescence() {
         return Polled::Park;
     }
     let idle = s.idle();
     if idle.lastpoll.swap(0, SeqCst) != 0 {
         return be_the_poller(s, poll_until, latest, now, was_spinning);
     }
-    if poll_until != 0 {
-        let theirs = idle.poll_until.load(SeqCst);
-        if theirs == 0 || theirs > poll_until {
-            s.poller().wake();
-        }
+    // Under a paused clock the poller waits for quiescence, which this M's idling may bring.
+    let theirs = idle.poll_until.load(SeqCst);
+    if s.clock_paused() || (poll_until != 0 && (theirs == 0 || theirs > poll_until)) {
+        s.poller().wake();
     }
     Polled::Park
 }
@@ -158,16 +182,31 @@ fn be_the_poller<S: Sched>(
         idle.lastpoll.store(s.now(), SeqCst);
         return Polled::Shutdown;
     }
-    idle.poll_until.store(poll_until, SeqCst);
-    // `poll_until == 0`: no timer, sockets only; block until readiness or a break.
-    if poll_until > now || poll_until == 0 {
-        s.poller().poll(poll_until, latest.max(poll_until));
+    if s.clock_paused() {
+        wait_on_paused_clock(s);
+    } else {
+        idle.poll_until.store(poll_until, SeqCst);
+        // `poll_until == 0`: no timer, sockets only; block until readiness or a break.
+        if poll_until > now || poll_until == 0 {
+            s.poller().poll(poll_until, latest.max(poll_until));
+        }
     }
     idle.poll_until.store(0, SeqCst);
     idle.lastpoll.store(s.now(), SeqCst);
     match reacquire(s, was_spinning) {
         Some(back) => Polled::Holds(back),
         None => Polled::Park,
+    }
+}
+
+/// The poller role under a paused clock: no deadline is reached by sleeping. If the runtime
+/// is quiescent the clock jumps (or `advance` is woken) and the M goes back to run what came
+/// due; if work is queued it goes back at once; else it blocks, with no deadline, until an
+/// idle M, a released clock hold or a socket breaks the poll (`paused.rs`).
+fn wait_on_paused_clock<S: Sched>(s: &S) {
+    s.idle().poll_until.store(0, SeqCst);
+    if s.advance_paused_clock() == Quiet::Busy {
+        s.poller().poll(0, 0);
     }
 }
 

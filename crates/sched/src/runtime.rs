@@ -33,6 +33,8 @@ pub struct Builder {
     drop_timeout: Option<Duration>,
     /// Thread options (their setters are in `builder.rs`).
     pub(crate) threads: ThreadConfig,
+    /// Start with a paused clock ([`Builder::start_paused`], in `builder.rs`).
+    pub(crate) start_paused: bool,
 }
 
 /// The one rule for a number of Ps, shared by [`Builder::procs`] and [`Runtime::set_procs`]:
@@ -98,6 +100,9 @@ impl Builder {
         let blocking = Blocking::new(self.threads.clone());
         let shared = Shared::new(procs.min(MAX_PROCS), blocking.clone(), self.threads.clone())?;
         blocking.set_runtime(&shared);
+        if self.start_paused {
+            shared.clock.pause();
+        }
         let sysmon = Sysmon::start(shared.clone());
         Ok(Runtime {
             handle: Handle::new(shared.clone()),

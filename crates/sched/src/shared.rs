@@ -5,13 +5,14 @@ use crate::blocking::Blocking;
 use crate::context;
 use crate::idle::{Idle, MHandle};
 use crate::p::{PStatus, P};
-use crate::park::{self, Poll, Sched};
+use crate::park::{self, Poll, Quiet, Sched};
+use crate::paused::Advances;
 use crate::poller::Poller;
 use crate::runq::{Global, Lane};
 use crate::task::{drop_panic_payload, Registry, Schedule, Task};
 use crate::threads::ThreadConfig;
 use crate::worker;
-use gort_timer::{Checked, Host, Nanos, Timers};
+use gort_timer::{Checked, Host, Nanos, RuntimeClock, Timers};
 use parking_lot::{Condvar, Mutex};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
@@ -47,6 +48,10 @@ pub(crate) struct Shared {
     home_cursor: AtomicUsize,
     /// How Ms are started (names, stack size, hooks: `Builder`).
     m_threads: ThreadConfig,
+    /// The runtime's clock: real time unless a test paused it (`paused.rs`).
+    pub(crate) clock: RuntimeClock,
+    /// The tasks in `gort::time::advance` (`paused.rs`).
+    pub(crate) advances: Advances,
 }
 
 impl Shared {
@@ -73,6 +78,8 @@ impl Shared {
             next_m: AtomicUsize::new(0),
             home_cursor: AtomicUsize::new(0),
             m_threads,
+            clock: RuntimeClock::new(),
+            advances: Advances::default(),
         });
         for id in 0..procs {
             let p = shared.make_p(id);
@@ -280,7 +287,19 @@ impl Sched for Arc<Shared> {
     }
 
     fn now(&self) -> Nanos {
-        gort_timer::nanotime()
+        self.clock.now()
+    }
+
+    fn clock_paused(&self) -> bool {
+        self.clock.is_paused()
+    }
+
+    fn advance_paused_clock(&self) -> Quiet {
+        Shared::advance_paused_clock(self)
+    }
+
+    fn awaits_quiescence(&self) -> bool {
+        self.clock.is_paused() && self.advances.has_waiters()
     }
 
     fn net_waiting(&self) -> bool {

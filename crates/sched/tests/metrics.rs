@@ -97,3 +97,57 @@ fn every_fired_timer_lands_in_one_lateness_bucket() {
         assert_eq!(p.timer_lateness.iter().sum::<u64>(), p.timers_fired);
     }
 }
+
+/// Guards `ProcMetrics::busy`: a task that spins for 200 ms without yielding keeps its P held
+/// all that time, while the other P, with nothing to run, is given up and stays idle. The
+/// bounds are wide: the spinner's P counts at least 150 ms however the OS schedules its
+/// thread (busy time is wall time while held), and the idle P only the moments its M looked
+/// for work (well under 100 ms even on a loaded machine).
+#[test]
+fn a_spinning_task_makes_its_p_busy_and_the_other_stays_idle() {
+    const SPIN: Duration = Duration::from_millis(200);
+    let rt = gort::Builder::new().procs(2).build().unwrap();
+    let before: Vec<Duration> = rt.proc_metrics().iter().map(|p| p.busy).collect();
+    rt.block_on(rt.spawn(async {
+        let start = Instant::now();
+        while start.elapsed() < SPIN {
+            std::hint::spin_loop();
+        }
+    }))
+    .unwrap();
+    let mut busy: Vec<Duration> = rt
+        .proc_metrics()
+        .iter()
+        .zip(&before)
+        .map(|(p, b)| p.busy - *b)
+        .collect();
+    busy.sort();
+    assert!(
+        busy[1] >= Duration::from_millis(150),
+        "the spinner's P was busy only {:?}",
+        busy[1]
+    );
+    assert!(
+        busy[0] < Duration::from_millis(100),
+        "the P without work was busy {:?}",
+        busy[0]
+    );
+}
+
+/// Guards the busy clock's stop: a P given up stops counting, so two reads with the
+/// runtime idle in between (every P given up) differ by little.
+#[test]
+fn an_idle_runtime_adds_no_busy_time() {
+    let rt = gort::Builder::new().procs(2).build().unwrap();
+    rt.block_on(rt.spawn(async {})).unwrap();
+    // Let the Ms finish looking for work and give their Ps up.
+    std::thread::sleep(Duration::from_millis(50));
+    let before: Duration = rt.proc_metrics().iter().map(|p| p.busy).sum();
+    std::thread::sleep(Duration::from_millis(300));
+    let after: Duration = rt.proc_metrics().iter().map(|p| p.busy).sum();
+    assert!(
+        after - before < Duration::from_millis(100),
+        "idle Ps counted {:?} of busy time in 300 ms",
+        after - before
+    );
+}

@@ -33,8 +33,9 @@
 //! | Armed  | armed; for a one-shot, nothing sent yet (due or not) | true                         |
 //! | Sent   | one-shot fired; the value sits in the channel or was received | true iff it was still buffered (drained) |
 //!
-//! Both always stop the runtime timer, drain the channel and leave `Idle` (`reset` then arms
-//! again), all under the lock, so nothing sent before they return can be received after.
+//! Both stop the runtime timer (if it is in a heap), drain the channel and leave `Idle`
+//! (`reset` then arms again), all under the lock, so nothing sent before they return can be
+//! received after.
 //!
 //! The subtle part is a fire that is already *in flight*: gort-timer marks a one-shot timer
 //! done (and a periodic one re-armed) *before* it calls the callback without any lock, so
@@ -43,12 +44,14 @@
 //! *next* arming. No generation number is needed for that: every arming records its first
 //! deadline `start` (the initial floor for accepting fires), read from the clock *after* the
 //! old runtime timer was stopped. A fire is only ever run once its deadline `when <= now` was
-//! observed, before the stop saw the run, so every late fire has `when <=` the clock reading
-//! that computed the new `start`: `when < start`, and it is dropped. Only a zero-duration
-//! reset in the same nanosecond can tie, and then both values are the same instant and only
-//! the first of them is sent (a one-shot leaves `Armed` on its first send), so nothing
-//! observable changes. A late fire of the *current* arming (after `unblock` took the timer
-//! out of its heap) is a value that `maybe_run` would have sent anyway: it is accepted.
+//! observed, before the `del` that took the timer out of its heap (by this stop, or by an
+//! earlier `unblock` or fire under the same lock) saw the run, so every late fire has
+//! `when <=` the clock reading that computed the new `start`: `when < start`, and it is
+//! dropped. Only a zero-duration reset in the same nanosecond can tie, and then both values
+//! are the same instant and only the first of them is sent (a one-shot leaves `Armed` on its
+//! first send), so nothing observable changes. A late fire of the *current* arming (after
+//! `unblock` took the timer out of its heap) is a value that `maybe_run` would have sent
+//! anyway: it is accepted.
 //!
 //! A ticker has one more race of the same kind: gort-timer re-arms a periodic timer *before*
 //! running its callback, so another thread may run the next tick while the previous one is
@@ -242,10 +245,14 @@ impl<S: Sink> Arming<S> {
     }
 
     fn stop_locked(&self, g: &mut Inner, heap: &impl Heap) -> bool {
-        // Always: a runtime timer whose fire is in flight is not `heaped` any more, but its
-        // payload must still go.
-        heap.del();
-        g.heaped = false;
+        // Only if `heaped`: every path that clears it (this one, `sync_heap`) calls `del`,
+        // which drops the payload and waits out a run in progress, and only `add` sets it. So
+        // a timer not `heaped` holds no payload of ours, and a fire still in flight was seen
+        // by that earlier `del`, under this lock, before the clock reading of a new arming.
+        if g.heaped {
+            heap.del();
+            g.heaped = false;
+        }
         // A periodic timer may hold an unreceived tick even while Armed; drain it too.
         let drained = self.sink.take_buffered();
         let was = match g.state {
@@ -261,6 +268,7 @@ impl<S: Sink> Arming<S> {
 
 /// Puts the runtime timer in a heap exactly while it is armed with a deadline and a receiver
 /// waits; takes it out otherwise.
+#[inline]
 fn sync_heap(g: &mut Inner, heap: &impl Heap) {
     let wanted = g.state == State::Armed && g.blocked > 0 && g.when != NEVER;
     if wanted && !g.heaped {

@@ -12,6 +12,7 @@
 //! freed: an unreferenced timer costs nothing (go#61542, go#60144).
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
 
 use gort_chan::{Receiver, RecvHook, Sender};
@@ -23,17 +24,38 @@ use crate::arming::{Arming, Heap, Sink};
 use crate::runtime_timer::{arm, outside, slack};
 use crate::Instant;
 
-impl Sink for Sender<Instant> {
+/// The timer's end of its channel: the only sender there is, so a drain can skip the
+/// channel's lock when nothing was sent since the last one (a `reset` of a timer whose value
+/// was received, or that never fired, the common case, then costs no channel operation).
+pub(crate) struct TimerSink {
+    tx: Sender<Instant>,
+    /// A value was sent since the last drain (it may sit in the channel or in a receiver's
+    /// hands). Read and written only under the arming's lock (`Sink`'s callers), so Relaxed.
+    sent: AtomicBool,
+}
+
+impl Sink for TimerSink {
     fn try_send(&self, value: Instant) -> bool {
-        Sender::try_send(self, value).is_ok()
+        let sent = self.tx.try_send(value).is_ok();
+        if sent {
+            self.sent.store(true, Relaxed);
+        }
+        sent
     }
     fn take_buffered(&self) -> usize {
-        Sender::take_buffered(self)
+        // Nothing sent since the last drain: receivers only take values out, so the channel
+        // holds none of ours. A load and a store, not a `swap`: the arming's lock orders the
+        // callers, and a swap would be a locked instruction on every reset.
+        if !self.sent.load(Relaxed) {
+            return 0;
+        }
+        self.sent.store(false, Relaxed);
+        self.tx.take_buffered()
     }
 }
 
 pub(crate) struct ChanTimer {
-    arming: Arming<Sender<Instant>>,
+    arming: Arming<TimerSink>,
     timer: SyncArc<RtTimer>,
     /// This core, for the runtime timer's payload while it is in a heap.
     me: Weak<ChanTimer>,
@@ -103,7 +125,10 @@ impl ChanTimer {
             let (tx, r) = gort_chan::bounded_with_hook(1, hook);
             rx = Some(r);
             ChanTimer {
-                arming: Arming::new(tx),
+                arming: Arming::new(TimerSink {
+                    tx,
+                    sent: AtomicBool::new(false),
+                }),
                 timer: RtTimer::new(),
                 me: me.clone(),
                 what,

@@ -10,6 +10,7 @@
 //! | `time.NewTicker(d)`, `Tick` | [`Ticker::new`], [`tick`]              |
 //! | `context.WithTimeout`-ish   | [`timeout`], [`timeout_at`]            |
 //! | tokio's `interval`          | [`interval`], [`Interval`]             |
+//! | `testing/synctest`'s clock  | [`pause`], [`advance`], [`resume`]     |
 //!
 //! Guarantees (Go 1.23, go#37196, go#69312, go#61542):
 //!
@@ -58,6 +59,7 @@ pub mod arming;
 mod chan_timer;
 mod instant;
 mod interval;
+mod paused;
 mod runtime_timer;
 mod sleep;
 mod ticker;
@@ -67,6 +69,7 @@ mod timer;
 pub use after_func::{after_func, AfterFunc};
 pub use instant::Instant;
 pub use interval::{interval, interval_at, Interval, MissedTickBehavior};
+pub use paused::{advance, is_paused, pause, resume};
 pub use sleep::{sleep, sleep_until, Sleep};
 pub use ticker::{tick, Ticker, TickerError};
 pub use timeout::{timeout, timeout_at, Elapsed, Timeout};

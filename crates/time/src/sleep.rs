@@ -133,16 +133,11 @@ impl Sleep {
         // or a deadline that needs no timer) stop it; the next poll registers again if it has
         // to wait.
         let now = nanotime();
-        let keep = deadline != NEVER
-            && deadline > now
-            && t.is_pending()
-            && gort_sched::timer_api::in_runtime();
-        if keep {
-            arm(t, deadline, 0, slack(deadline - now), WHAT);
-        } else {
-            del(t);
-            self.armed = false;
+        if deadline != NEVER && deadline > now && move_pending(t, deadline, now) {
+            return;
         }
+        del(t);
+        self.armed = false;
     }
 
     fn disarm(&mut self) {
@@ -153,6 +148,20 @@ impl Sleep {
             self.armed = false;
         }
     }
+}
+
+/// Moves a pending timer to `deadline` (> `now`) in place (Go's `modtimer`). Returns false if
+/// it was not pending (it ran, and its wake-up is spent) or this thread is in no runtime
+/// (`modtimer` finds no runtime before it touches the timer): the caller then stops it.
+/// `is_pending` first keeps a timer that ran out of any heap (re-arming it would insert it
+/// only for the caller's stop to undo); should it run between the two, `modtimer` re-arms it
+/// and says it was not pending, and the caller's stop undoes that.
+fn move_pending(t: &Arc<Timer>, deadline: Nanos, now: Nanos) -> bool {
+    if !t.is_pending() {
+        return false;
+    }
+    t.set_slack(slack(deadline - now));
+    gort_sched::timer_api::modtimer(t, deadline, 0, None) == Some(true)
 }
 
 impl Future for Sleep {

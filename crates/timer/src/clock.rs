@@ -3,8 +3,11 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+mod runtime_clock;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 mod tsc;
+
+pub use runtime_clock::RuntimeClock;
 
 /// Monotonic nanoseconds since [`epoch`]; Go's `int64` nanotime.
 pub type Nanos = i64;
@@ -109,8 +112,21 @@ fn raw_monotonic() -> Nanos {
 /// let b = gort_timer::nanotime();
 /// assert!(a >= 1 && b >= a);
 /// ```
+///
+/// On a thread of a runtime whose clock a test paused ([`RuntimeClock`]), it reads that
+/// runtime's virtual clock instead; while no clock in the process is virtual, checking costs
+/// one relaxed load.
 #[inline]
 pub fn nanotime() -> Nanos {
+    if let Some(now) = runtime_clock::current_virtual_now() {
+        return now;
+    }
+    real_nanotime()
+}
+
+/// The real clock, whatever runtime this thread belongs to.
+#[inline]
+pub(crate) fn real_nanotime() -> Nanos {
     #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     if let Some(now) = tsc::extrapolate() {
         return now;

@@ -51,7 +51,7 @@ mod timers;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub use clock::{deadline_after, epoch, nanotime, Nanos, NEVER};
+pub use clock::{deadline_after, epoch, nanotime, Nanos, RuntimeClock, NEVER};
 pub use heap::{lateness_bucket, LATENESS_BUCKETS};
 pub use lifecycle::Released;
 pub use ops::{del, modify, modify_fire, reset};

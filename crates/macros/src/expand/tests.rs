@@ -27,7 +27,7 @@ fn unknown_argument_is_named() {
     );
     assert_error(
         &out,
-        "gort: unknown `flavor`; the only argument is `procs = N`",
+        "gort: unknown `flavor`; the arguments are `procs = N` and `start_paused = BOOL`",
     );
     let out = expand_main(
         quote!(multi_thread),
@@ -42,7 +42,7 @@ fn unknown_argument_is_named() {
             async fn main() {}
         ),
     );
-    assert_error(&out, "gort: `procs` takes a value: `procs = N`");
+    assert_error(&out, "gort: `procs` takes a value: `procs = ...`");
 }
 
 #[test]
@@ -192,7 +192,7 @@ fn errors_point_at_the_offending_tokens() {
     assert_eq!(
         (msg.as_str(), col),
         (
-            "gort: unknown `flavor`; the only argument is `procs = N`",
+            "gort: unknown `flavor`; the arguments are `procs = N` and `start_paused = BOOL`",
             11
         )
     );
@@ -204,4 +204,29 @@ fn errors_point_at_the_offending_tokens() {
     assert_eq!(col, 4, "at `fn`");
     let (_, _, col) = error_at("", "async fn t(a: u8, b: u8) {}", Kind::Test);
     assert_eq!(col, 11, "at the parameters");
+}
+
+#[test]
+fn start_paused_sets_the_builder_option() {
+    let out = expand_main(
+        quote!(procs = 2, start_paused = true),
+        quote!(
+            async fn main() {}
+        ),
+    );
+    assert!(out.contains("start_paused (true)"), "{out}");
+    let out = expand_main(
+        quote!(start_paused = 1),
+        quote!(
+            async fn main() {}
+        ),
+    );
+    assert_error(&out, "gort: `start_paused` takes `true` or `false`");
+    let out = expand_main(
+        quote!(start_paused = true, start_paused = false),
+        quote!(
+            async fn main() {}
+        ),
+    );
+    assert_error(&out, "gort: `start_paused` is given twice");
 }

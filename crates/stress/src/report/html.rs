@@ -114,9 +114,27 @@ fn summary_table(suite: &SuiteResult) -> String {
     t
 }
 
+/// One scenario's part of the page: its heading, summary, findings, metrics and charts.
 fn section(s: &ScenarioResult) -> String {
     let mut h = String::new();
     let _ = writeln!(h, "<h2 id=\"{0}\">{0}</h2>", esc(&s.name));
+    h.push_str(&summary(s));
+    h.push_str(&findings(s));
+    h.push_str(&super::page_parts::runtime_metrics(&s.metrics));
+    if !s.metrics.is_empty() {
+        let m: Vec<String> = s.metrics.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(
+            h,
+            "<p><small>metrics at end: {}</small></p>",
+            esc(&m.join(", "))
+        );
+    }
+    h.push_str(&charts(s));
+    h
+}
+
+/// The scenario's wall time, lateness figures against its bound, and memory, in one line.
+fn summary(s: &ScenarioResult) -> String {
     let bound = s.bound.map_or("none".into(), |b| {
         format!(
             "p99 &lt; {}, max &lt; {}",
@@ -124,10 +142,9 @@ fn section(s: &ScenarioResult) -> String {
             fmt_us(b.max_us)
         )
     });
-    let _ = writeln!(
-        h,
+    format!(
         "<p>wall {:.0} ms; lateness n={} mean {:.0}µs p50 {} p90 {} p99 {} p99.9 {} max {} (bound: {}); \
-         RSS baseline {} peak {} end {}</p>",
+         RSS baseline {} peak {} end {}</p>\n",
         s.wall_ms,
         s.lateness.count,
         s.lateness.mean_us,
@@ -140,7 +157,12 @@ fn section(s: &ScenarioResult) -> String {
         fmt_bytes(s.memory.baseline),
         fmt_bytes(s.memory.peak),
         fmt_bytes(s.memory.end),
-    );
+    )
+}
+
+/// The scenario's violations, warnings and notes, a list each (none when empty).
+fn findings(s: &ScenarioResult) -> String {
+    let mut h = String::new();
     for (class, label, items) in [
         ("bad", "violation", &s.violations),
         ("", "warning", &s.warnings),
@@ -154,16 +176,12 @@ fn section(s: &ScenarioResult) -> String {
             h.push_str("</ul>\n");
         }
     }
-    h.push_str(&super::page_parts::runtime_metrics(&s.metrics));
-    if !s.metrics.is_empty() {
-        let m: Vec<String> = s.metrics.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = writeln!(
-            h,
-            "<p><small>metrics at end: {}</small></p>",
-            esc(&m.join(", "))
-        );
-    }
-    h.push_str("<div class=\"charts\">");
+    h
+}
+
+/// The histogram and the timeline side by side; a chart that fails to draw says so instead.
+fn charts(s: &ScenarioResult) -> String {
+    let mut h = String::from("<div class=\"charts\">");
     for svg in [histogram_svg(s), timeline_svg(&s.name, &s.timeline)] {
         match svg {
             Ok(svg) => h.push_str(&fluid(&svg)),
@@ -182,61 +200,66 @@ pub fn histogram_svg(s: &ScenarioResult) -> Result<String, String> {
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let b = &s.lateness.buckets;
         let caption = format!("{}: lateness histogram (n={})", s.name, s.lateness.count);
-        if b.is_empty() {
+        if s.lateness.buckets.is_empty() {
             root.titled(&format!("{caption}: no samples"), ("sans-serif", 16))
                 .map_err(|e| e.to_string())?;
-            root.present().map_err(|e| e.to_string())?;
         } else {
-            let x_lo = if b[0].0 == 0 {
-                0.5
-            } else {
-                b[0].0 as f64 * 0.9
-            };
-            let x_hi = (b[b.len() - 1].1 + 1) as f64 * 1.1;
-            let y_hi = b.iter().map(|x| x.2).max().unwrap_or(1) as f64 * 1.1;
-            let mut chart = ChartBuilder::on(&root)
-                .caption(caption, ("sans-serif", 16))
-                .margin(10)
-                .x_label_area_size(36)
-                .y_label_area_size(60)
-                .build_cartesian_2d((x_lo..x_hi).log_scale(), 0f64..y_hi)
-                .map_err(|e| e.to_string())?;
-            chart
-                .configure_mesh()
-                .x_desc("lateness (µs, log scale)")
-                .y_desc("samples")
-                // Whole-number ticks when a few samples make the axis short (else the labels,
-                // rounded down to counts, repeat: 0 0 1 1 2).
-                .y_labels((y_hi as usize + 1).clamp(2, 10))
-                .x_label_formatter(&|v| fmt_us(*v as u64))
-                .y_label_formatter(&|v| fmt_count(*v as u64))
-                .draw()
-                .map_err(|e| e.to_string())?;
-            chart
-                .draw_series(b.iter().map(|&(lo, hi, n)| {
-                    // Bucket 0 (under 1 µs) is drawn from 0.5 on the log axis.
-                    let left = if lo == 0 { 0.5 } else { lo as f64 };
-                    Rectangle::new(
-                        [(left, 0.0), ((hi + 1) as f64, n as f64)],
-                        BLUE.mix(0.7).filled(),
-                    )
-                }))
-                .map_err(|e| e.to_string())?;
-            if let Some(bound) = s.bound {
-                let x = bound.p99_us as f64;
-                if x > x_lo && x < x_hi {
-                    chart
-                        .draw_series(LineSeries::new([(x, 0.0), (x, y_hi)], RED.stroke_width(2)))
-                        .map_err(|e| e.to_string())?
-                        .label("p99 bound");
-                }
-            }
-            root.present().map_err(|e| e.to_string())?;
+            draw_histogram(&root, s, caption)?;
         }
+        root.present().map_err(|e| e.to_string())?;
     }
     Ok(svg)
+}
+
+/// Draws the non-empty histogram's axes, bars and the p99 bound (when it is on the axis).
+fn draw_histogram(root: &Area<'_>, s: &ScenarioResult, caption: String) -> Result<(), String> {
+    let b = &s.lateness.buckets;
+    // Bucket 0 (under 1 µs) is drawn from 0.5 on the log axis.
+    let left = |lo: u64| if lo == 0 { 0.5 } else { lo as f64 };
+    let x_lo = if b[0].0 == 0 {
+        0.5
+    } else {
+        b[0].0 as f64 * 0.9
+    };
+    let x_hi = (b[b.len() - 1].1 + 1) as f64 * 1.1;
+    let y_hi = b.iter().map(|x| x.2).max().unwrap_or(1) as f64 * 1.1;
+    let mut chart = ChartBuilder::on(root)
+        .caption(caption, ("sans-serif", 16))
+        .margin(10)
+        .x_label_area_size(36)
+        .y_label_area_size(60)
+        .build_cartesian_2d((x_lo..x_hi).log_scale(), 0f64..y_hi)
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_desc("lateness (µs, log scale)")
+        .y_desc("samples")
+        // Whole-number ticks when a few samples make the axis short (else the labels,
+        // rounded down to counts, repeat: 0 0 1 1 2).
+        .y_labels((y_hi as usize + 1).clamp(2, 10))
+        .x_label_formatter(&|v| fmt_us(*v as u64))
+        .y_label_formatter(&|v| fmt_count(*v as u64))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    chart
+        .draw_series(b.iter().map(|&(lo, hi, n)| {
+            Rectangle::new(
+                [(left(lo), 0.0), ((hi + 1) as f64, n as f64)],
+                BLUE.mix(0.7).filled(),
+            )
+        }))
+        .map_err(|e| e.to_string())?;
+    if let Some(bound) = s.bound {
+        let x = bound.p99_us as f64;
+        if x > x_lo && x < x_hi {
+            chart
+                .draw_series(LineSeries::new([(x, 0.0), (x, y_hi)], RED.stroke_width(2)))
+                .map_err(|e| e.to_string())?
+                .label("p99 bound");
+        }
+    }
+    Ok(())
 }
 
 /// The timeline: per time bin, max and mean lateness (log scale) and, below, samples per bin.
@@ -256,16 +279,27 @@ pub fn timeline_svg(name: &str, bins: &[TimelineBin]) -> Result<String, String> 
     Ok(svg)
 }
 
-/// Draws the two timeline panels onto `root` (which has room for both).
-fn draw_timeline(
-    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
-    name: &str,
-    bins: &[TimelineBin],
-) -> Result<(), String> {
+/// A plotters drawing area on the SVG page.
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// Draws the two timeline panels onto `root` (which has room for both), on one time axis.
+fn draw_timeline(root: &Area<'_>, name: &str, bins: &[TimelineBin]) -> Result<(), String> {
     let (top, bottom) = root.split_vertically(SIZE.1);
     let t_hi = bins[bins.len() - 1].t_ms.max(1.0) * 1.02;
+    draw_lateness_panel(&top, name, bins, t_hi)?;
+    draw_expiries_panel(&bottom, bins, t_hi)?;
+    root.present().map_err(|e| e.to_string())
+}
+
+/// The upper panel: each bin's max and mean lateness (log scale), with a legend.
+fn draw_lateness_panel(
+    area: &Area<'_>,
+    name: &str,
+    bins: &[TimelineBin],
+    t_hi: f64,
+) -> Result<(), String> {
     let y_hi = bins.iter().map(|b| b.max_us).max().unwrap_or(1).max(10) as f64 * 1.5;
-    let mut chart = ChartBuilder::on(&top)
+    let mut chart = ChartBuilder::on(area)
         .caption(format!("{name}: lateness over time"), ("sans-serif", 16))
         .margin(10)
         .x_label_area_size(30)
@@ -278,32 +312,33 @@ fn draw_timeline(
         .y_label_formatter(&|v| fmt_us(*v as u64))
         .draw()
         .map_err(|e| e.to_string())?;
+    // Empty bins have no lateness and are left out; a log axis cannot show 0, so values are
+    // drawn from 1 µs.
     let nonempty = || bins.iter().filter(|b| b.count > 0);
-    chart
-        .draw_series(LineSeries::new(
-            nonempty().map(|b| (b.t_ms, (b.max_us as f64).max(1.0))),
-            RED,
-        ))
-        .map_err(|e| e.to_string())?
-        .label("max")
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], RED));
-    chart
-        .draw_series(LineSeries::new(
-            nonempty().map(|b| (b.t_ms, b.mean_us.max(1.0))),
-            BLUE,
-        ))
-        .map_err(|e| e.to_string())?
-        .label("mean")
-        .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLUE));
+    let max: Vec<(f64, f64)> = nonempty()
+        .map(|b| (b.t_ms, (b.max_us as f64).max(1.0)))
+        .collect();
+    let mean: Vec<(f64, f64)> = nonempty().map(|b| (b.t_ms, b.mean_us.max(1.0))).collect();
+    for (label, color, points) in [("max", RED, max), ("mean", BLUE, mean)] {
+        chart
+            .draw_series(LineSeries::new(points, color))
+            .map_err(|e| e.to_string())?
+            .label(label)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color));
+    }
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)
         .background_style(WHITE.mix(0.8))
         .border_style(BLACK)
         .draw()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())
+}
+
+/// The lower panel: how many timers expired in each bin.
+fn draw_expiries_panel(area: &Area<'_>, bins: &[TimelineBin], t_hi: f64) -> Result<(), String> {
     let c_hi = bins.iter().map(|b| b.count).max().unwrap_or(1) as f64 * 1.1;
-    let mut counts = ChartBuilder::on(&bottom)
+    let mut counts = ChartBuilder::on(area)
         .margin(10)
         .x_label_area_size(30)
         .y_label_area_size(60)
@@ -322,7 +357,7 @@ fn draw_timeline(
             GREEN.stroke_width(1),
         ))
         .map_err(|e| e.to_string())?;
-    root.present().map_err(|e| e.to_string())
+    Ok(())
 }
 
 /// Makes a plotters SVG scale with its container: its fixed `width`/`height` attributes

@@ -1,11 +1,11 @@
 //! Parts of the HTML report that are not charts: the run's header (machine and build), the
 //! explanation of the summary table's columns, and each scenario's runtime metrics (steals,
-//! poller wake-ups by cause, the runtime's own timer lateness histogram).
+//! poller wake-ups by cause, each P's busy time, the runtime's own timer lateness histogram).
 
 use super::host::HostInfo;
 use super::html::esc;
 use super::{fmt_count, fmt_us};
-use crate::scenarios::LATENESS_KEY;
+use crate::scenarios::{BUSY_KEY, LATENESS_KEY};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -66,6 +66,17 @@ pub fn runtime_metrics(m: &BTreeMap<String, u64>) -> String {
         fmt_count(get("poller_wakeups_io").unwrap_or(0)),
         fmt_count(get("poller_wakeups_break").unwrap_or(0)),
     );
+    let busy: Vec<String> = (0..)
+        .map_while(|i| get(&format!("{BUSY_KEY}{i:02}")))
+        .map(|ms| format!("{ms} ms"))
+        .collect();
+    if !busy.is_empty() {
+        let _ = writeln!(
+            h,
+            "<p>time each P was held by a thread (busy, P 0 first): {}</p>",
+            busy.join(", ")
+        );
+    }
     let buckets: Vec<u64> = (0..16)
         .map_while(|i| get(&format!("{LATENESS_KEY}{i:02}")))
         .collect();
@@ -129,13 +140,15 @@ mod tests {
     }
 
     #[test]
-    fn metrics_show_steals_wakeups_and_the_lateness_buckets() {
+    fn metrics_show_steals_wakeups_busy_time_and_the_lateness_buckets() {
         let mut m: BTreeMap<String, u64> = [
             ("tasks_stolen", 7),
             ("poller_wakeups", 9),
             ("poller_wakeups_timer", 5),
             ("poller_wakeups_io", 3),
             ("poller_wakeups_break", 1),
+            ("busy_ms_p00", 812),
+            ("busy_ms_p01", 35),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
@@ -146,6 +159,7 @@ mod tests {
         let s = runtime_metrics(&m);
         assert!(s.contains("tasks stolen 7") && s.contains("wake-ups 9"));
         assert!(s.contains("deadline reached 5, I/O 3, break 1"));
+        assert!(s.contains("(busy, P 0 first): 812 ms, 35 ms</p>"));
         assert!(s.contains("&lt; 1µs") && s.contains("<th>2µs</th>") && s.contains("≥ 16.38ms"));
         assert!(s.contains("<td>150</td>"));
         assert_eq!(runtime_metrics(&BTreeMap::new()), "");

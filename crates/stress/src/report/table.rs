@@ -1,6 +1,6 @@
 //! The end-of-run table: one row per scenario, then each scenario's violations and warnings.
 
-use super::{fmt_bytes, fmt_count, fmt_us, SuiteResult};
+use super::{fmt_bytes, fmt_count, fmt_us, ScenarioResult, SuiteResult};
 use std::fmt::Write as _;
 
 const HEADERS: [&str; 14] = [
@@ -22,55 +22,71 @@ const HEADERS: [&str; 14] = [
 
 /// Renders the results table (plain text, aligned columns).
 pub fn render(suite: &SuiteResult) -> String {
-    let rows: Vec<[String; 14]> = suite
-        .scenarios
-        .iter()
-        .map(|s| {
-            let l = &s.lateness;
-            [
-                s.name.clone(),
-                fmt_count(s.ops),
-                fmt_count(s.timers.started),
-                fmt_count(s.timers.fired),
-                fmt_count(s.timers.stopped),
-                fmt_count(s.timers.reset),
-                fmt_us(l.p50_us),
-                fmt_us(l.p99_us),
-                fmt_us(l.max_us),
-                s.bound.map_or("-".into(), |b| fmt_us(b.p99_us)),
-                fmt_bytes(s.memory.peak),
-                signed_bytes(s.memory.end as i64 - s.memory.baseline as i64),
-                format!("{:.2}s", (s.cpu_user_ms + s.cpu_system_ms) / 1e3),
-                s.violation_count.to_string(),
-            ]
-        })
-        .collect();
+    let rows: Vec<[String; 14]> = suite.scenarios.iter().map(row).collect();
+    let mut out = aligned_table(&rows);
+    write_findings(&mut out, &suite.scenarios);
+    out.push_str(&verdict(suite));
+    out.push('\n');
+    out
+}
+
+/// One scenario's cells, in the order of [`HEADERS`].
+fn row(s: &ScenarioResult) -> [String; 14] {
+    let l = &s.lateness;
+    [
+        s.name.clone(),
+        fmt_count(s.ops),
+        fmt_count(s.timers.started),
+        fmt_count(s.timers.fired),
+        fmt_count(s.timers.stopped),
+        fmt_count(s.timers.reset),
+        fmt_us(l.p50_us),
+        fmt_us(l.p99_us),
+        fmt_us(l.max_us),
+        s.bound.map_or("-".into(), |b| fmt_us(b.p99_us)),
+        fmt_bytes(s.memory.peak),
+        signed_bytes(s.memory.end as i64 - s.memory.baseline as i64),
+        format!("{:.2}s", (s.cpu_user_ms + s.cpu_system_ms) / 1e3),
+        s.violation_count.to_string(),
+    ]
+}
+
+/// The header, a rule, and the rows, each column as wide as its widest cell: the first
+/// column left-aligned, the numbers right-aligned.
+fn aligned_table(rows: &[[String; 14]]) -> String {
     let mut widths = HEADERS.map(|h| h.chars().count());
-    for r in &rows {
+    for r in rows {
         for (w, c) in widths.iter_mut().zip(r) {
             *w = (*w).max(c.chars().count());
         }
     }
     let mut out = String::new();
-    let line = |out: &mut String, cells: &[String]| {
-        for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
-            let pad = w - c.chars().count();
-            if i == 0 {
-                let _ = write!(out, "{c}{}", " ".repeat(pad));
-            } else {
-                let _ = write!(out, "  {}{c}", " ".repeat(pad));
-            }
-        }
-        out.push('\n');
-    };
-    line(&mut out, &HEADERS.map(String::from));
+    write_line(&mut out, &HEADERS.map(String::from), &widths);
     let total: usize = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
     out.push_str(&"-".repeat(total));
     out.push('\n');
-    for r in &rows {
-        line(&mut out, r);
+    for r in rows {
+        write_line(&mut out, r, &widths);
     }
-    for s in &suite.scenarios {
+    out
+}
+
+/// One line of [`aligned_table`].
+fn write_line(out: &mut String, cells: &[String], widths: &[usize]) {
+    for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+        let pad = w - c.chars().count();
+        if i == 0 {
+            let _ = write!(out, "{c}{}", " ".repeat(pad));
+        } else {
+            let _ = write!(out, "  {}{c}", " ".repeat(pad));
+        }
+    }
+    out.push('\n');
+}
+
+/// Every scenario's violations, then its warnings, one a line.
+fn write_findings(out: &mut String, scenarios: &[ScenarioResult]) {
+    for s in scenarios {
         for v in &s.violations {
             let _ = writeln!(out, "violation [{}]: {v}", s.name);
         }
@@ -78,17 +94,18 @@ pub fn render(suite: &SuiteResult) -> String {
             let _ = writeln!(out, "warning   [{}]: {w}", s.name);
         }
     }
-    let verdict = if suite.passed {
+}
+
+/// The last line: PASS, or FAIL with the seed that replays the run.
+fn verdict(suite: &SuiteResult) -> String {
+    if suite.passed {
         format!("PASS: no invariant violations (seed {})", suite.seed)
     } else {
         format!(
             "FAIL: {} invariant violation(s); replay with --seed {}",
             suite.violations, suite.seed
         )
-    };
-    out.push_str(&verdict);
-    out.push('\n');
-    out
+    }
 }
 
 fn signed_bytes(d: i64) -> String {

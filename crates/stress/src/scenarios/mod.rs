@@ -304,7 +304,7 @@ impl Ctx {
     /// gone, records the final metrics, and drops the runtime.
     pub fn finish_runtime(&self, rt: gort::Runtime) {
         let at_end = rt.metrics();
-        self.store_metrics(&at_end);
+        self.store_metrics(&at_end, &rt.proc_metrics());
         let deadline = std::time::Instant::now() + Duration::from_secs(3);
         let mut m = at_end;
         while (m.timers_pending > 0 || m.timers_deleted > 0 || m.tasks_alive > 0)
@@ -355,7 +355,7 @@ impl Ctx {
         }
     }
 
-    fn store_metrics(&self, m: &gort::Metrics) {
+    fn store_metrics(&self, m: &gort::Metrics, procs: &[gort::runtime::ProcMetrics]) {
         let mut map = self.metrics.lock().unwrap_or_else(|e| e.into_inner());
         for (k, v) in [
             ("procs", m.procs as u64),
@@ -379,8 +379,15 @@ impl Ctx {
         for (i, n) in m.timer_lateness.iter().enumerate() {
             map.insert(format!("{LATENESS_KEY}{i:02}"), *n);
         }
+        for p in procs {
+            map.insert(format!("{BUSY_KEY}{:02}", p.id), p.busy.as_millis() as u64);
+        }
     }
 }
+
+/// Prefix of the metrics keys of each P's busy time in ms (`..._00` for P 0, see
+/// `gort::runtime::ProcMetrics::busy`).
+pub const BUSY_KEY: &str = "busy_ms_p";
 
 /// Prefix of the metrics keys of the runtime's lateness histogram buckets (`..._00` to
 /// `..._15`, see `gort::Metrics::timer_lateness`).

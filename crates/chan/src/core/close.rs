@@ -1,0 +1,115 @@
+//! Closing a channel core and counting its handles: `close` (Go's `closechan`), the last
+//! sender or receiver closing it, the drop hook, and the buffer taken back by a timer's `stop`
+//! or `reset`. Everything here runs under the channel lock.
+
+use std::collections::VecDeque;
+
+use super::waiters::Slot;
+use super::{Core, DropHook};
+use crate::group::Claim;
+use crate::queue::Queue;
+use crate::wake::{Bag, Deferred};
+
+impl<T> Core<T> {
+    /// Closes the channel: every parked operation is unlinked and woken to fail (senders) or
+    /// to drain the buffer and then see the end (receivers).
+    ///
+    /// Like Go's `closechan`, closing completes a parked select arm, so it also claims the
+    /// arm's group: no other arm of that select can take effect afterwards.
+    pub(crate) fn close(&mut self, d: &mut Deferred) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        Self::unlink_all(&mut self.sendq, &mut self.slots, d);
+        Self::unlink_all(&mut self.recvq, &mut self.slots, d);
+    }
+
+    /// Invariant 6: once nothing can come back to a closed channel, the receivers parked to
+    /// wait for it are woken to see the end.
+    pub(super) fn settle(&mut self, d: &mut Deferred) {
+        if self.closed && self.handed == 0 {
+            Self::unlink_all(&mut self.recvq, &mut self.slots, d);
+        }
+    }
+
+    /// Unlinks every waiter of `q` and wakes it to retry (and find the channel closed).
+    pub(super) fn unlink_all(q: &mut Queue, slots: &mut [Slot<T>], d: &mut Deferred) {
+        while let Some(i) = q.pop_front(slots) {
+            let s = &mut slots[i];
+            s.queued = false;
+            let claim = s.group.as_ref().map_or(Claim::Won, |g| g.claim(None));
+            if let Some(w) = s.waker.take() {
+                match claim {
+                    // Busy: its owner polls again and sees the close itself.
+                    Claim::Won | Claim::Busy | Claim::Own => d.wake(w),
+                    Claim::Gone => d.discard(w),
+                }
+            }
+        }
+    }
+
+    pub(crate) fn add_sender(&mut self) {
+        self.senders += 1;
+    }
+
+    pub(crate) fn add_receiver(&mut self) {
+        self.receivers += 1;
+    }
+
+    /// One sender fewer; the last one closes the channel.
+    pub(crate) fn drop_sender(&mut self, d: &mut Deferred) {
+        self.senders -= 1;
+        if self.senders == 0 {
+            self.close(d);
+        }
+    }
+
+    /// One receiver fewer; the last one closes the channel and hands back the buffered values
+    /// (nobody can receive them) and the drop hook, both for after unlocking.
+    pub(crate) fn drop_receiver(&mut self, d: &mut Deferred) -> (VecDeque<T>, Option<DropHook>) {
+        self.receivers -= 1;
+        if self.receivers > 0 {
+            return (VecDeque::new(), None);
+        }
+        self.close(d);
+        (std::mem::take(&mut self.buf), self.drop_hook.take())
+    }
+
+    /// Installs the hook run when the last receiver drops; returns the one it replaces.
+    pub(crate) fn set_drop_hook(&mut self, hook: DropHook) -> Option<DropHook> {
+        self.drop_hook.replace(hook)
+    }
+
+    /// Removes every buffered value (for dropping after unlocking), then lets parked senders
+    /// fill the room, as receives would.
+    ///
+    /// A value already handed to a plain receive future whose owner has not polled it yet is
+    /// taken back too, and that receiver parks again: otherwise, if the future were then
+    /// dropped, `cancel_recv` would put the value back after the timer's `stop` had returned
+    /// (a stale value, go#37196). Select arms keep theirs: their select committed to them.
+    pub(crate) fn take_buffered(&mut self, d: &mut Deferred) -> Bag<T> {
+        let mut taken = Bag::default();
+        while let Some(v) = self.buf.pop_front() {
+            taken.push(v);
+        }
+        if self.handed > 0 {
+            for i in 0..self.slots.len() {
+                let s = &mut self.slots[i];
+                if s.queued || !s.recv || s.group.is_some() {
+                    continue;
+                }
+                if let Some(v) = s.value.take() {
+                    taken.push(v);
+                    self.handed -= 1;
+                    // Its owner was woken and will find itself parked again (spurious wake).
+                    self.slots[i].queued = true;
+                    self.recvq.push_back(&mut self.slots, i);
+                }
+            }
+            self.settle(d);
+        }
+        self.refill(None, d);
+        taken
+    }
+}

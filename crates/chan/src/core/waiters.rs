@@ -1,0 +1,211 @@
+//! The two wait queues of a channel core and the slab of [`Slot`]s they index: parking an
+//! operation, finding the first waiter that may complete now, and completing it (steps 1 and 2
+//! of "Completing a parked operation" in [`crate::core`]). Everything here runs under the
+//! channel lock.
+
+use std::task::Waker;
+
+use super::{Core, OpCtx};
+use crate::group::{Claim, Group, GroupRef};
+use crate::queue::{Linked, Links, Queue};
+use crate::wake::Deferred;
+
+/// A parked (or recently completed) operation.
+pub(super) struct Slot<T> {
+    /// Linked in `sendq`/`recvq`.
+    pub(super) queued: bool,
+    /// Parked (last) as a receive: a `value` it holds was handed to it.
+    pub(super) recv: bool,
+    /// The offered value (send) or the handed-over value (receive); see invariants 2 and 3.
+    pub(super) value: Option<T>,
+    /// The task to wake when the slot is completed or unlinked.
+    pub(super) waker: Option<Waker>,
+    /// The select arm this operation belongs to, if any.
+    pub(super) group: Option<GroupRef>,
+    /// Neighbours in `sendq`/`recvq`.
+    links: Links,
+}
+
+impl<T> Slot<T> {
+    const EMPTY: Slot<T> = Slot {
+        queued: false,
+        recv: false,
+        value: None,
+        waker: None,
+        group: None,
+        links: Links::UNLINKED,
+    };
+}
+
+impl<T> Linked for Slot<T> {
+    fn links(&self) -> &Links {
+        &self.links
+    }
+    fn links_mut(&mut self) -> &mut Links {
+        &mut self.links
+    }
+}
+
+/// Which queue a slot parks in.
+#[derive(Clone, Copy)]
+pub(super) enum Side {
+    Send,
+    Recv,
+}
+
+impl<T> Core<T> {
+    /// Step 1 of completing a parked operation: unlinks and returns the first waiter of `q`
+    /// that may complete now, on behalf of an operation whose own select is `me`.
+    pub(super) fn pop_claimable(
+        q: &mut Queue,
+        slots: &mut [Slot<T>],
+        me: Option<*const Group>,
+        d: &mut Deferred,
+    ) -> Option<usize> {
+        let mut at = q.front();
+        while let Some(i) = at {
+            at = q.next(slots, i);
+            match slots[i].group.as_ref().map_or(Claim::Won, |g| g.claim(me)) {
+                Claim::Won => {
+                    q.remove(slots, i);
+                    slots[i].queued = false;
+                    return Some(i);
+                }
+                Claim::Busy => {
+                    if let Some(w) = &slots[i].waker {
+                        d.wake(w.clone());
+                    }
+                }
+                Claim::Own => {}
+                Claim::Gone => {
+                    q.remove(slots, i);
+                    let s = &mut slots[i];
+                    s.queued = false;
+                    if let Some(w) = s.waker.take() {
+                        d.discard(w);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Step 2 for a receiver: hands it `v`.
+    pub(super) fn give(&mut self, r: usize, v: T, d: &mut Deferred) {
+        let s = &mut self.slots[r];
+        debug_assert!(
+            s.value.is_none(),
+            "handed a value to a receiver that has one"
+        );
+        s.value = Some(v);
+        self.handed += 1;
+        if let Some(w) = s.waker.take() {
+            d.wake(w);
+        }
+    }
+
+    /// Step 2 for a sender: takes its offered value.
+    pub(super) fn take(&mut self, s: usize, d: &mut Deferred) -> T {
+        let s = &mut self.slots[s];
+        let v = s
+            .value
+            .take()
+            .expect("a parked sender always offers its value");
+        if let Some(w) = s.waker.take() {
+            d.wake(w);
+        }
+        v
+    }
+
+    /// The slot of `slot`, allocating one if needed.
+    pub(super) fn slot(&mut self, slot: &mut Option<usize>) -> usize {
+        if let Some(i) = *slot {
+            return i;
+        }
+        let i = self.free.pop().unwrap_or_else(|| {
+            push_first_exact(&mut self.slots, Slot::EMPTY);
+            self.slots.len() - 1
+        });
+        *slot = Some(i);
+        i
+    }
+
+    /// Returns an idle slot to the free list.
+    pub(super) fn release(&mut self, slot: &mut Option<usize>, d: &mut Deferred) {
+        let Some(i) = slot.take() else { return };
+        let s = &mut self.slots[i];
+        debug_assert!(
+            !s.queued && s.value.is_none(),
+            "released a slot still in use"
+        );
+        if let Some(w) = s.waker.take() {
+            d.discard(w);
+        }
+        s.group = None;
+        push_first_exact(&mut self.free, i);
+    }
+
+    /// Records the caller's waker and select membership, then queues the slot.
+    pub(super) fn park(&mut self, i: usize, side: Side, ctx: &mut OpCtx<'_>, d: &mut Deferred) {
+        self.refresh(i, ctx, d);
+        self.slots[i].queued = true;
+        self.slots[i].recv = matches!(side, Side::Recv);
+        match side {
+            Side::Send => self.sendq.push_back(&mut self.slots, i),
+            Side::Recv => self.recvq.push_back(&mut self.slots, i),
+        }
+    }
+
+    /// Unlinks a queued slot whose owner completes the operation itself.
+    pub(super) fn unpark(&mut self, i: usize, side: Side) {
+        let q = match side {
+            Side::Send => &mut self.sendq,
+            Side::Recv => &mut self.recvq,
+        };
+        q.remove(&mut self.slots, i);
+        self.slots[i].queued = false;
+    }
+
+    /// [`Core::unpark`] for a sender, taking back its offered value.
+    pub(super) fn unpark_sender(&mut self, i: usize) -> T {
+        self.unpark(i, Side::Send);
+        self.slots[i]
+            .value
+            .take()
+            .expect("a parked sender always offers its value")
+    }
+
+    /// Updates a slot's waker (if it would wake another task) and select membership.
+    pub(super) fn refresh(&mut self, i: usize, ctx: &mut OpCtx<'_>, d: &mut Deferred) {
+        let s = &mut self.slots[i];
+        if !s.waker.as_ref().is_some_and(|w| w.will_wake(ctx.waker)) {
+            if let Some(old) = s.waker.replace(ctx.waker.clone()) {
+                d.discard(old);
+            }
+        }
+        match ctx.select.as_deref_mut() {
+            None => s.group = None,
+            Some(sel) => {
+                let current = sel
+                    .group
+                    .as_ref()
+                    .is_some_and(|g| s.group.as_ref().is_some_and(|mine| mine.is(g, sel.arm)));
+                if !current {
+                    s.group = Some(sel.group_ref());
+                }
+            }
+        }
+    }
+}
+
+/// Pushes `e`, allocating room for exactly one element if it is the first: most channels
+/// (every timer channel) never have more than one operation parked, and `Vec`'s first growth
+/// to four slots would cost a timer channel that was received on 216 bytes more than it
+/// needs (design/PERFORMANCE-LOG.md, T9's memory). Later pushes grow as `Vec` does.
+#[inline]
+fn push_first_exact<E>(v: &mut Vec<E>, e: E) {
+    if v.capacity() == 0 {
+        v.reserve_exact(1);
+    }
+    v.push(e);
+}

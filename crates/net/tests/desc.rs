@@ -1,0 +1,75 @@
+//! The poll descriptor's handshake without loom (`gort_net::desc`): the cases the loom
+//! models (`loom_desc.rs`) do not count, such as how many syscalls a blocking read costs.
+
+use gort_net::desc::{Arm, Count, Half, Wait};
+use std::sync::Arc;
+use std::task::{Wake, Waker};
+
+struct NoCount;
+
+/// A waker that does nothing (`Waker::noop` is newer than the MSRV).
+struct Noop;
+
+impl Wake for Noop {
+    fn wake(self: Arc<Self>) {}
+}
+
+impl Count for NoCount {
+    fn add(&self) {}
+    fn remove(&self) {}
+}
+
+/// An edge that a read already consumed must not make the next read that would block try
+/// its syscall again: on a connection in a request/response loop that was one extra
+/// `recvfrom` (`EAGAIN`) per message, a third of the reads (shape N1).
+#[test]
+fn a_consumed_edge_does_not_make_a_read_that_would_block_retry() {
+    let half = Half::default();
+    let waker = &Waker::from(Arc::new(Noop));
+    let mut out = Vec::new();
+    // Data arrives: the poller counts the edge (nobody waits yet).
+    half.set_ready(&mut out, &NoCount);
+    // A read takes its ticket and its syscall consumes the data.
+    half.prepare().unwrap();
+    // The next read's syscall would block: it registers at once.
+    let seen = half.prepare().unwrap();
+    assert_eq!(half.wait(seen, waker, &NoCount), Wait::Pending);
+}
+
+/// An edge after the ticket was taken (data the syscall may have missed) makes it retry.
+#[test]
+fn an_edge_after_the_ticket_makes_the_read_retry() {
+    let half = Half::default();
+    let waker = &Waker::from(Arc::new(Noop));
+    let mut out = Vec::new();
+    let seen = half.prepare().unwrap();
+    half.set_ready(&mut out, &NoCount);
+    assert_eq!(half.wait(seen, waker, &NoCount), Wait::Retry);
+    // Once registered, the next edge releases the waker instead.
+    let seen = half.prepare().unwrap();
+    assert_eq!(half.wait(seen, waker, &NoCount), Wait::Pending);
+    half.set_ready(&mut out, &NoCount);
+    assert_eq!(out.len(), 1);
+}
+
+/// Setting the deadline in effect again, or clearing a clear one, changes nothing (and
+/// takes the lock-free path); after an expiry the same deadline is a change again.
+#[test]
+fn an_unchanged_deadline_changes_nothing() {
+    let half = Half::default();
+    let mut out = Vec::new();
+    let mut armings = Vec::new();
+    half.set_deadline(100, 0, &mut out, &NoCount, |a| armings.push(a));
+    half.set_deadline(100, 10, &mut out, &NoCount, |a| armings.push(a));
+    assert_eq!(armings, vec![Arm::At(100)]);
+    assert!(!half.is_expired());
+    // The fire expires it; the same instant, now passed, leaves it expired.
+    assert!(half.expire(100, &mut out, &NoCount, |a| armings.push(a)));
+    half.set_deadline(100, 200, &mut out, &NoCount, |a| armings.push(a));
+    assert!(half.is_expired());
+    // Cleared, then cleared again: nothing armed or stopped the second time.
+    half.set_deadline(0, 0, &mut out, &NoCount, |a| armings.push(a));
+    half.set_deadline(0, 0, &mut out, &NoCount, |a| armings.push(a));
+    assert!(!half.is_expired());
+    assert_eq!(armings, vec![Arm::At(100)]);
+}

@@ -1,0 +1,273 @@
+//! The scheduler's half of the paused clock (`gort::time::pause`): when a paused runtime is
+//! quiescent, its clock jumps to the earliest deadline, as Go's `testing/synctest` bubbles do.
+//!
+//! The clock itself ([`RuntimeClock`](gort_timer::RuntimeClock)) is a word in [`Shared`]
+//! that every thread of the runtime reads through `nanotime`. Under a paused clock no
+//! deadline is reached by sleeping: the M in the poller role ([`crate::park`]) asks
+//! [`Shared::advance_paused_clock`] instead of arming the poller's timer.
+//!
+//! # Quiescent
+//!
+//! The runtime is quiescent when, at one instant under the scheduler lock (which every P
+//! acquisition takes, so no M can start running in the middle of the check):
+//! - no P is held by an M (so no task is running and no M is spinning),
+//! - no run queue holds a task (the global queue, each P's ring and `runnext`),
+//! - no clock hold is out: `block_on`'s future is not running and was not woken since it last
+//!   returned `Pending`, and no task is inside `block_in_place`,
+//! - no blocking-pool job of the runtime is queued or running,
+//! - and no timer is already due (those run first, and may wake tasks).
+//!
+//! A task blocked on a socket holds the clock too (unless an `advance` asks for the time):
+//! its peer may be outside the runtime, in real time, and jumping would make every network
+//! timeout fire at once (Tokio's paused clock does; a known trap). Ready sockets are
+//! collected before the check, so their tasks count as runnable.
+//!
+//! Wakes from threads outside the runtime (a plain thread sending on a channel) are not seen:
+//! such a thread is not part of the runtime's time.
+//!
+//! # Who re-checks
+//!
+//! Every change that can make the runtime quiescent breaks the blocked poller: an M that goes
+//! idle (`park::poll`), the last clock hold released ([`Shared::release_clock_hold`]), the
+//! last blocking job done. The poller M then re-checks.
+
+use crate::p::PStatus;
+use crate::park::Quiet;
+use crate::shared::Shared;
+use gort_timer::{min_nonzero, Nanos};
+use parking_lot::Mutex;
+use std::sync::Arc;
+use std::task::Waker;
+
+/// `advance`'s side: tasks waiting for quiescence, and how far they allow the clock to jump
+/// while tasks wait on sockets.
+#[derive(Default)]
+pub(crate) struct Advances {
+    state: Mutex<AdvanceState>,
+}
+
+#[derive(Default)]
+struct AdvanceState {
+    /// Tasks in `advance` whose target time came, waiting for the runtime to go quiet.
+    waiters: Vec<Waker>,
+    /// How many times waiters were woken: a waiter is done once it changed.
+    quiet_epoch: u64,
+    /// `advance` calls in progress, and the furthest instant they asked for.
+    pending: usize,
+    target: Nanos,
+}
+
+impl Advances {
+    /// An `advance` to `target` begins: the clock may jump up to `target` even while tasks
+    /// wait on sockets.
+    pub(crate) fn begin(&self, target: Nanos) {
+        let mut s = self.state.lock();
+        s.pending += 1;
+        s.target = s.target.max(target);
+    }
+
+    /// An `advance` ended (or was dropped).
+    pub(crate) fn end(&self) {
+        let mut s = self.state.lock();
+        s.pending -= 1;
+        if s.pending == 0 {
+            s.target = 0;
+        }
+    }
+
+    /// The current quiet epoch (see [`Advances::wait_quiet`]).
+    pub(crate) fn quiet_epoch(&self) -> u64 {
+        self.state.lock().quiet_epoch
+    }
+
+    /// Wakes `waker` when the runtime is next quiescent, unless it was quiescent since
+    /// `epoch` (then returns true: done).
+    pub(crate) fn wait_quiet(&self, epoch: u64, waker: &Waker) -> bool {
+        let mut s = self.state.lock();
+        if s.quiet_epoch != epoch {
+            return true;
+        }
+        if !s.waiters.iter().any(|w| w.will_wake(waker)) {
+            s.waiters.push(waker.clone());
+        }
+        false
+    }
+
+    /// Whether a task waits for quiescence (then an idle M must take the poller role even
+    /// with no timer pending, to notice it).
+    pub(crate) fn has_waiters(&self) -> bool {
+        !self.state.lock().waiters.is_empty()
+    }
+
+    fn target(&self) -> Nanos {
+        self.state.lock().target
+    }
+
+    fn take_waiters(&self) -> Vec<Waker> {
+        let mut s = self.state.lock();
+        s.quiet_epoch += 1;
+        std::mem::take(&mut s.waiters)
+    }
+}
+
+impl Shared {
+    /// The poller M's step under a paused clock: if the runtime is quiescent (module docs),
+    /// wake the tasks waiting in `advance`, or else jump the clock to the earliest deadline.
+    pub(crate) fn advance_paused_clock(self: &Arc<Self>) -> Quiet {
+        if !self.clock.is_paused() {
+            return Quiet::Work;
+        }
+        if self.clock.holds() != 0 || self.blocking.jobs() != 0 {
+            return Quiet::Busy;
+        }
+        let net = self.net_waiting();
+        if net && self.poller.poll_now() != 0 {
+            return Quiet::Work;
+        }
+        let verdict = self.idle.locked(|_| self.quiescent_step(net));
+        if verdict == Quiet::Advanced {
+            // Outside the scheduler lock: a wake schedules a task.
+            for w in self.advances.take_waiters() {
+                w.wake();
+            }
+        }
+        verdict
+    }
+
+    /// The check and the jump, under the scheduler lock.
+    fn quiescent_step(&self, net_waiting: bool) -> Quiet {
+        if self.all_ps().any(|p| p.status() == PStatus::Running) {
+            return Quiet::Busy;
+        }
+        if !self.global.is_empty() || self.all_ps().any(|p| p.has_queued()) {
+            return Quiet::Work;
+        }
+        // Holds taken while we looked (a block_on woken by a blocking job's last act).
+        if self.clock.holds() != 0 || self.blocking.jobs() != 0 {
+            return Quiet::Busy;
+        }
+        let now = self.clock.now();
+        let earliest = self
+            .all_ps()
+            .fold(0, |acc, p| min_nonzero(acc, p.timers.wake_time()));
+        if earliest != 0 && earliest <= now {
+            return Quiet::Work;
+        }
+        if self.advances.has_waiters() {
+            return Quiet::Advanced;
+        }
+        if earliest == 0 {
+            return Quiet::Busy;
+        }
+        if net_waiting && earliest > self.advances.target() {
+            return Quiet::Busy;
+        }
+        self.clock.jump_to(earliest);
+        Quiet::Advanced
+    }
+
+    /// Ends a clock hold (`block_on`'s poll, `block_in_place`); the last one may leave a
+    /// paused runtime quiescent.
+    pub(crate) fn release_clock_hold(self: &Arc<Self>) {
+        if self.clock.release() {
+            self.may_be_quiescent();
+        }
+    }
+
+    /// Something that held a paused clock ended: make an M look (the poller, or a new
+    /// spinning M when nobody polls: every M may have parked while the clock was held).
+    pub(crate) fn may_be_quiescent(self: &Arc<Self>) {
+        if self.clock.is_paused() {
+            self.wake_netpoller(gort_timer::NEVER);
+        }
+    }
+}
+
+/// What `gort::time`'s `pause`, `resume`, `advance` and `is_paused` need from the scheduler.
+/// Not a user API.
+#[doc(hidden)]
+pub mod clock_api {
+    use crate::shared::Shared;
+    use gort_timer::Nanos;
+    use std::sync::Arc;
+    use std::task::Waker;
+
+    fn current(what: &str) -> Arc<Shared> {
+        crate::context::current().unwrap_or_else(|| panic!("gort::time::{what} {}", crate::OUTSIDE))
+    }
+
+    /// Freezes the current runtime's clock. Returns false if it was paused already.
+    ///
+    /// # Panics
+    ///
+    /// Outside a gort runtime.
+    #[track_caller]
+    pub fn pause() -> bool {
+        current("pause").clock.pause()
+    }
+
+    /// Lets the current runtime's clock run again. Returns false if it was not paused.
+    ///
+    /// # Panics
+    ///
+    /// Outside a gort runtime.
+    #[track_caller]
+    pub fn resume() -> bool {
+        let shared = current("resume");
+        let resumed = shared.clock.resume();
+        // The poller M may be blocked with no deadline: let it arm the real one.
+        shared.wake_netpoller(gort_timer::NEVER);
+        resumed
+    }
+
+    /// Whether the current thread's runtime has a paused clock (false outside a runtime).
+    pub fn is_paused() -> bool {
+        crate::context::with_current(|s| s.is_some_and(|s| s.clock.is_paused()))
+    }
+
+    /// An `advance` to `target` starts; returns the runtime it runs on.
+    ///
+    /// # Panics
+    ///
+    /// Outside a gort runtime.
+    #[track_caller]
+    pub fn advance_begin(target: Nanos) -> Advance {
+        let shared = current("advance");
+        shared.advances.begin(target);
+        Advance { shared }
+    }
+
+    /// An `advance` in progress; ends when dropped.
+    pub struct Advance {
+        shared: Arc<Shared>,
+    }
+
+    impl Advance {
+        /// Whether the runtime's clock is paused.
+        pub fn is_paused(&self) -> bool {
+            self.shared.clock.is_paused()
+        }
+
+        /// The epoch to pass to [`Advance::wait_quiet`].
+        pub fn quiet_epoch(&self) -> u64 {
+            self.shared.advances.quiet_epoch()
+        }
+
+        /// True once the runtime was quiescent after `epoch`; otherwise `waker` is woken when
+        /// it is.
+        pub fn wait_quiet(&self, epoch: u64, waker: &Waker) -> bool {
+            let done = self.shared.advances.wait_quiet(epoch, waker);
+            if !done && !self.shared.clock.is_paused() {
+                // Resumed meanwhile: a running clock never waits for quiescence.
+                return true;
+            }
+            done
+        }
+    }
+
+    impl Drop for Advance {
+        fn drop(&mut self) {
+            self.shared.advances.end();
+        }
+    }
+}
