@@ -103,6 +103,7 @@ const TICKS: &[&str] = &[
     "late_p99_us",
     "late_max_us",
     "dropped",
+    "cpu_ms",
     "steal_ms",
 ];
 

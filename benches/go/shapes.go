@@ -138,6 +138,7 @@ func t5TickerJitter(p params, busy bool) []figure {
 		}
 	}
 	period := time.Millisecond
+	m := startMeter()
 	t0 := time.Now()
 	tk := time.NewTicker(period)
 	recs := make([]tickRec, 0, n)
@@ -160,7 +161,7 @@ func t5TickerJitter(p params, busy bool) []figure {
 		dropped = 0
 	}
 	return []figure{{"late_p50_us", pc[0]}, {"late_p99_us", pc[1]}, {"late_max_us", pc[2]},
-		{"dropped", float64(dropped)}}
+		{"dropped", float64(dropped)}, {"cpu_ms", ms(m.cpuSince())}}
 }
 
 // tickRec is one receipt of a ticker: the value delivered and when it arrived.

@@ -275,6 +275,7 @@ pub fn t5_ticker_jitter(p: &Params, busy: bool) -> Figures {
             }
         }
         let period = Duration::from_millis(1);
+        let m = Meter::start();
         let t0 = Instant::now();
         let ticker = Ticker::new(period);
         let mut recs = Vec::with_capacity(ticks);
@@ -284,7 +285,9 @@ pub fn t5_ticker_jitter(p: &Params, busy: bool) -> Figures {
         }
         ticker.stop();
         stop.store(true, Ordering::Relaxed);
-        tick_figures(t0, period, &recs)
+        let mut figures = tick_figures(t0, period, &recs);
+        figures.push(("cpu_ms", ms(m.cpu())));
+        figures
     })
 }
 

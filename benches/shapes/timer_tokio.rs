@@ -213,6 +213,7 @@ pub fn t5_ticker_jitter(p: &Params, busy: bool) -> Figures {
             }
         }
         let period = Duration::from_millis(1);
+        let m = Meter::start();
         let t0 = Instant::now();
         let mut iv = tokio::time::interval_at(TInstant::from_std(t0 + period), period);
         iv.set_missed_tick_behavior(MissedTickBehavior::Skip);
@@ -222,7 +223,9 @@ pub fn t5_ticker_jitter(p: &Params, busy: bool) -> Figures {
             recs.push((due, Instant::now()));
         }
         stop.store(true, Ordering::Relaxed);
-        tick_figures(t0, period, &recs)
+        let mut figures = tick_figures(t0, period, &recs);
+        figures.push(("cpu_ms", ms(m.cpu())));
+        figures
     })
 }
 

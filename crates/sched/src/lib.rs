@@ -20,6 +20,7 @@ mod context;
 mod handle;
 mod idle;
 mod join_set_spawn;
+mod lead;
 mod metrics;
 mod netpoll;
 mod p;

@@ -42,6 +42,8 @@ pub(crate) const GLOBAL_QUEUE_INTERVAL: u32 = 61;
 pub(crate) struct Local {
     pub(crate) queue: runq::Local<Task>,
     pub(crate) runnext: Option<Task>,
+    /// The lane of the task in `runnext`: the one it keeps when a newer task kicks it out.
+    runnext_lane: Lane,
     pub(crate) tick: u32,
     runnext_streak: u32,
     /// Set when a task yielded while started work waited in the global queue: the next pick
@@ -109,6 +111,7 @@ impl P {
                 local: UnsafeCell::new(Local {
                     queue,
                     runnext: None,
+                    runnext_lane: Lane::Ready,
                     tick: 0,
                     runnext_streak: 0,
                     serve_global: false,
@@ -243,9 +246,12 @@ impl P {
         unsafe {
             self.with_local(|l| {
                 if next {
+                    // A kicked-out task keeps its own lane: a woken task that a spawn
+                    // replaces is still started work if its ring overflows.
+                    let old_lane = std::mem::replace(&mut l.runnext_lane, lane);
                     match l.runnext.replace(task) {
                         Some(old) => {
-                            l.queue.push(old, global, lane);
+                            l.queue.push(old, global, old_lane);
                             true
                         }
                         None => false,

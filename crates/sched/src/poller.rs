@@ -10,10 +10,12 @@
 //!
 //! Early wake-up: from the timerfd's expiry to a thread running the timer takes tens of
 //! microseconds (the wake-up of a sleeping thread; more under virtualisation), which alone
-//! would put an idle runtime's timers ~60 µs late. For a sparse deadline (the previous wake-up
-//! at least `SPARSE` ago) the poller arms the timerfd `EARLY` before the deadline and spins
-//! the rest (a break still ends the spin at once). That costs at most `EARLY` of CPU per
-//! sparse wake-up (5 % of a core for a 1 ms ticker) and is never done for dense streams.
+//! would put an idle runtime's timers ~40-60 µs late. For a sparse deadline (the previous
+//! wake-up at least `SPARSE` ago) the poller arms the timerfd a *lead* before the deadline,
+//! and when the thread runs before the deadline it spins the rest (a break ends the spin at
+//! once). The lead follows the measured wake-up delay (`lead.rs`: its lower quartile, at most
+//! `MAX_LEAD`), so most wake-ups spin not at all or a few microseconds. Dense streams never
+//! spin.
 //!
 //! Coalescing: every poller wake-up costs a timer re-arm and two context switches (tens of
 //! microseconds of CPU under virtualisation), which is most of the CPU a dense stream of
@@ -32,6 +34,7 @@
 //! Sockets: the same `mio::Poll` carries every socket `gort-net` registers (netpoll.rs);
 //! their events wake tasks after the poller's lock is released.
 
+use crate::lead::Lead;
 use crate::netpoll::{dispatch, Net};
 use gort_loom::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use gort_timer::{nanotime, Nanos};
@@ -47,8 +50,6 @@ const MIN_GAP: i64 = 100_000;
 const MAX_GAP: i64 = 1_000_000;
 /// A deadline this long after the previous wake-up is sparse: wake early and spin.
 const SPARSE: i64 = 500_000;
-/// How early a sparse deadline's wake-up is armed, to be spun away (ns).
-const EARLY: i64 = 50_000;
 #[cfg(target_os = "linux")]
 const TIMER: Token = Token(1);
 /// Events taken per `epoll_wait` (Go's netpoll takes 128).
@@ -110,7 +111,7 @@ impl Gap {
 
 pub(crate) struct Poller {
     /// Locked only by the M that won the poller role (`Idle::lastpoll`), so never contended.
-    inner: Mutex<(Poll, Events, Gap)>,
+    inner: Mutex<(Poll, Events, Gap, Lead)>,
     /// A handle to register sockets with the poll while an M blocks in it.
     registry: Registry,
     /// The registered sockets and the count of tasks waiting on them.
@@ -148,7 +149,7 @@ impl Poller {
         Ok(Poller {
             registry: poll.registry().try_clone()?,
             net: Net::new(),
-            inner: Mutex::new((poll, Events::with_capacity(EVENTS), Gap::new())),
+            inner: Mutex::new((poll, Events::with_capacity(EVENTS), Gap::new(), Lead::new())),
             fired: AtomicU64::new(0),
             wakeups: Wakeups::default(),
             waker,
@@ -178,38 +179,69 @@ impl Poller {
     /// wake once the poller's lock is released.
     fn poll_locked(&self, until: Nanos, latest: Nanos, ready: &mut Vec<std::task::Waker>) {
         let mut guard = self.inner.lock();
-        let (poll, events, g) = &mut *guard;
+        let (poll, events, g, lead) = &mut *guard;
         g.judge(self.fired.load(Relaxed));
-        let mut timeout = None;
-        let mut target = 0;
+        let (mut target, mut early) = (0, 0);
         if until != 0 {
             let (until, sparse) = g.target(until, latest);
             target = until;
-            if sparse && until - nanotime() <= EARLY {
-                // Close enough: spin to the deadline, then take a zero-timeout look at the
-                // events (a break that ended the spin is consumed there).
-                while nanotime() < until && !self.wake_sig.load(Acquire) {
-                    std::hint::spin_loop();
-                }
-                timeout = Some(Duration::ZERO);
-            } else {
-                timeout = self.arm(if sparse { until - EARLY } else { until });
-            }
+            early = if sparse { lead.get() } else { 0 };
         }
+        let timeout = self.wait_for(target, early);
         if let Err(e) = poll.poll(events, timeout) {
             if e.kind() != io::ErrorKind::Interrupted {
                 panic!("gort: the poller failed: {e}");
             }
         }
-        // Only a wake-up that reached its deadline counts for coalescing: an early (sparse)
+        let seen = self.take_events(events, ready);
+        if early > 0 && seen.timer {
+            // Tasks a break or a socket readied run first; the caller then polls again.
+            self.finish_early_wake_up(lead, target, early, !seen.brk && !seen.io);
+        }
+        // Only a wake-up that reached its deadline counts for coalescing: a spurious early
         // wake-up or a break is followed by a poll for the same deadline.
         let now = nanotime();
         if target != 0 && now >= target {
             g.woke(target, self.fired.load(Relaxed));
         }
         self.net.note_polled(now);
-        let seen = self.take_events(events, ready);
         self.wakeups.note(seen, target != 0 && now >= target);
+    }
+
+    /// How to wait for `target` (0 = no deadline) with the timer armed `early` before it:
+    /// the timeout for the poll, after arming the timer. Within `early` of the deadline
+    /// already, spin to it and take a zero-timeout look at the events (a break that ended
+    /// the spin is consumed there).
+    fn wait_for(&self, target: Nanos, early: i64) -> Option<Duration> {
+        if target == 0 {
+            return None;
+        }
+        if early > 0 && target - nanotime() <= early {
+            self.spin_until(target);
+            return Some(Duration::ZERO);
+        }
+        self.arm(target - early)
+    }
+
+    /// After the timer armed `early` before `target` expired: teaches `lead` how late the
+    /// thread runs after an expiry, and if it came before the deadline and `spin`, spins to
+    /// it. An expiry from an older arming (the thread runs before this arming's instant)
+    /// teaches nothing and is not spun away: the caller polls again.
+    fn finish_early_wake_up(&self, lead: &mut Lead, target: Nanos, early: i64, spin: bool) {
+        let woke = nanotime();
+        if woke >= target - early {
+            lead.learn(target, woke);
+            if spin {
+                self.spin_until(target);
+            }
+        }
+    }
+
+    /// Spins until `until` or a `break_poll`, whichever comes first.
+    fn spin_until(&self, until: Nanos) {
+        while nanotime() < until && !self.wake_sig.load(Acquire) {
+            std::hint::spin_loop();
+        }
     }
 
     /// Blocking polls returned so far, by cause (see [`WakeupCounts`]).
@@ -223,7 +255,7 @@ impl Poller {
     pub(crate) fn poll_now(&self) -> usize {
         let mut ready = Vec::new();
         if let Some(mut guard) = self.inner.try_lock() {
-            let (poll, events, _) = &mut *guard;
+            let (poll, events, ..) = &mut *guard;
             if let Err(e) = poll.poll(events, Some(Duration::ZERO)) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     panic!("gort: the poller failed: {e}");
@@ -256,7 +288,10 @@ impl Poller {
                 }
                 #[cfg(target_os = "linux")]
                 TIMER => {
-                    self.timer.clear();
+                    // The expiry count is never read: the registration is edge-triggered
+                    // and every expiry wakes the timerfd's waiters, so the next one is
+                    // reported all the same (a read would cost a syscall per wake-up).
+                    seen.timer = true;
                     self.armed.store(0, Relaxed);
                 }
                 _ => {
@@ -320,6 +355,8 @@ struct Seen {
     io: bool,
     /// A `break_poll`.
     brk: bool,
+    /// The expiry of the poller's timer.
+    timer: bool,
 }
 
 /// Counters of the poller's blocking polls. Only the M that holds the poller's lock writes
@@ -334,8 +371,9 @@ struct Wakeups {
 }
 
 /// Blocking polls of the poller, by cause. One wake-up can have several causes (a deadline
-/// reached while a socket became ready), or none (an early wake-up for a sparse deadline,
-/// which then spins, or a signal), so the causes need not add up to `total`.
+/// reached while a socket became ready), or none (an early wake-up for a sparse deadline
+/// that a socket or a break cut short, the expiry of an earlier arming, or a signal), so the
+/// causes need not add up to `total`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct WakeupCounts {
     pub(crate) total: u64,
@@ -423,19 +461,13 @@ mod timerfd {
             let rc = unsafe { libc::timerfd_settime(self.raw(), 0, &spec, std::ptr::null_mut()) };
             debug_assert_eq!(rc, 0, "gort: timerfd_settime failed");
         }
-
-        /// Consumes an expiry so that the edge-triggered registration fires again next time.
-        pub(super) fn clear(&self) {
-            let mut buf = [0u8; 8];
-            // SAFETY: reading 8 bytes into an 8-byte buffer from our own non-blocking fd.
-            let _ = unsafe { libc::read(self.raw(), buf.as_mut_ptr().cast(), buf.len()) };
-        }
     }
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::lead::MAX_LEAD;
 
     const MS: i64 = 1_000_000;
 
@@ -509,6 +541,37 @@ mod tests {
                 "short timers deferred: {w:?}"
             );
         }
+    }
+
+    #[test]
+    fn sparse_polls_reach_their_deadline_and_a_break_ends_one_at_once() {
+        let p = Poller::new().expect("a poller");
+        for _ in 0..20 {
+            let until = nanotime() + 2 * MS;
+            let mut polls = 0;
+            while nanotime() < until {
+                p.poll(until, until);
+                polls += 1;
+                assert!(
+                    polls < 1000,
+                    "the poller keeps returning before its deadline"
+                );
+            }
+            let lead = p.inner.lock().3.get();
+            assert!((0..=MAX_LEAD).contains(&lead), "lead {lead}");
+        }
+        let until = nanotime() + 10_000 * MS;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(20));
+                p.break_poll();
+            });
+            p.poll(until, until);
+        });
+        assert!(
+            nanotime() < until - 5_000 * MS,
+            "the break did not end the poll"
+        );
     }
 
     #[test]

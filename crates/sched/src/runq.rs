@@ -149,6 +149,12 @@ impl<T> Drop for Ring<T> {
 /// in the P's owner-only state).
 pub(crate) struct Local<T> {
     ring: Arc<Ring<T>>,
+    /// Ring positions `ready_from..ready_to` may hold `Ready` tasks (started work): a full
+    /// ring that moves any of them sends its batch to the `Ready` lane, not behind a burst
+    /// of spawns in the `Fresh` lane. Stolen tasks are not counted (a thief takes them only
+    /// into a ring at most half full, and runs them first).
+    ready_from: u32,
+    ready_to: u32,
 }
 
 /// Anyone's handle of a P's ring: length and stealing.
@@ -165,7 +171,12 @@ pub(crate) fn local<T>() -> (Local<T>, Stealer<T>) {
             .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
             .collect(),
     });
-    (Local { ring: ring.clone() }, Stealer { ring })
+    let local = Local {
+        ring: ring.clone(),
+        ready_from: 0,
+        ready_to: 0,
+    };
+    (local, Stealer { ring })
 }
 
 impl<T> Local<T> {
@@ -182,6 +193,9 @@ impl<T> Local<T> {
                 unsafe { r.put(tail, task) };
                 // Release: a thief that reads the new tail sees the slot written.
                 r.tail.store(tail.wrapping_add(1), Release);
+                if lane == Lane::Ready {
+                    self.note_ready(real, tail, tail.wrapping_add(1));
+                }
                 return;
             }
             if steal != real {
@@ -189,8 +203,12 @@ impl<T> Local<T> {
                 global.push(task, lane);
                 return;
             }
-            match self.push_overflow(task, real, tail, global, lane) {
-                Ok(()) => return,
+            let batch_lane = self.batch_lane(real, lane);
+            match self.push_overflow(task, real, tail, global, batch_lane) {
+                Ok(()) => {
+                    self.moved_out(real.wrapping_add(HALF));
+                    return;
+                }
                 // A thief claimed tasks between our load and our claim: there is room now.
                 Err(t) => task = t,
             }
@@ -222,6 +240,34 @@ impl<T> Local<T> {
         let batch = (0..HALF).map(|i| unsafe { r.take(head.wrapping_add(i)) });
         global.push_batch(batch.chain(std::iter::once(task)), lane);
         Ok(())
+    }
+
+    /// The lane of an overflow batch that moves the older half from `head`, pushed by a
+    /// `lane` push: `Ready` if the half may hold started work (a batch has one lane: telling
+    /// each task's origin apart would cost a cache miss per task).
+    fn batch_lane(&self, head: u32, lane: Lane) -> Lane {
+        let to = head.wrapping_add(HALF);
+        if before(head, self.ready_to) && before(self.ready_from, to) {
+            Lane::Ready
+        } else {
+            lane
+        }
+    }
+
+    /// Positions before `to` left the ring in an overflow batch.
+    fn moved_out(&mut self, to: u32) {
+        if before(self.ready_from, to) {
+            self.ready_from = to;
+        }
+    }
+
+    /// Notes that ring positions `from..to` may hold `Ready` tasks; `head` is the oldest
+    /// position still queued.
+    fn note_ready(&mut self, head: u32, from: u32, to: u32) {
+        if !before(head, self.ready_to) {
+            self.ready_from = from;
+        }
+        self.ready_to = to;
     }
 
     /// Go's `runqget`: the oldest task. A CAS, because thieves move `real` too.
@@ -261,6 +307,7 @@ impl<T> Local<T> {
         let room = LOCAL_CAP - tail.wrapping_sub(steal) as usize;
         let mut q = global.lock();
         let n = max.max(1).min(q.available(take)).min(room / 2 + 1);
+        let takes_ready = q.takes_ready(take, n);
         let ret = q.pop_front(take)?;
         for i in 0..n as u32 - 1 {
             let t = q
@@ -271,7 +318,11 @@ impl<T> Local<T> {
         }
         global.publish(&q);
         drop(q);
-        r.tail.store(tail.wrapping_add(n as u32 - 1), Release);
+        let end = tail.wrapping_add(n as u32 - 1);
+        r.tail.store(end, Release);
+        if takes_ready && n > 1 {
+            self.note_ready(unpack(r.head.load(Relaxed)).1, tail, end);
+        }
         Some(ret)
     }
 }
@@ -394,6 +445,15 @@ impl<T> Lanes<T> {
         }
     }
 
+    /// Whether taking `n` tasks as `take` says takes a `Ready` one.
+    fn takes_ready(&self, take: Take, n: usize) -> bool {
+        match take {
+            Take::Only(lane) => lane == Lane::Ready,
+            Take::First(Lane::Ready) => !self.ready.is_empty(),
+            Take::First(Lane::Fresh) => n > self.fresh.len(),
+        }
+    }
+
     fn available(&self, take: Take) -> usize {
         match take {
             Take::Only(Lane::Ready) => self.ready.len(),
@@ -476,95 +536,12 @@ impl<T> Global<T> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use std::sync::atomic::AtomicBool;
-
-    /// The lanes: `Take` decides the order, `Only` never touches the other lane, and each
-    /// lane is FIFO.
-    #[test]
-    fn refill_takes_lanes_in_the_order_asked() {
-        let global = Global::default();
-        global.push_batch([10, 11, 12].into_iter(), Lane::Fresh);
-        global.push_batch([1, 2].into_iter(), Lane::Ready);
-        let (mut ring, _) = local::<usize>();
-        let drain = |ring: &mut Local<usize>, first: usize| {
-            let mut got = vec![first];
-            got.extend(std::iter::from_fn(|| ring.pop()));
-            got
-        };
-        let t = ring.refill(&global, 1, Take::First(Lane::Fresh)).unwrap();
-        assert_eq!(drain(&mut ring, t), [10]);
-        let t = ring.refill(&global, 8, Take::Only(Lane::Ready)).unwrap();
-        assert_eq!(drain(&mut ring, t), [1, 2]);
-        assert!(ring.refill(&global, 8, Take::Only(Lane::Ready)).is_none());
-        assert_eq!(global.len(), 2);
-        global.push(3, Lane::Ready);
-        let t = ring.refill(&global, 8, Take::First(Lane::Ready)).unwrap();
-        assert_eq!(drain(&mut ring, t), [3, 11, 12]);
-        assert!(global.is_empty());
-    }
-
-    /// Real threads: an owner pushing (overflowing) and popping, two thieves stealing and
-    /// draining their own rings. Every task comes out exactly once.
-    #[test]
-    fn every_task_comes_out_once_under_real_threads() {
-        const N: usize = 200_000;
-        let global = std::sync::Arc::new(Global::default());
-        let (mut owner, stealer) = local::<usize>();
-        let stealer = std::sync::Arc::new(stealer);
-        let done = std::sync::Arc::new(AtomicBool::new(false));
-        let thieves: Vec<_> = (0..2)
-            .map(|_| {
-                let (stealer, done, global) = (stealer.clone(), done.clone(), global.clone());
-                std::thread::spawn(move || {
-                    let (mut mine, _) = local::<usize>();
-                    let mut got = Vec::new();
-                    while !done.load(SeqCst) || !stealer.is_empty() {
-                        if let Some(t) = stealer.steal_into(&mut mine) {
-                            got.push(t);
-                            while let Some(t) = mine.pop() {
-                                got.push(t);
-                            }
-                        }
-                        if let Some(t) = mine.refill(&global, 8, Take::First(Lane::Ready)) {
-                            got.push(t);
-                            while let Some(t) = mine.pop() {
-                                got.push(t);
-                            }
-                        }
-                    }
-                    got
-                })
-            })
-            .collect();
-        let mut got = Vec::new();
-        for i in 0..N {
-            owner.push(
-                i,
-                &global,
-                if i % 2 == 0 { Lane::Ready } else { Lane::Fresh },
-            );
-            if i % 3 == 0 {
-                got.extend(owner.pop());
-            }
-        }
-        while let Some(t) = owner.pop() {
-            got.push(t);
-        }
-        done.store(true, SeqCst);
-        for t in thieves {
-            got.extend(t.join().unwrap());
-        }
-        while let Some(t) = global.pop() {
-            got.push(t);
-        }
-        got.sort_unstable();
-        assert_eq!(got.len(), N, "tasks lost or duplicated");
-        assert!(
-            got.iter().enumerate().all(|(i, &t)| i == t),
-            "a task came out twice"
-        );
-    }
+/// Whether ring position `a` comes before `b` (positions wrap; a ring spans far less than
+/// half the range).
+fn before(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
 }
+
+#[cfg(all(test, not(loom)))]
+#[path = "runq_tests.rs"]
+mod tests;

@@ -187,9 +187,9 @@ pub struct Metrics {
     /// Poller wake-ups with socket events (`gort::net`).
     pub poller_wakeups_io: u64,
     /// Poller wake-ups by a break: new work, or a timer armed earlier than the poller's
-    /// deadline. One wake-up may have several causes, or none (an early wake-up before a
-    /// sparse deadline, which the poller spins away), so the three causes need not add up to
-    /// `poller_wakeups`.
+    /// deadline. One wake-up may have several causes, or none (a wake-up before a sparse
+    /// deadline that the poller did not spin away, or a signal), so the three causes need not
+    /// add up to `poller_wakeups`.
     pub poller_wakeups_break: u64,
 }
 

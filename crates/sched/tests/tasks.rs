@@ -409,6 +409,55 @@ fn a_woken_task_runs_before_a_backlog_of_new_tasks() {
     );
 }
 
+/// A task woken on a P and then pushed out of its `runnext` by a burst of spawns is still
+/// started work: when the burst overflows the ring into the global queue, the batch that
+/// moves it goes to the `Ready` lane, not behind the burst's backlog in the `Fresh` lane
+/// (the sleep-fanout stress scenario's late sleepers). One P: a task queues a backlog of
+/// spawns, wakes another task, then spawns more without yielding.
+#[test]
+fn a_woken_task_pushed_out_by_a_spawn_burst_runs_before_the_burst() {
+    const BACKLOG: usize = 5_000;
+    const MORE: usize = 1_000;
+    let rt = Builder::new().procs(1).build().unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let gate = Gate::default();
+    let polled = Arc::new(AtomicBool::new(false));
+    let (g, p, r) = (gate.clone(), polled.clone(), ran.clone());
+    let woken = rt.spawn(async move {
+        std::future::poll_fn(|cx| {
+            p.store(true, SeqCst);
+            Pin::new(&mut g.clone()).poll(cx)
+        })
+        .await;
+        r.load(SeqCst)
+    });
+    while !polled.load(SeqCst) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let r = ran.clone();
+    let burst = rt.spawn(async move {
+        let spawn_one = || {
+            let r = r.clone();
+            spawn(async move {
+                r.fetch_add(1, SeqCst);
+            })
+        };
+        let mut hs: Vec<_> = (0..BACKLOG).map(|_| spawn_one()).collect();
+        gate.fire();
+        hs.extend((0..MORE).map(|_| spawn_one()));
+        for h in hs {
+            h.await.unwrap();
+        }
+    });
+    let before = rt.block_on(woken).unwrap();
+    rt.block_on(burst).unwrap();
+    assert!(
+        before < BACKLOG / 2,
+        "the woken task ran after {before} of the {} spawned tasks",
+        BACKLOG + MORE
+    );
+}
+
 /// New tasks are never starved by started ones: 300 tasks yield in a loop on one P, so its
 /// ring keeps overflowing into the global queue's `Ready` lane and that lane never empties;
 /// a task spawned from outside (the `Fresh` lane) must still run, and it stops the others.
