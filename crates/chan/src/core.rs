@@ -93,7 +93,8 @@ pub(crate) struct Core<T> {
     sendq: Queue,
     recvq: Queue,
     slots: Vec<Slot<T>>,
-    free: Vec<usize>,
+    /// The first free slot ([`waiters::NO_SLOT`]: none); each links to the next.
+    free: usize,
     drop_hook: Option<DropHook>,
 }
 
@@ -110,7 +111,7 @@ impl<T> Core<T> {
             sendq: Queue::new(),
             recvq: Queue::new(),
             slots: Vec::new(),
-            free: Vec::new(),
+            free: waiters::NO_SLOT,
             drop_hook: None,
         }
     }

@@ -24,7 +24,12 @@ pub(super) struct Slot<T> {
     pub(super) group: Option<GroupRef>,
     /// Neighbours in `sendq`/`recvq`.
     links: Links,
+    /// The next slot of the free list while this one is free ([`NO_SLOT`] at its end).
+    next_free: usize,
 }
+
+/// The end of the free list of slots.
+pub(super) const NO_SLOT: usize = usize::MAX;
 
 impl<T> Slot<T> {
     const EMPTY: Slot<T> = Slot {
@@ -34,6 +39,7 @@ impl<T> Slot<T> {
         waker: None,
         group: None,
         links: Links::UNLINKED,
+        next_free: NO_SLOT,
     };
 }
 
@@ -122,15 +128,20 @@ impl<T> Core<T> {
         if let Some(i) = *slot {
             return i;
         }
-        let i = self.free.pop().unwrap_or_else(|| {
+        let i = if self.free == NO_SLOT {
             self.slots.push(Slot::EMPTY);
             self.slots.len() - 1
-        });
+        } else {
+            let i = self.free;
+            self.free = std::mem::replace(&mut self.slots[i].next_free, NO_SLOT);
+            i
+        };
         *slot = Some(i);
         i
     }
 
-    /// Returns an idle slot to the free list.
+    /// Returns an idle slot to the free list, which is threaded through the slots themselves
+    /// so that parking and completing touch no allocation besides the slab.
     pub(super) fn release(&mut self, slot: &mut Option<usize>, d: &mut Deferred) {
         let Some(i) = slot.take() else { return };
         let s = &mut self.slots[i];
@@ -142,7 +153,8 @@ impl<T> Core<T> {
             d.discard(w);
         }
         s.group = None;
-        self.free.push(i);
+        s.next_free = self.free;
+        self.free = i;
     }
 
     /// Records the caller's waker and select membership, then queues the slot.
