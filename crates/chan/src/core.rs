@@ -59,7 +59,7 @@ use crate::group::Group;
 use crate::queue::Queue;
 use crate::select_ctx::SelectCtx;
 use crate::wake::Deferred;
-use waiters::{Side, Slot};
+use waiters::{Side, Slots};
 
 /// Runs once when the last receiver is dropped.
 pub(crate) type DropHook = Box<dyn FnOnce() + Send>;
@@ -92,7 +92,7 @@ pub(crate) struct Core<T> {
     receivers: usize,
     sendq: Queue,
     recvq: Queue,
-    slots: Vec<Slot<T>>,
+    slots: Slots<T>,
     /// The first free slot ([`waiters::NO_SLOT`]: none); each links to the next.
     free: usize,
     drop_hook: Option<DropHook>,
@@ -110,8 +110,8 @@ impl<T> Core<T> {
             receivers: 1,
             sendq: Queue::new(),
             recvq: Queue::new(),
-            slots: Vec::new(),
-            free: waiters::NO_SLOT,
+            slots: Slots::new(),
+            free: 0,
             drop_hook: None,
         }
     }

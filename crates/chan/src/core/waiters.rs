@@ -3,6 +3,7 @@
 //! of "Completing a parked operation" in [`crate::core`]). Everything here runs under the
 //! channel lock.
 
+use std::ops::{Index, IndexMut};
 use std::task::Waker;
 
 use super::{Core, OpCtx};
@@ -52,6 +53,56 @@ impl<T> Linked for Slot<T> {
     }
 }
 
+/// The slab of slots. Slot 0 lives inline in the core, so a channel with one parked operation
+/// at a time (a ping-pong, a worker waiting for jobs) parks and completes without touching a
+/// second allocation; further slots live on the heap, numbered from 1.
+pub(super) struct Slots<T> {
+    first: Slot<T>,
+    rest: Vec<Slot<T>>,
+}
+
+impl<T> Slots<T> {
+    /// A slab holding one free slot, 0.
+    pub(super) const fn new() -> Self {
+        Slots {
+            first: Slot::EMPTY,
+            rest: Vec::new(),
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        1 + self.rest.len()
+    }
+
+    /// Adds a slot and returns its index.
+    fn push(&mut self) -> usize {
+        self.rest.push(Slot::EMPTY);
+        self.rest.len()
+    }
+}
+
+impl<T> Index<usize> for Slots<T> {
+    type Output = Slot<T>;
+
+    #[inline]
+    fn index(&self, i: usize) -> &Slot<T> {
+        match i {
+            0 => &self.first,
+            i => &self.rest[i - 1],
+        }
+    }
+}
+
+impl<T> IndexMut<usize> for Slots<T> {
+    #[inline]
+    fn index_mut(&mut self, i: usize) -> &mut Slot<T> {
+        match i {
+            0 => &mut self.first,
+            i => &mut self.rest[i - 1],
+        }
+    }
+}
+
 /// Which queue a slot parks in.
 #[derive(Clone, Copy)]
 pub(super) enum Side {
@@ -64,7 +115,7 @@ impl<T> Core<T> {
     /// that may complete now, on behalf of an operation whose own select is `me`.
     pub(super) fn pop_claimable(
         q: &mut Queue,
-        slots: &mut [Slot<T>],
+        slots: &mut Slots<T>,
         me: Option<*const Group>,
         d: &mut Deferred,
     ) -> Option<usize> {
@@ -129,8 +180,7 @@ impl<T> Core<T> {
             return i;
         }
         let i = if self.free == NO_SLOT {
-            self.slots.push(Slot::EMPTY);
-            self.slots.len() - 1
+            self.slots.push()
         } else {
             let i = self.free;
             self.free = std::mem::replace(&mut self.slots[i].next_free, NO_SLOT);
