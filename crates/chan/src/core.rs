@@ -111,6 +111,7 @@ impl<T> Core<T> {
             sendq: Queue::new(),
             recvq: Queue::new(),
             slots: Slots::new(),
+            // The free list starts as the inline slot 0 alone.
             free: 0,
             drop_hook: None,
         }

@@ -29,8 +29,9 @@ pub(crate) trait Linked {
     fn links_mut(&mut self) -> &mut Links;
 }
 
-/// A FIFO threaded through `slots` (any slab indexed by `usize`). Each index may be in at most one queue at a time; the
-/// caller keeps track of which (the core's `queued` flag and slot kind).
+/// A FIFO threaded through `slots` (any slab indexed by `usize`). Each index may be in at most
+/// one queue at a time; the caller keeps track of which (the core's `queued` flag and slot
+/// kind).
 #[derive(Debug)]
 pub(crate) struct Queue {
     head: usize,
