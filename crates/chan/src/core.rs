@@ -59,7 +59,7 @@ use crate::group::Group;
 use crate::queue::Queue;
 use crate::select_ctx::SelectCtx;
 use crate::wake::Deferred;
-use waiters::{Side, Slot};
+use waiters::{Side, Slots};
 
 /// Runs once when the last receiver is dropped.
 pub(crate) type DropHook = Box<dyn FnOnce() + Send>;
@@ -92,8 +92,9 @@ pub(crate) struct Core<T> {
     receivers: usize,
     sendq: Queue,
     recvq: Queue,
-    slots: Vec<Slot<T>>,
-    free: Vec<usize>,
+    slots: Slots<T>,
+    /// The first free slot ([`waiters::NO_SLOT`]: none); each links to the next.
+    free: usize,
     drop_hook: Option<DropHook>,
 }
 
@@ -109,8 +110,9 @@ impl<T> Core<T> {
             receivers: 1,
             sendq: Queue::new(),
             recvq: Queue::new(),
-            slots: Vec::new(),
-            free: Vec::new(),
+            slots: Slots::new(),
+            // The free list starts as the inline slot 0 alone.
+            free: 0,
             drop_hook: None,
         }
     }

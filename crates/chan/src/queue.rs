@@ -3,6 +3,8 @@
 //! receive among thousands parked on one channel (say, every task's `select!` over a shared
 //! `done` channel) must not scan the queue under the channel lock.
 
+use std::ops::{Index, IndexMut};
+
 /// The end of a list.
 const NIL: usize = usize::MAX;
 
@@ -27,8 +29,9 @@ pub(crate) trait Linked {
     fn links_mut(&mut self) -> &mut Links;
 }
 
-/// A FIFO threaded through `slots`. Each index may be in at most one queue at a time; the
-/// caller keeps track of which (the core's `queued` flag and slot kind).
+/// A FIFO threaded through `slots` (any slab indexed by `usize`). Each index may be in at most
+/// one queue at a time; the caller keeps track of which (the core's `queued` flag and slot
+/// kind).
 #[derive(Debug)]
 pub(crate) struct Queue {
     head: usize,
@@ -48,12 +51,20 @@ impl Queue {
     }
 
     /// The element after `i` (which must be queued here).
-    pub(crate) fn next<S: Linked>(&self, slots: &[S], i: usize) -> Option<usize> {
+    pub(crate) fn next<S: Linked, L: Index<usize, Output = S> + ?Sized>(
+        &self,
+        slots: &L,
+        i: usize,
+    ) -> Option<usize> {
         let next = slots[i].links().next;
         (next != NIL).then_some(next)
     }
 
-    pub(crate) fn push_back<S: Linked>(&mut self, slots: &mut [S], i: usize) {
+    pub(crate) fn push_back<S: Linked, L: IndexMut<usize, Output = S> + ?Sized>(
+        &mut self,
+        slots: &mut L,
+        i: usize,
+    ) {
         debug_assert_eq!(*slots[i].links(), Links::UNLINKED, "slot {i} queued twice");
         *slots[i].links_mut() = Links {
             prev: self.tail,
@@ -67,7 +78,11 @@ impl Queue {
     }
 
     /// Unlinks `i`, which must be queued here.
-    pub(crate) fn remove<S: Linked>(&mut self, slots: &mut [S], i: usize) {
+    pub(crate) fn remove<S: Linked, L: IndexMut<usize, Output = S> + ?Sized>(
+        &mut self,
+        slots: &mut L,
+        i: usize,
+    ) {
         let Links { prev, next } = *slots[i].links();
         match prev {
             NIL => {
@@ -86,7 +101,10 @@ impl Queue {
         *slots[i].links_mut() = Links::UNLINKED;
     }
 
-    pub(crate) fn pop_front<S: Linked>(&mut self, slots: &mut [S]) -> Option<usize> {
+    pub(crate) fn pop_front<S: Linked, L: IndexMut<usize, Output = S> + ?Sized>(
+        &mut self,
+        slots: &mut L,
+    ) -> Option<usize> {
         let i = self.front()?;
         self.remove(slots, i);
         Some(i)

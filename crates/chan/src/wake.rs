@@ -87,11 +87,22 @@ impl Deferred {
         self.run_slow();
     }
 
-    #[cold]
+    /// The common case past the empty one is a single wake (a send handing its value to one
+    /// parked receiver): wake it without building an iterator, and reach the lists only if
+    /// they ever held more than one waker.
     fn run_slow(self) {
-        for w in self.wake {
+        let Deferred { wake, discard } = self;
+        if let Some(w) = wake.first {
             w.wake();
         }
-        drop(self.discard);
+        if wake.rest.capacity() != 0 {
+            for w in wake.rest {
+                w.wake();
+            }
+        }
+        drop(discard.first);
+        if discard.rest.capacity() != 0 {
+            drop(discard.rest);
+        }
     }
 }

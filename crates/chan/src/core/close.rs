@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use super::waiters::Slot;
+use super::waiters::Slots;
 use super::{Core, DropHook};
 use crate::group::Claim;
 use crate::queue::Queue;
@@ -34,7 +34,7 @@ impl<T> Core<T> {
     }
 
     /// Unlinks every waiter of `q` and wakes it to retry (and find the channel closed).
-    pub(super) fn unlink_all(q: &mut Queue, slots: &mut [Slot<T>], d: &mut Deferred) {
+    pub(super) fn unlink_all(q: &mut Queue, slots: &mut Slots<T>, d: &mut Deferred) {
         while let Some(i) = q.pop_front(slots) {
             let s = &mut slots[i];
             s.queued = false;

@@ -3,6 +3,7 @@
 //! of "Completing a parked operation" in [`crate::core`]). Everything here runs under the
 //! channel lock.
 
+use std::ops::{Index, IndexMut};
 use std::task::Waker;
 
 use super::{Core, OpCtx};
@@ -24,7 +25,12 @@ pub(super) struct Slot<T> {
     pub(super) group: Option<GroupRef>,
     /// Neighbours in `sendq`/`recvq`.
     links: Links,
+    /// The next slot of the free list while this one is free ([`NO_SLOT`] at its end).
+    next_free: usize,
 }
+
+/// The end of the free list of slots.
+pub(super) const NO_SLOT: usize = usize::MAX;
 
 impl<T> Slot<T> {
     const EMPTY: Slot<T> = Slot {
@@ -34,6 +40,7 @@ impl<T> Slot<T> {
         waker: None,
         group: None,
         links: Links::UNLINKED,
+        next_free: NO_SLOT,
     };
 }
 
@@ -43,6 +50,56 @@ impl<T> Linked for Slot<T> {
     }
     fn links_mut(&mut self) -> &mut Links {
         &mut self.links
+    }
+}
+
+/// The slab of slots. Slot 0 lives inline in the core, so a channel with one parked operation
+/// at a time (a ping-pong, a worker waiting for jobs) parks and completes without touching a
+/// second allocation; further slots live on the heap, numbered from 1.
+pub(super) struct Slots<T> {
+    first: Slot<T>,
+    rest: Vec<Slot<T>>,
+}
+
+impl<T> Slots<T> {
+    /// A slab holding one free slot, 0.
+    pub(super) const fn new() -> Self {
+        Slots {
+            first: Slot::EMPTY,
+            rest: Vec::new(),
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        1 + self.rest.len()
+    }
+
+    /// Adds a slot and returns its index.
+    fn push(&mut self) -> usize {
+        self.rest.push(Slot::EMPTY);
+        self.rest.len()
+    }
+}
+
+impl<T> Index<usize> for Slots<T> {
+    type Output = Slot<T>;
+
+    #[inline]
+    fn index(&self, i: usize) -> &Slot<T> {
+        match i {
+            0 => &self.first,
+            i => &self.rest[i - 1],
+        }
+    }
+}
+
+impl<T> IndexMut<usize> for Slots<T> {
+    #[inline]
+    fn index_mut(&mut self, i: usize) -> &mut Slot<T> {
+        match i {
+            0 => &mut self.first,
+            i => &mut self.rest[i - 1],
+        }
     }
 }
 
@@ -58,7 +115,7 @@ impl<T> Core<T> {
     /// that may complete now, on behalf of an operation whose own select is `me`.
     pub(super) fn pop_claimable(
         q: &mut Queue,
-        slots: &mut [Slot<T>],
+        slots: &mut Slots<T>,
         me: Option<*const Group>,
         d: &mut Deferred,
     ) -> Option<usize> {
@@ -122,15 +179,19 @@ impl<T> Core<T> {
         if let Some(i) = *slot {
             return i;
         }
-        let i = self.free.pop().unwrap_or_else(|| {
-            push_first_exact(&mut self.slots, Slot::EMPTY);
-            self.slots.len() - 1
-        });
+        let i = if self.free == NO_SLOT {
+            self.slots.push()
+        } else {
+            let i = self.free;
+            self.free = std::mem::replace(&mut self.slots[i].next_free, NO_SLOT);
+            i
+        };
         *slot = Some(i);
         i
     }
 
-    /// Returns an idle slot to the free list.
+    /// Returns an idle slot to the free list, which is threaded through the slots themselves
+    /// so that parking and completing touch no allocation besides the slab.
     pub(super) fn release(&mut self, slot: &mut Option<usize>, d: &mut Deferred) {
         let Some(i) = slot.take() else { return };
         let s = &mut self.slots[i];
@@ -142,7 +203,8 @@ impl<T> Core<T> {
             d.discard(w);
         }
         s.group = None;
-        push_first_exact(&mut self.free, i);
+        s.next_free = self.free;
+        self.free = i;
     }
 
     /// Records the caller's waker and select membership, then queues the slot.
@@ -196,16 +258,4 @@ impl<T> Core<T> {
             }
         }
     }
-}
-
-/// Pushes `e`, allocating room for exactly one element if it is the first: most channels
-/// (every timer channel) never have more than one operation parked, and `Vec`'s first growth
-/// to four slots would cost a timer channel that was received on 216 bytes more than it
-/// needs (design/PERFORMANCE-LOG.md, T9's memory). Later pushes grow as `Vec` does.
-#[inline]
-fn push_first_exact<E>(v: &mut Vec<E>, e: E) {
-    if v.capacity() == 0 {
-        v.reserve_exact(1);
-    }
-    v.push(e);
 }
