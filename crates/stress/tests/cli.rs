@@ -97,6 +97,19 @@ fn json_and_html_outputs_are_well_formed() {
         .map(|s| s["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["poller-wakeups", "faults"]);
+    for s in v["scenarios"].as_array().unwrap() {
+        let notes: Vec<&str> = s["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap())
+            .collect();
+        let load_notes = notes
+            .iter()
+            .filter(|n| n.starts_with("other processes used"))
+            .count();
+        assert_eq!(load_notes, 1, "the machine's load is noted once: {notes:?}");
+    }
     assert!(
         err.contains("violations"),
         "the table goes to stderr with --json: {err}"

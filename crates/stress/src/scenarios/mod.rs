@@ -425,10 +425,6 @@ pub fn run(
     check_memory(&ctx, memory);
     let lateness = ctx.lateness.summary();
     let bound = build_bound(def.bound);
-    ctx.note(format!(
-        "other processes used {:.0}% of the machine's CPU",
-        others * 100.0
-    ));
     check_lateness(&ctx, &lateness, bound, others);
     let take =
         |m: &Mutex<Vec<String>>| std::mem::take(&mut *m.lock().unwrap_or_else(|e| e.into_inner()));
