@@ -46,9 +46,11 @@ pub(crate) struct Local {
     runnext_lane: Lane,
     pub(crate) tick: u32,
     runnext_streak: u32,
-    /// Set when a task yielded while started work waited in the global queue: the next pick
+    /// Set when a task yielded after a task was readied into the global queue: the next pick
     /// serves the global queue first (see [`P::note_yield`]).
     serve_global: bool,
+    /// `Global::woken` when this P last served the global queue for a yield.
+    seen_woken: usize,
 }
 
 pub(crate) struct P {
@@ -115,6 +117,7 @@ impl P {
                     tick: 0,
                     runnext_streak: 0,
                     serve_global: false,
+                    seen_woken: 0,
                 }),
             }),
             stealer,
@@ -207,23 +210,32 @@ impl P {
         }
     }
 
-    /// A task of this P yielded: if started work waits in the global queue (a task woken off
-    /// every P, by sysmon or on a thread without a P), the next pick takes it first.
+    /// A task of this P yielded: if a task was readied into the global queue since this P
+    /// last looked (woken off every P, by sysmon or on a thread without a P), the next pick
+    /// takes the global queue's oldest started task first.
     ///
     /// Go's `Gosched` puts the yielding goroutine on the global queue, behind such work; gort
     /// keeps the yielder in the local ring (no lock per yield) and serves the global queue
     /// first instead. Either way a woken task waits at most one slice of the tasks that yield,
-    /// not the 61 slices of the fairness check (T10 in benches/SHAPES.md). One relaxed load per
-    /// yield, of a line written only when the global queue changes.
+    /// not the 61 slices of the fairness check (T10 in benches/SHAPES.md). Only a wake counts,
+    /// not the overflow of rings full of yielding tasks, which also lands in the `Ready` lane:
+    /// serving that on every yield took the global lock per yield and cost R2 three times its
+    /// time (design/PERFORMANCE-LOG.md). One relaxed load per yield.
     ///
     /// # Safety
     ///
     /// As [`P::with_local`].
     pub(crate) unsafe fn note_yield(&self, global: &Global<Task>) {
-        if global.has_ready() {
-            // SAFETY: forwarded contract.
-            unsafe { self.with_local(|l| l.serve_global = true) };
-        }
+        let woken = global.woken();
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.with_local(|l| {
+                if l.seen_woken != woken {
+                    l.seen_woken = woken;
+                    l.serve_global = true;
+                }
+            })
+        };
     }
 
     /// Go's `runqput(pp, g, next)`: `next` puts the task in `runnext`, kicking the old one to the

@@ -418,6 +418,10 @@ impl<T> Stealer<T> {
 pub(crate) struct Global<T> {
     len: AtomicUsize,
     ready: AtomicUsize,
+    /// Tasks ever readied into the `Ready` lane by a thread that holds no P (`push_woken`):
+    /// a yield serves the global queue only when this moved (`P::note_yield`), not for the
+    /// overflow of rings full of yielding tasks.
+    woken: AtomicUsize,
     queue: Mutex<Lanes<T>>,
 }
 
@@ -472,6 +476,7 @@ impl<T> Default for Global<T> {
         Global {
             len: AtomicUsize::new(0),
             ready: AtomicUsize::new(0),
+            woken: AtomicUsize::new(0),
             queue: Mutex::new(Lanes {
                 ready: VecDeque::new(),
                 fresh: VecDeque::new(),
@@ -487,6 +492,26 @@ impl<T> Global<T> {
 
     pub(crate) fn push(&self, task: T, lane: Lane) {
         self.push_batch(std::iter::once(task), lane);
+    }
+
+    /// `push` for a task readied by a thread that holds no P (a timer run by sysmon or an
+    /// idle M, a wake from a plain thread): counted in `woken`.
+    pub(crate) fn push_woken(&self, task: T, lane: Lane) {
+        self.push(task, lane);
+        if lane == Lane::Ready {
+            self.woken.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Tasks in the `Ready` lane (a racy hint).
+    #[cfg(test)]
+    pub(crate) fn ready_len(&self) -> usize {
+        self.hint(Take::Only(Lane::Ready))
+    }
+
+    /// How many tasks `push_woken` ever readied into the `Ready` lane (a racy hint).
+    pub(crate) fn woken(&self) -> usize {
+        self.woken.load(Relaxed)
     }
 
     pub(crate) fn push_batch(&self, tasks: impl Iterator<Item = T>, lane: Lane) {
@@ -524,11 +549,6 @@ impl<T> Global<T> {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// Whether started work (the `Ready` lane) waits (a racy hint).
-    pub(crate) fn has_ready(&self) -> bool {
-        self.hint(Take::Only(Lane::Ready)) != 0
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -32,6 +32,26 @@ fn an_overflow_keeps_started_work_in_the_ready_lane() {
     assert_eq!(q.fresh.len(), HALF as usize + 1);
 }
 
+/// Only a task readied by a thread without a P counts as woken (what makes a yield serve the
+/// global queue, `P::note_yield`): the overflow of a ring full of started tasks does not.
+#[test]
+fn only_wakes_off_every_p_count_as_woken() {
+    let global = Global::default();
+    let (mut ring, _) = local::<usize>();
+    for t in 0..=LOCAL_CAP {
+        ring.push(t, &global, Lane::Ready);
+    }
+    assert!(
+        global.ready_len() > 0,
+        "the ring overflowed into the Ready lane"
+    );
+    assert_eq!(global.woken(), 0, "an overflow counted as a wake");
+    global.push_woken(5000, Lane::Ready);
+    assert_eq!(global.woken(), 1);
+    global.push_woken(5001, Lane::Fresh);
+    assert_eq!(global.woken(), 1, "a spawn counted as a wake");
+}
+
 /// The lanes: `Take` decides the order, `Only` never touches the other lane, and each
 /// lane is FIFO.
 #[test]

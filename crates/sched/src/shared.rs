@@ -244,7 +244,7 @@ impl Shared {
             // live across a task poll, which is where we are called from.
             unsafe { (*p).push_local(task, next, &self.global, lane) }
         } else {
-            self.global.push(task, lane);
+            self.global.push_woken(task, lane);
             true
         };
         // Go wakes an M for every readied goroutine; like Tokio's LIFO slot, gort does not
