@@ -451,7 +451,16 @@ fn selected(s: &Shape, filters: &[String]) -> bool {
 }
 
 /// Child: run one shape on one runtime and print `figure KEY VALUE` lines.
+///
+/// A panic anywhere (a runtime's worker thread included, where it would leave the shape
+/// waiting for ever) ends the child at once, so the table shows `ERR` without the runner's
+/// timeout.
 fn child(p: &Params, id: &str, rt: &str) {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        std::process::exit(101);
+    }));
     let shape = SHAPES
         .iter()
         .find(|s| s.id == id)
