@@ -352,15 +352,13 @@ fn idle_runtime_parks_its_threads() {
     }
 }
 
-/// The global queue's two lanes (runq.rs): a task woken from outside the runtime runs before
-/// a backlog of new tasks queued ahead of it. One P, held by a spinning task while 20,000 new
-/// tasks and then the wake-up are queued; in a single FIFO the woken task would run last.
-#[test]
-fn a_woken_task_runs_before_a_backlog_of_new_tasks() {
-    const NEW: usize = 20_000;
-    let rt = Builder::new().procs(1).build().unwrap();
-    let ran = Arc::new(AtomicUsize::new(0));
-    let gate = Gate::default();
+/// Spawns a task that parks on `gate` and, once woken, returns how many tasks had counted
+/// themselves in `ran` by then; returns after the task parked.
+fn spawn_parked_on(
+    rt: &Runtime,
+    gate: &Gate,
+    ran: &Arc<AtomicUsize>,
+) -> gort_sched::JoinHandle<usize> {
     let polled = Arc::new(AtomicBool::new(false));
     let (g, p, r) = (gate.clone(), polled.clone(), ran.clone());
     let woken = rt.spawn(async move {
@@ -374,6 +372,19 @@ fn a_woken_task_runs_before_a_backlog_of_new_tasks() {
     while !polled.load(SeqCst) {
         std::thread::sleep(Duration::from_millis(1));
     }
+    woken
+}
+
+/// The global queue's two lanes (runq.rs): a task woken from outside the runtime runs before
+/// a backlog of new tasks queued ahead of it. One P, held by a spinning task while 20,000 new
+/// tasks and then the wake-up are queued; in a single FIFO the woken task would run last.
+#[test]
+fn a_woken_task_runs_before_a_backlog_of_new_tasks() {
+    const NEW: usize = 20_000;
+    let rt = Builder::new().procs(1).build().unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let gate = Gate::default();
+    let woken = spawn_parked_on(&rt, &gate, &ran);
     let (holding, release) = (
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicBool::new(false)),
@@ -421,19 +432,7 @@ fn a_woken_task_pushed_out_by_a_spawn_burst_runs_before_the_burst() {
     let rt = Builder::new().procs(1).build().unwrap();
     let ran = Arc::new(AtomicUsize::new(0));
     let gate = Gate::default();
-    let polled = Arc::new(AtomicBool::new(false));
-    let (g, p, r) = (gate.clone(), polled.clone(), ran.clone());
-    let woken = rt.spawn(async move {
-        std::future::poll_fn(|cx| {
-            p.store(true, SeqCst);
-            Pin::new(&mut g.clone()).poll(cx)
-        })
-        .await;
-        r.load(SeqCst)
-    });
-    while !polled.load(SeqCst) {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    let woken = spawn_parked_on(&rt, &gate, &ran);
     let r = ran.clone();
     let burst = rt.spawn(async move {
         let spawn_one = || {
