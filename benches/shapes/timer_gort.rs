@@ -497,27 +497,18 @@ pub fn t9_reset_earlier_chan(p: &Params) -> Figures {
     let (per, total) = p.split(p.n(100_000));
     let w = p.workers;
     run(p, move || async move {
-        let ready = Arc::new(Latch::new(w));
-        let go = Arc::new(Latch::new(1));
-        let tasks = spawn_each(w, |t| {
-            let (ready, go) = (ready.clone(), go.clone());
-            async move {
-                let timers: Vec<Timer> = (0..10_000).map(|_| Timer::new(HOUR)).collect();
-                ready.arrive();
-                go.wait().await;
-                let mut rng = Rng::new(SEED ^ 9 ^ t as u64);
-                for _ in 0..per {
-                    let t = &timers[rng.below(10_000) as usize];
-                    t.reset(Duration::from_micros(50));
-                    t.c().recv().await.expect("the timer's value");
-                    t.reset(HOUR);
-                }
+        let m = measure_after_setup(w, move |t, start| async move {
+            let timers: Vec<Timer> = (0..10_000).map(|_| Timer::new(HOUR)).collect();
+            start.arrive_and_wait().await;
+            let mut rng = Rng::new(SEED ^ 9 ^ t as u64);
+            for _ in 0..per {
+                let t = &timers[rng.below(10_000) as usize];
+                t.reset(Duration::from_micros(50));
+                t.c().recv().await.expect("the timer's value");
+                t.reset(HOUR);
             }
-        });
-        ready.wait().await;
-        let m = Meter::start();
-        go.arrive();
-        join_all(tasks).await;
+        })
+        .await;
         vec![("per_op_ns", m.ns_per(total)), ("cpu_ms", ms(m.cpu()))]
     })
 }
@@ -528,36 +519,65 @@ pub fn t9_reset_earlier(p: &Params) -> Figures {
     let (per, total) = p.split(p.n(100_000));
     let w = p.workers;
     run(p, move || async move {
-        let ready = Arc::new(Latch::new(w));
-        let go = Arc::new(Latch::new(1));
-        let tasks = spawn_each(w, |t| {
-            let (ready, go) = (ready.clone(), go.clone());
-            async move {
-                let fired = Arc::new(Signal::default());
-                let timers: Vec<AfterFunc> = (0..10_000)
-                    .map(|_| {
-                        let fired = fired.clone();
-                        after_func(HOUR, move || fired.notify())
-                    })
-                    .collect();
-                ready.arrive();
-                go.wait().await;
-                let mut rng = Rng::new(SEED ^ 9 ^ t as u64);
-                for _ in 0..per {
-                    let af = &timers[rng.below(10_000) as usize];
-                    af.reset(Duration::from_micros(50));
-                    fired.wait().await;
-                    af.reset(HOUR);
-                }
-                for af in &timers {
-                    af.stop();
-                }
+        let m = measure_after_setup(w, move |t, start| async move {
+            let fired = Arc::new(Signal::default());
+            let timers: Vec<AfterFunc> = (0..10_000)
+                .map(|_| {
+                    let fired = fired.clone();
+                    after_func(HOUR, move || fired.notify())
+                })
+                .collect();
+            start.arrive_and_wait().await;
+            let mut rng = Rng::new(SEED ^ 9 ^ t as u64);
+            for _ in 0..per {
+                let af = &timers[rng.below(10_000) as usize];
+                af.reset(Duration::from_micros(50));
+                fired.wait().await;
+                af.reset(HOUR);
             }
-        });
-        ready.wait().await;
-        let m = Meter::start();
-        go.arrive();
-        join_all(tasks).await;
+            for af in &timers {
+                af.stop();
+            }
+        })
+        .await;
         vec![("per_op_ns", m.ns_per(total)), ("cpu_ms", ms(m.cpu()))]
     })
+}
+
+/// Where a task of [`measure_after_setup`] ends its setup and waits for the others'.
+struct Start {
+    ready: Arc<Latch>,
+    go: Arc<Latch>,
+}
+
+impl Start {
+    async fn arrive_and_wait(&self) {
+        self.ready.arrive();
+        self.go.wait().await;
+    }
+}
+
+/// Spawns W tasks made by `task(t, start)`, each of which sets up, then awaits
+/// `start.arrive_and_wait()`; the meter runs from the release of all of them to the last end.
+async fn measure_after_setup<F, Fut>(w: usize, task: F) -> Meter
+where
+    F: Fn(usize, Start) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let ready = Arc::new(Latch::new(w));
+    let go = Arc::new(Latch::new(1));
+    let tasks = spawn_each(w, |t| {
+        task(
+            t,
+            Start {
+                ready: ready.clone(),
+                go: go.clone(),
+            },
+        )
+    });
+    ready.wait().await;
+    let m = Meter::start();
+    go.arrive();
+    join_all(tasks).await;
+    m
 }
