@@ -51,9 +51,9 @@
 mod close;
 mod waiters;
 
-use std::collections::VecDeque;
 use std::task::{Poll, Waker};
 
+use crate::buf::Buf;
 use crate::error::{SendError, TryRecvError, TrySendError};
 use crate::group::Group;
 use crate::queue::Queue;
@@ -61,8 +61,9 @@ use crate::select_ctx::SelectCtx;
 use crate::wake::Deferred;
 use waiters::{Side, Slots};
 
-/// Runs once when the last receiver is dropped.
-pub(crate) type DropHook = Box<dyn FnOnce() + Send>;
+/// Told once when the last receiver is dropped ([`crate::Receiver::set_drop_hook`]): shared,
+/// not boxed, so that a timer installs itself without an allocation.
+pub(crate) type DropHook = std::sync::Arc<dyn crate::DropHook>;
 
 /// The caller of a poll: its waker and, inside a `select!` arm, the select context.
 pub(crate) struct OpCtx<'a> {
@@ -82,7 +83,7 @@ impl OpCtx<'_> {
 
 /// The state behind the channel lock.
 pub(crate) struct Core<T> {
-    buf: VecDeque<T>,
+    buf: Buf<T>,
     /// `None`: unbounded.
     cap: Option<usize>,
     closed: bool,
@@ -99,10 +100,10 @@ pub(crate) struct Core<T> {
 }
 
 impl<T> Core<T> {
-    /// A core with one sender and one receiver; a bounded buffer is allocated here, once.
+    /// A core with one sender and one receiver.
     pub(crate) fn new(cap: Option<usize>) -> Self {
         Core {
-            buf: VecDeque::with_capacity(cap.unwrap_or(0)),
+            buf: Buf::new(cap),
             cap,
             closed: false,
             handed: 0,

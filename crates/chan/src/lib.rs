@@ -85,6 +85,7 @@
 
 #![warn(missing_docs)]
 
+mod buf;
 mod chan;
 mod core;
 mod error;
@@ -186,6 +187,14 @@ pub trait RecvHook: Send + Sync {
     fn parked(&self);
     /// A parked receive operation ended: it got a value, or it was cancelled or dropped.
     fn unparked(&self);
+}
+
+/// What a channel timer is told when the last receiver of its channel is dropped
+/// ([`Receiver::set_drop_hook`]), outside the channel's lock. Not a user API.
+#[doc(hidden)]
+pub trait DropHook: Send + Sync {
+    /// The last receiver was dropped: nobody can receive from the channel any more.
+    fn last_receiver_dropped(&self);
 }
 
 /// [`bounded`] for a channel timer: `hook` is told about the receivers (see [`RecvHook`]).

@@ -127,13 +127,14 @@ impl<T> Receiver<T> {
         Arc::ptr_eq(&self.chan, &other.chan)
     }
 
-    /// Installs `hook`, run once (outside the channel's lock) when the last receiver is
-    /// dropped; a second call replaces (and drops) the first hook.
+    /// Installs `hook`, told once (outside the channel's lock) when the last receiver is
+    /// dropped; a second call replaces (and drops) the first hook. The channel holds it
+    /// until then.
     ///
     /// For gort's timers: an `after`/`tick` timer whose channel nobody can receive from any
-    /// more stops itself.
+    /// more stops itself. The timer's core is the hook, so installing it allocates nothing.
     #[doc(hidden)]
-    pub fn set_drop_hook(&self, hook: Box<dyn FnOnce() + Send>) {
+    pub fn set_drop_hook(&self, hook: std::sync::Arc<dyn crate::DropHook>) {
         let old = self.chan.with(|core, _| core.set_drop_hook(hook));
         drop(old);
     }
@@ -159,7 +160,7 @@ impl<T> Drop for Receiver<T> {
             unparked(&self.chan);
         }
         if let Some(hook) = hook {
-            hook();
+            hook.last_receiver_dropped();
         }
     }
 }

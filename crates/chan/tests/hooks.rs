@@ -8,17 +8,33 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use common::poll_once;
-use gort_chan::{bounded, unbounded, TrySendError};
+use gort_chan::{bounded, unbounded, DropHook, TrySendError};
 
-fn counter() -> (Arc<AtomicUsize>, Box<dyn FnOnce() + Send>) {
-    let n = Arc::new(AtomicUsize::new(0));
-    let hook = {
-        let n = n.clone();
-        Box::new(move || {
-            n.fetch_add(1, Ordering::SeqCst);
-        })
-    };
-    (n, hook)
+/// A drop hook that counts its runs.
+#[derive(Default)]
+struct Count(AtomicUsize);
+
+impl DropHook for Count {
+    fn last_receiver_dropped(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn counter() -> (Arc<Count>, Arc<dyn DropHook>) {
+    let n = Arc::new(Count::default());
+    (n.clone(), n)
+}
+
+/// A drop hook that checks it runs outside the channel's lock.
+struct TrySend(gort_chan::Sender<u8>, Arc<Count>);
+
+impl DropHook for TrySend {
+    fn last_receiver_dropped(&self) {
+        // Would deadlock if the hook ran under the channel lock.
+        assert_eq!(self.0.try_send(1), Err(TrySendError::Closed(1)));
+        assert!(self.0.is_closed());
+        self.1.last_receiver_dropped();
+    }
 }
 
 #[test]
@@ -30,11 +46,15 @@ fn drop_hook_runs_once_when_the_last_receiver_drops() {
     let rx3 = rx2.clone();
     drop(rx);
     drop(rx2);
-    assert_eq!(runs.load(Ordering::SeqCst), 0, "a receiver is still alive");
+    assert_eq!(
+        runs.0.load(Ordering::SeqCst),
+        0,
+        "a receiver is still alive"
+    );
     drop(tx);
-    assert_eq!(runs.load(Ordering::SeqCst), 0, "senders do not matter");
+    assert_eq!(runs.0.load(Ordering::SeqCst), 0, "senders do not matter");
     drop(rx3);
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(runs.0.load(Ordering::SeqCst), 1);
 }
 
 #[test]
@@ -45,23 +65,18 @@ fn drop_hook_replaced_runs_only_the_new_one() {
     rx.set_drop_hook(old);
     rx.set_drop_hook(new);
     drop(rx);
-    assert_eq!(old_runs.load(Ordering::SeqCst), 0);
-    assert_eq!(new_runs.load(Ordering::SeqCst), 1);
+    assert_eq!(old_runs.0.load(Ordering::SeqCst), 0);
+    assert_eq!(new_runs.0.load(Ordering::SeqCst), 1);
 }
 
 #[test]
 fn drop_hook_runs_outside_the_lock() {
     let (tx, rx) = bounded::<u8>(1);
     let tx2 = tx.clone();
-    let (runs, count) = counter();
-    rx.set_drop_hook(Box::new(move || {
-        // Would deadlock if the hook ran under the channel lock.
-        assert_eq!(tx2.try_send(1), Err(TrySendError::Closed(1)));
-        assert!(tx2.is_closed());
-        count();
-    }));
+    let (runs, _) = counter();
+    rx.set_drop_hook(Arc::new(TrySend(tx2, runs.clone())));
     drop(rx);
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(runs.0.load(Ordering::SeqCst), 1);
     drop(tx);
 }
 

@@ -143,13 +143,17 @@ fn drop_hook_runs_once() {
     use loom::sync::atomic::{AtomicUsize, Ordering};
     use loom::sync::Arc;
 
+    struct Count(Arc<AtomicUsize>);
+    impl gort_chan::DropHook for Count {
+        fn last_receiver_dropped(&self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
     loom::model(|| {
         let (_tx, rx) = bounded::<u8>(1);
         let runs = Arc::new(AtomicUsize::new(0));
-        let counted = runs.clone();
-        rx.set_drop_hook(Box::new(move || {
-            counted.fetch_add(1, Ordering::SeqCst);
-        }));
+        rx.set_drop_hook(std::sync::Arc::new(Count(runs.clone())));
         let rx2 = rx.clone();
         let t = thread::spawn(move || drop(rx2));
         drop(rx);

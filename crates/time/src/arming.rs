@@ -68,8 +68,10 @@ use crate::Instant;
 pub trait Sink: Send + Sync {
     /// Sends without blocking; false if the value was dropped (channel full or closed).
     fn try_send(&self, value: Instant) -> bool;
-    /// Removes every buffered value; returns how many there were.
-    fn take_buffered(&self) -> usize;
+    /// Removes every buffered value; returns how many there were. `maybe_buffered` is false
+    /// when nothing was sent since the last call (receivers only take values out, so the
+    /// channel holds none of ours): a sink may then skip the channel and return 0.
+    fn take_buffered(&self, maybe_buffered: bool) -> usize;
 }
 
 /// The runtime timer under a channel timer, as the arming drives it. Not a user API.
@@ -100,6 +102,13 @@ pub enum State {
 #[derive(Debug)]
 struct Inner {
     state: State,
+    /// The runtime timer was put in a heap and not stopped since.
+    heaped: bool,
+    /// A value was sent since the last drain (it may sit in the channel or in a receiver's
+    /// hands); a drain with nothing sent since the last one costs no channel operation.
+    sent: bool,
+    /// Parked receive operations (Go's `t.blocked`).
+    blocked: u32,
     /// The earliest deadline a fire may have to be accepted: the first deadline of the
     /// current arming, then just past the last accepted tick. Fires due earlier are late
     /// leftovers of an earlier arming, or (a ticker) an older tick overtaken by a newer one.
@@ -110,10 +119,6 @@ struct Inner {
     period: Nanos,
     /// The coalescing slack the runtime timer is armed with.
     slack: Nanos,
-    /// Parked receive operations (Go's `t.blocked`).
-    blocked: usize,
-    /// The runtime timer was put in a heap and not stopped since.
-    heaped: bool,
 }
 
 /// The arming core of a channel timer. Not a user API (public for the loom model).
@@ -130,12 +135,13 @@ impl<S: Sink> Arming<S> {
         Arming {
             inner: Mutex::new(Inner {
                 state: State::Idle,
+                heaped: false,
+                sent: false,
+                blocked: 0,
                 floor: 0,
                 when: NEVER,
                 period: 0,
                 slack: 0,
-                blocked: 0,
-                heaped: false,
             }),
             sink,
         }
@@ -234,6 +240,7 @@ impl<S: Sink> Arming<S> {
         }
         g.floor = when.saturating_add(1);
         let sent = self.sink.try_send(Instant::from_nanos(when));
+        g.sent |= sent;
         if g.period > 0 {
             g.when = next_tick(when, g.period, now);
         } else {
@@ -254,7 +261,7 @@ impl<S: Sink> Arming<S> {
             g.heaped = false;
         }
         // A periodic timer may hold an unreceived tick even while Armed; drain it too.
-        let drained = self.sink.take_buffered();
+        let drained = self.sink.take_buffered(std::mem::take(&mut g.sent));
         let was = match g.state {
             State::Armed => true,
             State::Sent => drained > 0,

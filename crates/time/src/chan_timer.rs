@@ -6,16 +6,16 @@
 //! channel (the channel's [`RecvHook`] tells the arming); see [`crate::arming`].
 //!
 //! Ownership: while in a heap, the runtime timer's payload is an `Arc<ChanTimer>` (heap → timer →
-//! core). The receiver's drop hook owns an `Arc<ChanTimer>` too, so `after(d)` keeps working when
-//! only its receiver is held; the channel's receive hook holds the core weakly. When the last
+//! core). The core is also its channel's drop hook, which the channel holds strongly until the
+//! last receiver goes, so `after(d)` keeps working when only its receiver is held; the
+//! channel's receive hook holds the core weakly. When the last
 //! receiver goes, the drop hook stops the timer, which drops the payload, and the core is
 //! freed: an unreferenced timer costs nothing (go#61542, go#60144).
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
 
-use gort_chan::{Receiver, RecvHook, Sender};
+use gort_chan::{DropHook, Receiver, RecvHook, Sender};
 use gort_loom::Arc as SyncArc;
 use gort_sched::timer_api::in_runtime;
 use gort_timer::{deadline_after, del, nanotime, Fire, Nanos, Timer as RtTimer, NEVER};
@@ -29,28 +29,37 @@ use crate::Instant;
 /// was received, or that never fired, the common case, then costs no channel operation).
 pub(crate) struct TimerSink {
     tx: Sender<Instant>,
-    /// A value was sent since the last drain (it may sit in the channel or in a receiver's
-    /// hands). Read and written only under the arming's lock (`Sink`'s callers), so Relaxed.
-    sent: AtomicBool,
 }
 
 impl Sink for TimerSink {
     fn try_send(&self, value: Instant) -> bool {
-        let sent = self.tx.try_send(value).is_ok();
-        if sent {
-            self.sent.store(true, Relaxed);
-        }
-        sent
+        self.tx.try_send(value).is_ok()
     }
-    fn take_buffered(&self) -> usize {
-        // Nothing sent since the last drain: receivers only take values out, so the channel
-        // holds none of ours. A load and a store, not a `swap`: the arming's lock orders the
-        // callers, and a swap would be a locked instruction on every reset.
-        if !self.sent.load(Relaxed) {
+    fn take_buffered(&self, maybe_buffered: bool) -> usize {
+        if !maybe_buffered {
             return 0;
         }
-        self.sent.store(false, Relaxed);
         self.tx.take_buffered()
+    }
+}
+
+/// What a channel timer is, for panic messages (one byte in the core, not a `&str`'s 16).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Kind {
+    Timer,
+    After,
+    Ticker,
+    Tick,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Timer => "gort::time::Timer",
+            Kind::After => "gort::time::after",
+            Kind::Ticker => "gort::time::Ticker",
+            Kind::Tick => "gort::time::tick",
+        }
     }
 }
 
@@ -59,8 +68,8 @@ pub(crate) struct ChanTimer {
     timer: SyncArc<RtTimer>,
     /// This core, for the runtime timer's payload while it is in a heap.
     me: Weak<ChanTimer>,
-    /// For panic messages: "gort::time::Timer" or "gort::time::Ticker".
-    what: &'static str,
+    /// For panic messages.
+    kind: Kind,
 }
 
 impl Fire for ChanTimer {
@@ -81,7 +90,7 @@ impl Heap for ChanTimer {
     fn add(&self, when: Nanos, period: Nanos, slack: Nanos) {
         if let Some(me) = self.me.upgrade() {
             self.timer.set_fire(me);
-            arm(&self.timer, when, period, slack, self.what);
+            arm(&self.timer, when, period, slack, self.kind.name());
         }
     }
 
@@ -90,6 +99,14 @@ impl Heap for ChanTimer {
     fn del(&self) {
         del(&self.timer);
         self.timer.clear_target();
+    }
+}
+
+/// The last receiver is gone: nobody can receive a value, so the timer stops (and leaves its
+/// heap, which drops the payload → core reference).
+impl DropHook for ChanTimer {
+    fn last_receiver_dropped(&self) {
+        self.stop();
     }
 }
 
@@ -117,7 +134,7 @@ impl ChanTimer {
     pub(crate) fn start(
         d: std::time::Duration,
         period: Nanos,
-        what: &'static str,
+        kind: Kind,
     ) -> (Arc<ChanTimer>, Receiver<Instant>) {
         let mut rx = None;
         let core = Arc::new_cyclic(|me: &Weak<ChanTimer>| {
@@ -125,20 +142,14 @@ impl ChanTimer {
             let (tx, r) = gort_chan::bounded_with_hook(1, hook);
             rx = Some(r);
             ChanTimer {
-                arming: Arming::new(TimerSink {
-                    tx,
-                    sent: AtomicBool::new(false),
-                }),
+                arming: Arming::new(TimerSink { tx }),
                 timer: RtTimer::new(),
                 me: me.clone(),
-                what,
+                kind,
             }
         });
         let rx = rx.expect("bounded_with_hook returns a receiver");
-        let hook = core.clone();
-        rx.set_drop_hook(Box::new(move || {
-            hook.stop();
-        }));
+        rx.set_drop_hook(core.clone());
         core.reset(d, period);
         (core, rx)
     }
@@ -158,7 +169,7 @@ impl ChanTimer {
     #[track_caller]
     pub(crate) fn reset(&self, d: std::time::Duration, period: Nanos) -> bool {
         if deadline_after(0, d) != NEVER && !in_runtime() {
-            outside(self.what);
+            outside(self.kind.name());
         }
         let slack = slack(crate::runtime_timer::nanos(d));
         self.arming

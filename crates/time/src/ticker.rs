@@ -5,11 +5,9 @@ use std::time::Duration;
 
 use gort_chan::Receiver;
 
-use crate::chan_timer::ChanTimer;
+use crate::chan_timer::{ChanTimer, Kind};
 use crate::runtime_timer::nanos;
 use crate::Instant;
-
-const WHAT: &str = "gort::time::Ticker";
 
 /// Why a [`Ticker`] could not be made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,7 +97,7 @@ impl Ticker {
         if period.is_zero() {
             return Err(TickerError::ZeroPeriod);
         }
-        let (core, rx) = ChanTimer::start(period, nanos(period), WHAT);
+        let (core, rx) = ChanTimer::start(period, nanos(period), Kind::Ticker);
         Ok(Ticker { core, rx })
     }
 
@@ -166,7 +164,7 @@ impl fmt::Debug for Ticker {
 #[track_caller]
 pub fn tick(period: Duration) -> Receiver<Instant> {
     assert!(!period.is_zero(), "gort::time::tick: non-positive period");
-    ChanTimer::start(period, nanos(period), "gort::time::tick").1
+    ChanTimer::start(period, nanos(period), Kind::Tick).1
 }
 
 /// A `Ticker` is a [`Stream`](futures_core::Stream) of its ticks, as received from

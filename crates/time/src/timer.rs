@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use gort_chan::Receiver;
 
-use crate::chan_timer::ChanTimer;
+use crate::chan_timer::{ChanTimer, Kind};
 use crate::Instant;
 
 /// A single event: the instant it was due is sent on [`c`](Timer::c) once `d` has passed
@@ -48,8 +48,6 @@ pub struct Timer {
     rx: Receiver<Instant>,
 }
 
-const WHAT: &str = "gort::time::Timer";
-
 impl Timer {
     /// A timer that sends the instant it was due on [`c`](Timer::c) after `d`. With a zero `d`
     /// the value is there for the first receive (or `len`), which sends it itself (Go 1.23).
@@ -60,7 +58,7 @@ impl Timer {
     #[doc(alias = "NewTimer")]
     #[track_caller]
     pub fn new(d: Duration) -> Timer {
-        let (core, rx) = ChanTimer::start(d, 0, WHAT);
+        let (core, rx) = ChanTimer::start(d, 0, Kind::Timer);
         Timer { core, rx }
     }
 
@@ -124,5 +122,5 @@ impl fmt::Debug for Timer {
 #[doc(alias = "After")]
 #[track_caller]
 pub fn after(d: Duration) -> Receiver<Instant> {
-    ChanTimer::start(d, 0, "gort::time::after").1
+    ChanTimer::start(d, 0, Kind::After).1
 }

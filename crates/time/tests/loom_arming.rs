@@ -51,10 +51,17 @@ impl Sink for FakeChan {
         c.buf = Some((v.as_nanos(), c.sealed));
         true
     }
-    fn take_buffered(&self) -> usize {
+    fn take_buffered(&self, maybe_buffered: bool) -> usize {
         let mut c = self.inner.lock();
         c.sealed = true;
-        usize::from(c.buf.take().is_some())
+        let taken = c.buf.take();
+        // The arming's "nothing sent since the last drain" must be true: then it may skip
+        // the channel (the real sink does).
+        assert!(
+            maybe_buffered || taken.is_none(),
+            "the arming said nothing was sent since the last drain, but {taken:?} was buffered"
+        );
+        usize::from(taken.is_some())
     }
 }
 

@@ -2,10 +2,9 @@
 //! sender or receiver closing it, the drop hook, and the buffer taken back by a timer's `stop`
 //! or `reset`. Everything here runs under the channel lock.
 
-use std::collections::VecDeque;
-
 use super::waiters::Slots;
 use super::{Core, DropHook};
+use crate::buf::Buf;
 use crate::group::Claim;
 use crate::queue::Queue;
 use crate::wake::{Bag, Deferred};
@@ -67,13 +66,13 @@ impl<T> Core<T> {
 
     /// One receiver fewer; the last one closes the channel and hands back the buffered values
     /// (nobody can receive them) and the drop hook, both for after unlocking.
-    pub(crate) fn drop_receiver(&mut self, d: &mut Deferred) -> (VecDeque<T>, Option<DropHook>) {
+    pub(crate) fn drop_receiver(&mut self, d: &mut Deferred) -> (Buf<T>, Option<DropHook>) {
         self.receivers -= 1;
         if self.receivers > 0 {
-            return (VecDeque::new(), None);
+            return (Buf::default(), None);
         }
         self.close(d);
-        (std::mem::take(&mut self.buf), self.drop_hook.take())
+        (self.buf.take(), self.drop_hook.take())
     }
 
     /// Installs the hook run when the last receiver drops; returns the one it replaces.

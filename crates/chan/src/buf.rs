@@ -1,0 +1,137 @@
+//! A channel's buffer: a FIFO of values with the room for a capacity-1 channel's one value in
+//! place, so that such a channel (a timer's, a ping-pong's) needs no second allocation and
+//! its value shares the core's cache lines.
+
+use std::collections::VecDeque;
+
+/// The values buffered in a channel, oldest first.
+pub(crate) enum Buf<T> {
+    /// A capacity-1 channel's buffer. It holds a second value only after a bounce (invariant
+    /// 4 of [`crate::core`]), which turns it into `Many` for good.
+    One(Option<T>),
+    /// Any other capacity (unbounded, unbuffered, or more than one).
+    Many(VecDeque<T>),
+}
+
+impl<T> Buf<T> {
+    /// An empty buffer for a channel of capacity `cap` (`None`: unbounded); a bounded buffer
+    /// is allocated here, once.
+    pub(crate) fn new(cap: Option<usize>) -> Self {
+        match cap {
+            Some(1) => Buf::One(None),
+            cap => Buf::Many(VecDeque::with_capacity(cap.unwrap_or(0))),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Buf::One(v) => usize::from(v.is_some()),
+            Buf::Many(q) => q.len(),
+        }
+    }
+
+    pub(crate) fn push_back(&mut self, v: T) {
+        match self {
+            Buf::One(slot @ None) => *slot = Some(v),
+            Buf::One(Some(_)) => self.spill().push_back(v),
+            Buf::Many(q) => q.push_back(v),
+        }
+    }
+
+    pub(crate) fn push_front(&mut self, v: T) {
+        match self {
+            Buf::One(slot @ None) => *slot = Some(v),
+            Buf::One(Some(_)) => self.spill().push_front(v),
+            Buf::Many(q) => q.push_front(v),
+        }
+    }
+
+    pub(crate) fn pop_front(&mut self) -> Option<T> {
+        match self {
+            Buf::One(v) => v.take(),
+            Buf::Many(q) => q.pop_front(),
+        }
+    }
+
+    /// Takes every value out (for dropping after unlocking), leaving an empty buffer of the
+    /// same kind.
+    pub(crate) fn take(&mut self) -> Buf<T> {
+        match self {
+            Buf::One(v) => Buf::One(v.take()),
+            Buf::Many(q) => Buf::Many(std::mem::take(q)),
+        }
+    }
+
+    /// Turns a full `One` into `Many` holding its value.
+    #[cold]
+    fn spill(&mut self) -> &mut VecDeque<T> {
+        if let Buf::One(v) = self {
+            *self = Buf::Many(v.take().into_iter().collect());
+        }
+        match self {
+            Buf::Many(q) => q,
+            Buf::One(_) => unreachable!("spilled just above"),
+        }
+    }
+}
+
+impl<T> Default for Buf<T> {
+    /// An empty unbounded buffer (allocates nothing).
+    fn default() -> Self {
+        Buf::Many(VecDeque::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Buf;
+
+    fn drain<T>(b: &mut Buf<T>) -> Vec<T> {
+        std::iter::from_fn(|| b.pop_front()).collect()
+    }
+
+    #[test]
+    fn one_holds_its_value_in_place() {
+        let mut b = Buf::new(Some(1));
+        assert!(matches!(b, Buf::One(None)));
+        b.push_back(1);
+        assert_eq!(b.len(), 1);
+        assert_eq!(b.pop_front(), Some(1));
+        assert_eq!(b.pop_front(), None);
+        assert!(matches!(b, Buf::One(None)));
+    }
+
+    #[test]
+    fn a_bounce_into_a_full_one_keeps_fifo_order() {
+        let mut b = Buf::new(Some(1));
+        b.push_back(2);
+        b.push_front(1);
+        b.push_back(3);
+        assert_eq!(b.len(), 3);
+        assert_eq!(drain(&mut b), [1, 2, 3]);
+        let mut b = Buf::new(Some(1));
+        b.push_back(2);
+        b.push_back(3);
+        assert_eq!(drain(&mut b), [2, 3]);
+    }
+
+    #[test]
+    fn take_empties_and_keeps_the_kind() {
+        let mut b = Buf::new(Some(1));
+        b.push_back(7);
+        assert_eq!(drain(&mut b.take()), [7]);
+        assert!(matches!(b, Buf::One(None)));
+        let mut b = Buf::new(Some(4));
+        b.push_back(1);
+        b.push_back(2);
+        assert_eq!(drain(&mut b.take()), [1, 2]);
+        assert_eq!(b.len(), 0);
+    }
+
+    #[test]
+    fn the_one_slot_buffer_adds_no_size() {
+        use std::collections::VecDeque;
+        let size = std::mem::size_of::<Buf<i64>>();
+        assert!(size <= std::mem::size_of::<VecDeque<i64>>() + 8, "{size}");
+    }
+}
