@@ -75,6 +75,31 @@ impl<T> Buf<T> {
     }
 }
 
+/// A channel's capacity in one word: `usize::MAX` stands for unbounded (a buffer of
+/// `usize::MAX` values could never be allocated, so no bounded channel has it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Capacity(usize);
+
+impl Capacity {
+    pub(crate) fn new(cap: Option<usize>) -> Self {
+        Capacity(cap.unwrap_or(usize::MAX))
+    }
+
+    /// `None`: unbounded.
+    pub(crate) fn get(self) -> Option<usize> {
+        (self.0 != usize::MAX).then_some(self.0)
+    }
+
+    pub(crate) fn is_bounded(self) -> bool {
+        self.0 != usize::MAX
+    }
+
+    /// Whether a buffer holding `len` values has room for one more.
+    pub(crate) fn has_room(self, len: usize) -> bool {
+        len < self.0
+    }
+}
+
 impl<T> Default for Buf<T> {
     /// An empty unbounded buffer (allocates nothing).
     fn default() -> Self {
@@ -126,6 +151,19 @@ mod tests {
         b.push_back(2);
         assert_eq!(drain(&mut b.take()), [1, 2]);
         assert_eq!(b.len(), 0);
+    }
+
+    #[test]
+    fn capacity_in_one_word() {
+        use super::Capacity;
+        assert_eq!(Capacity::new(None).get(), None);
+        assert!(Capacity::new(None).has_room(usize::MAX - 1));
+        assert!(!Capacity::new(None).is_bounded());
+        assert_eq!(Capacity::new(Some(0)).get(), Some(0));
+        assert!(!Capacity::new(Some(0)).has_room(0));
+        assert!(Capacity::new(Some(2)).has_room(1));
+        assert!(!Capacity::new(Some(2)).has_room(2));
+        assert_eq!(std::mem::size_of::<Capacity>(), 8);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::sync::Weak;
 
 use gort_loom::Mutex;
 
+use crate::buf::Capacity;
 use crate::core::Core;
 use crate::wake::Deferred;
 use crate::RecvHook;
@@ -15,7 +16,7 @@ use crate::RecvHook;
 pub(crate) struct Chan<T> {
     core: Mutex<Core<T>>,
     /// A copy of the core's capacity, readable without the lock.
-    cap: Option<usize>,
+    cap: Capacity,
     /// A timer channel's receive hook (set at creation, never changed).
     hook: Option<Weak<dyn RecvHook>>,
 }
@@ -24,7 +25,7 @@ impl<T> Chan<T> {
     pub(crate) fn new(cap: Option<usize>, hook: Option<Weak<dyn RecvHook>>) -> Self {
         Chan {
             core: Mutex::new(Core::new(cap)),
-            cap,
+            cap: Capacity::new(cap),
             hook,
         }
     }
@@ -36,7 +37,7 @@ impl<T> Chan<T> {
     }
 
     pub(crate) fn capacity(&self) -> Option<usize> {
-        self.cap
+        self.cap.get()
     }
 
     /// Runs `f` under the lock, then does the deferred wakes and drops with the lock released.
@@ -72,7 +73,7 @@ impl<T> Chan<T> {
         };
         f.debug_struct(name)
             .field("len", &len)
-            .field("capacity", &self.cap)
+            .field("capacity", &self.cap.get())
             .field("closed", &closed)
             .finish()
     }

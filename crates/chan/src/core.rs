@@ -53,7 +53,7 @@ mod waiters;
 
 use std::task::{Poll, Waker};
 
-use crate::buf::Buf;
+use crate::buf::{Buf, Capacity};
 use crate::error::{SendError, TryRecvError, TrySendError};
 use crate::group::Group;
 use crate::queue::Queue;
@@ -84,13 +84,15 @@ impl OpCtx<'_> {
 /// The state behind the channel lock.
 pub(crate) struct Core<T> {
     buf: Buf<T>,
-    /// `None`: unbounded.
-    cap: Option<usize>,
+    cap: Capacity,
     closed: bool,
-    /// Values handed to receive slots and not yet taken by their owners (invariant 6).
-    handed: usize,
-    senders: usize,
-    receivers: usize,
+    /// Values handed to receive slots and not yet taken by their owners (invariant 6); at
+    /// most one per slot.
+    handed: u32,
+    /// Handle counts. `u32`, as nothing can hold four billion handles of one channel: the
+    /// three counts and `closed` take two words of the core, not four.
+    senders: u32,
+    receivers: u32,
     sendq: Queue,
     recvq: Queue,
     slots: Slots<T>,
@@ -104,7 +106,7 @@ impl<T> Core<T> {
     pub(crate) fn new(cap: Option<usize>) -> Self {
         Core {
             buf: Buf::new(cap),
-            cap,
+            cap: Capacity::new(cap),
             closed: false,
             handed: 0,
             senders: 1,
@@ -127,10 +129,7 @@ impl<T> Core<T> {
     }
 
     fn has_room(&self) -> bool {
-        match self.cap {
-            None => true,
-            Some(cap) => self.buf.len() < cap,
-        }
+        self.cap.has_room(self.buf.len())
     }
 
     // ---- non-blocking operations ------------------------------------------------------------
@@ -334,7 +333,7 @@ impl<T> Core<T> {
 
     /// Moves offered values of parked senders into free buffer room.
     fn refill(&mut self, me: Option<*const Group>, d: &mut Deferred) {
-        while self.cap.is_some() && self.has_room() {
+        while self.cap.is_bounded() && self.has_room() {
             let Some(s) = Self::pop_claimable(&mut self.sendq, &mut self.slots, me, d) else {
                 break;
             };

@@ -96,6 +96,7 @@ mod receiver;
 mod select;
 mod select_ctx;
 mod sender;
+mod timer_sender;
 mod wake;
 
 use gort_loom::Arc;
@@ -103,6 +104,8 @@ use gort_loom::Arc;
 pub use crate::error::{SendError, TryRecvError, TrySendError};
 pub use crate::receiver::{Receiver, RecvFuture};
 pub use crate::sender::{SendFuture, Sender};
+#[doc(hidden)]
+pub use crate::timer_sender::TimerSender;
 
 /// Support for the `select!` expansion; not a public API.
 #[doc(hidden)]
@@ -155,14 +158,7 @@ pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
 }
 
 fn channel<T>(cap: Option<usize>) -> (Sender<T>, Receiver<T>) {
-    hooked(cap, None)
-}
-
-fn hooked<T>(
-    cap: Option<usize>,
-    hook: Option<std::sync::Weak<dyn RecvHook>>,
-) -> (Sender<T>, Receiver<T>) {
-    let chan = Arc::new(chan::Chan::new(cap, hook));
+    let chan = Arc::new(chan::Chan::new(cap, None));
     (
         Sender {
             chan: chan.clone(),
@@ -198,13 +194,15 @@ pub trait DropHook: Send + Sync {
 }
 
 /// [`bounded`] for a channel timer: `hook` is told about the receivers (see [`RecvHook`]).
-/// It is held weakly, so the timer may own the sender without a cycle. Not a user API.
+/// It is held weakly, so the timer may own the sender without a cycle. The sender is a
+/// [`TimerSender`], one word. Not a user API.
 #[doc(hidden)]
 pub fn bounded_with_hook<T>(
     cap: usize,
     hook: std::sync::Weak<dyn RecvHook>,
-) -> (Sender<T>, Receiver<T>) {
-    hooked(Some(cap), Some(hook))
+) -> (TimerSender<T>, Receiver<T>) {
+    let chan = Arc::new(chan::Chan::new(Some(cap), Some(hook)));
+    (TimerSender::new(chan.clone()), Receiver::new(chan))
 }
 
 #[allow(dead_code)]

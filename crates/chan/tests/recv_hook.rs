@@ -40,7 +40,7 @@ impl Counts {
 
 fn hooked() -> (
     Arc<Counts>,
-    gort_chan::Sender<u32>,
+    gort_chan::TimerSender<u32>,
     gort_chan::Receiver<u32>,
 ) {
     let counts = Arc::new(Counts::default());
@@ -128,4 +128,18 @@ fn a_dead_hook_is_ignored() {
     assert_eq!(rx.try_recv(), Ok(3));
     let mut f = rx.recv();
     assert!(poll_once(&mut f).is_pending());
+}
+
+#[test]
+fn the_timer_sender_drains_and_its_drop_closes() {
+    let (_counts, tx, rx) = hooked();
+    assert_eq!(tx.take_buffered(), 0);
+    tx.try_send(4).unwrap();
+    assert_eq!(tx.try_send(5), Err(gort_chan::TrySendError::Full(5)));
+    assert_eq!(tx.take_buffered(), 1);
+    assert!(rx.try_recv().is_err(), "the drained value is gone");
+    tx.try_send(6).unwrap();
+    drop(tx);
+    assert_eq!(rx.try_recv(), Ok(6), "buffered values outlive the sender");
+    assert!(rx.try_recv().unwrap_err().is_closed());
 }

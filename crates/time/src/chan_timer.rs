@@ -15,7 +15,7 @@
 use std::fmt;
 use std::sync::{Arc, Weak};
 
-use gort_chan::{DropHook, Receiver, RecvHook, Sender};
+use gort_chan::{DropHook, Receiver, RecvHook, TimerSender};
 use gort_loom::Arc as SyncArc;
 use gort_sched::timer_api::in_runtime;
 use gort_timer::{deadline_after, del, nanotime, Fire, Nanos, Timer as RtTimer, NEVER};
@@ -28,7 +28,7 @@ use crate::Instant;
 /// channel's lock when nothing was sent since the last one (a `reset` of a timer whose value
 /// was received, or that never fired, the common case, then costs no channel operation).
 pub(crate) struct TimerSink {
-    tx: Sender<Instant>,
+    tx: TimerSender<Instant>,
 }
 
 impl Sink for TimerSink {
@@ -43,7 +43,7 @@ impl Sink for TimerSink {
     }
 }
 
-/// What a channel timer is, for panic messages (one byte in the core, not a `&str`'s 16).
+/// What a channel timer is, for panic messages; passed by the callers, not kept in the core.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Kind {
     Timer,
@@ -68,8 +68,6 @@ pub(crate) struct ChanTimer {
     timer: SyncArc<RtTimer>,
     /// This core, for the runtime timer's payload while it is in a heap.
     me: Weak<ChanTimer>,
-    /// For panic messages.
-    kind: Kind,
 }
 
 impl Fire for ChanTimer {
@@ -90,7 +88,14 @@ impl Heap for ChanTimer {
     fn add(&self, when: Nanos, period: Nanos, slack: Nanos) {
         if let Some(me) = self.me.upgrade() {
             self.timer.set_fire(me);
-            arm(&self.timer, when, period, slack, self.kind.name());
+            // A receive waiting outside a runtime: named by what the timer does (the kind
+            // is not kept, to keep the core small).
+            let what = if period > 0 {
+                Kind::Ticker
+            } else {
+                Kind::Timer
+            };
+            arm(&self.timer, when, period, slack, what.name());
         }
     }
 
@@ -145,12 +150,11 @@ impl ChanTimer {
                 arming: Arming::new(TimerSink { tx }),
                 timer: RtTimer::new(),
                 me: me.clone(),
-                kind,
             }
         });
         let rx = rx.expect("bounded_with_hook returns a receiver");
         rx.set_drop_hook(core.clone());
-        core.reset(d, period);
+        core.reset(d, period, kind);
         (core, rx)
     }
 
@@ -164,12 +168,12 @@ impl ChanTimer {
     ///
     /// # Panics
     ///
-    /// Outside a gort runtime, unless `d` is so long that nothing needs registering (the
-    /// timer could never be served).
+    /// Outside a gort runtime (naming `kind`), unless `d` is so long that nothing needs
+    /// registering (the timer could never be served).
     #[track_caller]
-    pub(crate) fn reset(&self, d: std::time::Duration, period: Nanos) -> bool {
+    pub(crate) fn reset(&self, d: std::time::Duration, period: Nanos, kind: Kind) -> bool {
         if deadline_after(0, d) != NEVER && !in_runtime() {
-            outside(self.kind.name());
+            outside(kind.name());
         }
         let slack = slack(crate::runtime_timer::nanos(d));
         self.arming

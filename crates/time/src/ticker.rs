@@ -129,7 +129,7 @@ impl Ticker {
             !period.is_zero(),
             "gort::time::Ticker::reset: non-positive period"
         );
-        self.core.reset(period, nanos(period));
+        self.core.reset(period, nanos(period), Kind::Ticker);
     }
 }
 

@@ -88,7 +88,7 @@ impl Timer {
     #[doc(alias = "Reset")]
     #[track_caller]
     pub fn reset(&self, d: Duration) -> bool {
-        self.core.reset(d, 0)
+        self.core.reset(d, 0, Kind::Timer)
     }
 }
 

@@ -9,6 +9,9 @@ use crate::group::Claim;
 use crate::queue::Queue;
 use crate::wake::{Bag, Deferred};
 
+/// The panic of a handle count that would overflow its `u32`.
+const TOO_MANY: &str = "gort::chan: more than u32::MAX handles of one channel";
+
 impl<T> Core<T> {
     /// Closes the channel: every parked operation is unlinked and woken to fail (senders) or
     /// to drain the buffer and then see the end (receivers).
@@ -49,11 +52,11 @@ impl<T> Core<T> {
     }
 
     pub(crate) fn add_sender(&mut self) {
-        self.senders += 1;
+        self.senders = self.senders.checked_add(1).expect(TOO_MANY);
     }
 
     pub(crate) fn add_receiver(&mut self) {
-        self.receivers += 1;
+        self.receivers = self.receivers.checked_add(1).expect(TOO_MANY);
     }
 
     /// One sender fewer; the last one closes the channel.
