@@ -54,11 +54,15 @@ impl<T> Linked for Slot<T> {
 }
 
 /// The slab of slots. Slot 0 lives inline in the core, so a channel with one parked operation
-/// at a time (a ping-pong, a worker waiting for jobs) parks and completes without touching a
-/// second allocation; further slots live on the heap, numbered from 1.
+/// at a time (a ping-pong, a worker waiting for jobs, a timer's receiver) parks and completes
+/// without touching a second allocation; further slots live on the heap, numbered from 1,
+/// behind one word (not a `Vec`'s three) in the many channels that never need them.
 pub(super) struct Slots<T> {
     first: Slot<T>,
-    rest: Vec<Slot<T>>,
+    // Boxed on purpose: one word in every core, against one more allocation in a channel
+    // that ever has two operations parked at once.
+    #[allow(clippy::box_collection)]
+    rest: Option<Box<Vec<Slot<T>>>>,
 }
 
 impl<T> Slots<T> {
@@ -66,18 +70,33 @@ impl<T> Slots<T> {
     pub(super) const fn new() -> Self {
         Slots {
             first: Slot::EMPTY,
-            rest: Vec::new(),
+            rest: None,
         }
     }
 
     pub(super) fn len(&self) -> usize {
-        1 + self.rest.len()
+        1 + self.rest.as_ref().map_or(0, |rest| rest.len())
     }
 
     /// Adds a slot and returns its index.
     fn push(&mut self) -> usize {
-        self.rest.push(Slot::EMPTY);
-        self.rest.len()
+        let rest = self.rest.get_or_insert_with(Box::default);
+        rest.push(Slot::EMPTY);
+        rest.len()
+    }
+
+    /// The slots on the heap, 1 and up (slot `i` at `i - 1`).
+    #[cold]
+    fn rest(&self) -> &[Slot<T>] {
+        self.rest.as_deref().map_or(&[], |rest| rest.as_slice())
+    }
+
+    /// [`Slots::rest`], mutable.
+    #[cold]
+    fn rest_mut(&mut self) -> &mut [Slot<T>] {
+        self.rest
+            .as_deref_mut()
+            .map_or(&mut [], |rest| rest.as_mut_slice())
     }
 }
 
@@ -88,7 +107,7 @@ impl<T> Index<usize> for Slots<T> {
     fn index(&self, i: usize) -> &Slot<T> {
         match i {
             0 => &self.first,
-            i => &self.rest[i - 1],
+            i => &self.rest()[i - 1],
         }
     }
 }
@@ -98,7 +117,7 @@ impl<T> IndexMut<usize> for Slots<T> {
     fn index_mut(&mut self, i: usize) -> &mut Slot<T> {
         match i {
             0 => &mut self.first,
-            i => &mut self.rest[i - 1],
+            i => &mut self.rest_mut()[i - 1],
         }
     }
 }

@@ -1,0 +1,86 @@
+//! The heap memory one channel `Timer` holds, pinned so that it cannot grow back unseen
+//! (issue 20: T9_chan's peak RSS against Go's). A counting allocator measures the live bytes
+//! and allocations per timer over many timers, each received on once (a receive that waits
+//! takes the channel's parked slot and puts the runtime timer in a heap) and reset to an hour.
+//!
+//! The layout and its history: design/TIMERS.md ("Memory") and design/PERFORMANCE-LOG.md.
+//! A file of its own with a single test, so that no other test allocates while it counts.
+#![cfg(not(loom))]
+#![cfg(target_pointer_width = "64")]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
+use std::time::Duration;
+
+use gort_sched::Builder;
+use gort_time::Timer;
+
+/// Counts live bytes and live allocations.
+struct Counting;
+
+static BYTES: AtomicIsize = AtomicIsize::new(0);
+static ALLOCS: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: every call forwards to `System` with the caller's own arguments; the counters are
+// only bookkeeping.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        BYTES.fetch_add(l.size() as isize, Relaxed);
+        ALLOCS.fetch_add(1, Relaxed);
+        // SAFETY: the caller's contract for `alloc` is `System::alloc`'s.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        BYTES.fetch_sub(l.size() as isize, Relaxed);
+        ALLOCS.fetch_sub(1, Relaxed);
+        // SAFETY: the caller's contract for `dealloc` is `System::dealloc`'s.
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+const COUNT: usize = 2_000;
+const HOUR: Duration = Duration::from_secs(3600);
+
+/// The runtime timer (104 bytes, gort-timer's), the channel (its core, lock, one-value buffer
+/// and parked slot in one allocation) and the timer's arming core.
+const ALLOCATIONS_PER_TIMER: f64 = 3.0;
+const BYTES_PER_TIMER: f64 = 440.0;
+
+#[test]
+fn a_received_on_channel_timer_holds_three_allocations_of_440_bytes() {
+    let rt = Builder::new().procs(1).build().unwrap();
+    let (bytes, allocs) = rt.block_on(async {
+        // Warm up what the runtime allocates once (its timer heap's first entries).
+        let warm = Timer::new(Duration::from_micros(1));
+        warm.c().recv().await.unwrap();
+        let mut timers = Vec::with_capacity(COUNT);
+        let (bytes, allocs) = (BYTES.load(Relaxed), ALLOCS.load(Relaxed));
+        for _ in 0..COUNT {
+            let t = Timer::new(Duration::from_micros(1));
+            t.c().recv().await.expect("the timer's value");
+            t.reset(HOUR);
+            timers.push(t);
+        }
+        let per = |now: isize, before: isize| (now - before) as f64 / COUNT as f64;
+        let out = (
+            per(BYTES.load(Relaxed), bytes),
+            per(ALLOCS.load(Relaxed), allocs),
+        );
+        drop(timers);
+        out
+    });
+    // Other threads of the runtime may allocate meanwhile (a few bytes per timer at most).
+    assert!(
+        (ALLOCATIONS_PER_TIMER..ALLOCATIONS_PER_TIMER + 0.05).contains(&allocs),
+        "{allocs} allocations per timer, pinned at {ALLOCATIONS_PER_TIMER}: update \
+         design/TIMERS.md and PERFORMANCE-LOG.md if this is meant"
+    );
+    assert!(
+        (BYTES_PER_TIMER..BYTES_PER_TIMER + 8.0).contains(&bytes),
+        "{bytes} bytes per timer, pinned at {BYTES_PER_TIMER}: update design/TIMERS.md and \
+         PERFORMANCE-LOG.md if this is meant"
+    );
+}
