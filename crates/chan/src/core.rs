@@ -97,7 +97,7 @@ pub(crate) struct Core<T> {
     recvq: Queue,
     slots: Slots<T>,
     /// The first free slot ([`waiters::NO_SLOT`]: none); each links to the next.
-    free: usize,
+    free: u32,
     drop_hook: Option<DropHook>,
 }
 

@@ -6,13 +6,29 @@
 use std::ops::{Index, IndexMut};
 
 /// The end of a list.
-const NIL: usize = usize::MAX;
+const NIL: u32 = u32::MAX;
 
-/// A slot's position in its queue.
+/// A slot's position in its queue. Indices are `u32` (8 bytes in every slot, not 16): a slab
+/// of four billion parked operations would not fit in memory anyway.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Links {
-    prev: usize,
-    next: usize,
+    prev: u32,
+    next: u32,
+}
+
+/// `i` as a link; panics if a slab ever grew past `u32` indices.
+#[inline]
+fn link(i: usize) -> u32 {
+    match u32::try_from(i) {
+        Ok(i) if i != NIL => i,
+        _ => panic!("gort::chan: slot index {i} does not fit a queue link"),
+    }
+}
+
+/// A link as an index, `None` at the end of a list.
+#[inline]
+fn index(l: u32) -> Option<usize> {
+    (l != NIL).then_some(l as usize)
 }
 
 impl Links {
@@ -34,8 +50,8 @@ pub(crate) trait Linked {
 /// kind).
 #[derive(Debug)]
 pub(crate) struct Queue {
-    head: usize,
-    tail: usize,
+    head: u32,
+    tail: u32,
 }
 
 impl Queue {
@@ -47,7 +63,7 @@ impl Queue {
     }
 
     pub(crate) fn front(&self) -> Option<usize> {
-        (self.head != NIL).then_some(self.head)
+        index(self.head)
     }
 
     /// The element after `i` (which must be queued here).
@@ -56,8 +72,7 @@ impl Queue {
         slots: &L,
         i: usize,
     ) -> Option<usize> {
-        let next = slots[i].links().next;
-        (next != NIL).then_some(next)
+        index(slots[i].links().next)
     }
 
     pub(crate) fn push_back<S: Linked, L: IndexMut<usize, Output = S> + ?Sized>(
@@ -66,15 +81,16 @@ impl Queue {
         i: usize,
     ) {
         debug_assert_eq!(*slots[i].links(), Links::UNLINKED, "slot {i} queued twice");
+        let l = link(i);
         *slots[i].links_mut() = Links {
             prev: self.tail,
             next: NIL,
         };
-        match self.tail {
-            NIL => self.head = i,
-            tail => slots[tail].links_mut().next = i,
+        match index(self.tail) {
+            None => self.head = l,
+            Some(tail) => slots[tail].links_mut().next = l,
         }
-        self.tail = i;
+        self.tail = l;
     }
 
     /// Unlinks `i`, which must be queued here.
@@ -84,19 +100,19 @@ impl Queue {
         i: usize,
     ) {
         let Links { prev, next } = *slots[i].links();
-        match prev {
-            NIL => {
-                debug_assert_eq!(self.head, i, "slot {i} is not in this queue");
+        match index(prev) {
+            None => {
+                debug_assert_eq!(index(self.head), Some(i), "slot {i} is not in this queue");
                 self.head = next;
             }
-            prev => slots[prev].links_mut().next = next,
+            Some(p) => slots[p].links_mut().next = next,
         }
-        match next {
-            NIL => {
-                debug_assert_eq!(self.tail, i, "slot {i} is not in this queue");
+        match index(next) {
+            None => {
+                debug_assert_eq!(index(self.tail), Some(i), "slot {i} is not in this queue");
                 self.tail = prev;
             }
-            next => slots[next].links_mut().prev = prev,
+            Some(n) => slots[n].links_mut().prev = prev,
         }
         *slots[i].links_mut() = Links::UNLINKED;
     }

@@ -26,11 +26,12 @@ pub(super) struct Slot<T> {
     /// Neighbours in `sendq`/`recvq`.
     links: Links,
     /// The next slot of the free list while this one is free ([`NO_SLOT`] at its end).
-    next_free: usize,
+    next_free: u32,
 }
 
-/// The end of the free list of slots.
-pub(super) const NO_SLOT: usize = usize::MAX;
+/// The end of the free list of slots. Slot indices are below it (`Slots::push`), so the free
+/// list and the queues' links take `u32`s.
+pub(super) const NO_SLOT: u32 = u32::MAX;
 
 impl<T> Slot<T> {
     const EMPTY: Slot<T> = Slot {
@@ -81,6 +82,10 @@ impl<T> Slots<T> {
     /// Adds a slot and returns its index.
     fn push(&mut self) -> usize {
         let rest = self.rest.get_or_insert_with(Box::default);
+        assert!(
+            rest.len() + 1 < NO_SLOT as usize,
+            "gort::chan: more than u32::MAX - 1 operations parked on one channel"
+        );
         rest.push(Slot::EMPTY);
         rest.len()
     }
@@ -201,7 +206,7 @@ impl<T> Core<T> {
         let i = if self.free == NO_SLOT {
             self.slots.push()
         } else {
-            let i = self.free;
+            let i = self.free as usize;
             self.free = std::mem::replace(&mut self.slots[i].next_free, NO_SLOT);
             i
         };
@@ -223,7 +228,8 @@ impl<T> Core<T> {
         }
         s.group = None;
         s.next_free = self.free;
-        self.free = i;
+        // Below `NO_SLOT`: `Slots::push` never makes a larger index.
+        self.free = i as u32;
     }
 
     /// Records the caller's waker and select membership, then queues the slot.
