@@ -75,8 +75,9 @@ impl<T> Buf<T> {
     }
 }
 
-/// A channel's capacity in one word: `usize::MAX` stands for unbounded (a buffer of
-/// `usize::MAX` values could never be allocated, so no bounded channel has it).
+/// A channel's capacity in one word: `usize::MAX` stands for unbounded. Only a zero-sized `T`
+/// can have a bounded buffer of `usize::MAX` values, which is unbounded in effect; its
+/// `capacity()` says `None`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Capacity(usize);
 
