@@ -12,7 +12,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
 use std::time::Duration;
 
-use gort_sched::Builder;
+use gort_sched::{Builder, Runtime};
 use gort_time::Timer;
 
 /// Counts live bytes and live allocations.
@@ -49,13 +49,9 @@ const HOUR: Duration = Duration::from_secs(3600);
 const ALLOCATIONS_PER_TIMER: f64 = 3.0;
 const BYTES_PER_TIMER: f64 = 408.0;
 
-#[test]
-fn a_received_on_channel_timer_holds_three_allocations_of_408_bytes() {
-    let rt = Builder::new().procs(1).build().unwrap();
-    let (bytes, allocs) = rt.block_on(async {
-        // Warm up what the runtime allocates once (its timer heap's first entries).
-        let warm = Timer::new(Duration::from_micros(1));
-        warm.c().recv().await.unwrap();
+/// Live bytes and allocations per timer while COUNT received-on timers are held.
+fn per_timer(rt: &Runtime) -> (f64, f64) {
+    rt.block_on(async {
         let mut timers = Vec::with_capacity(COUNT);
         let (bytes, allocs) = (BYTES.load(Relaxed), ALLOCS.load(Relaxed));
         for _ in 0..COUNT {
@@ -71,16 +67,37 @@ fn a_received_on_channel_timer_holds_three_allocations_of_408_bytes() {
         );
         drop(timers);
         out
-    });
-    // Other threads of the runtime may allocate meanwhile (a few bytes per timer at most).
-    assert!(
-        (ALLOCATIONS_PER_TIMER..ALLOCATIONS_PER_TIMER + 0.05).contains(&allocs),
-        "{allocs} allocations per timer, pinned at {ALLOCATIONS_PER_TIMER}: update \
-         design/TIMERS.md and PERFORMANCE-LOG.md if this is meant"
+    })
+}
+
+#[test]
+fn a_received_on_channel_timer_holds_three_allocations_of_408_bytes() {
+    let rt = Builder::new().procs(1).build().unwrap();
+    // Warm up what the runtime allocates once (its timer heap's first entries).
+    per_timer(&rt);
+    // The runtime's other threads may allocate or free during a window (a stray buffer is a
+    // few bytes and a thousandth of an allocation per timer): a layout change shows in every
+    // window, a stray one in one at most.
+    let mut last = (0.0, 0.0);
+    for _ in 0..3 {
+        last = per_timer(&rt);
+        eprintln!(
+            "per channel Timer: {} allocations, {} bytes",
+            last.1, last.0
+        );
+        if last == (BYTES_PER_TIMER, ALLOCATIONS_PER_TIMER) {
+            return;
+        }
+    }
+    let (bytes, allocs) = last;
+    assert_eq!(
+        allocs, ALLOCATIONS_PER_TIMER,
+        "allocations per timer, pinned at {ALLOCATIONS_PER_TIMER}: update design/TIMERS.md \
+         and PERFORMANCE-LOG.md if this is meant"
     );
-    assert!(
-        (BYTES_PER_TIMER..BYTES_PER_TIMER + 8.0).contains(&bytes),
-        "{bytes} bytes per timer, pinned at {BYTES_PER_TIMER}: update design/TIMERS.md and \
+    assert_eq!(
+        bytes, BYTES_PER_TIMER,
+        "bytes per timer, pinned at {BYTES_PER_TIMER}: update design/TIMERS.md and \
          PERFORMANCE-LOG.md if this is meant"
     );
 }
