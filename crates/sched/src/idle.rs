@@ -9,9 +9,9 @@
 //! Lock order: `Idle::lock` then an `MHandle` slot; never the other way. No P timer lock is
 //! taken under either.
 
-use gort_loom::atomic::{fence, AtomicI64, AtomicUsize, Ordering::*};
+use gort_loom::atomic::{fence, AtomicBool, AtomicI64, AtomicUsize, Ordering::*};
 use gort_loom::{Condvar, Mutex};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// What the idle lists need of a P: its id, and its status word, which they keep true (idle
@@ -125,6 +125,10 @@ pub(crate) struct Idle<P> {
     pub(crate) lastpoll: AtomicI64,
     /// Go's `sched.pollUntil`: the deadline the blocked poller sleeps to (0 = no deadline).
     pub(crate) poll_until: AtomicI64,
+    /// Go's `sched.sysmonwait`: whether sysmon is parked, believing every P idle.
+    sysmon_parked: AtomicBool,
+    /// What an M that takes a P while sysmon is parked calls (`sysmon.rs`, "Parking").
+    sysmon_alert: OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl<P: IdleP> Idle<P> {
@@ -138,6 +142,37 @@ impl<P: IdleP> Idle<P> {
             nmspinning: AtomicUsize::new(0),
             lastpoll: AtomicI64::new(1),
             poll_until: AtomicI64::new(0),
+            sysmon_parked: AtomicBool::new(false),
+            sysmon_alert: OnceLock::new(),
+        }
+    }
+
+    /// Installs what [`Idle::alert_sysmon`] calls while sysmon is parked (once, at start).
+    pub(crate) fn set_sysmon_alert(&self, alert: Box<dyn Fn() + Send + Sync>) {
+        assert!(
+            self.sysmon_alert.set(alert).is_ok(),
+            "gort: sysmon's alert set twice"
+        );
+    }
+
+    /// sysmon parks (`true`, before its last look at `npidle`) or resumes. `SeqCst`, paired
+    /// with the `SeqCst` update of `npidle` in every P take and the load in
+    /// [`Idle::alert_sysmon`]: either sysmon's look sees the P taken, or the taker sees sysmon
+    /// parked and alerts it (the store-load pattern that `SeqCst` on both sides forbids to
+    /// miss both).
+    pub(crate) fn set_sysmon_parked(&self, parked: bool) {
+        self.sysmon_parked.store(parked, SeqCst);
+    }
+
+    /// Go's `if sched.sysmonwait != 0 { notewakeup(&sched.sysmonnote) }` on the paths that
+    /// take a P: one load while sysmon runs; the alert only while it is parked. Also called by
+    /// whoever gives sysmon a duty without taking a P (a socket waiter added off every P).
+    #[inline]
+    pub(crate) fn alert_sysmon(&self) {
+        if self.sysmon_parked.load(SeqCst) {
+            if let Some(alert) = self.sysmon_alert.get() {
+                alert();
+            }
         }
     }
 
@@ -163,8 +198,9 @@ impl<P: IdleP> Idle<P> {
 
     /// Go's `pidleget`.
     pub(crate) fn pidleget(&self) -> Option<Arc<P>> {
-        let mut l = self.lock.lock();
-        Self::pidleget_locked(&mut l, &self.npidle)
+        let p = Self::pidleget_locked(&mut self.lock.lock(), &self.npidle)?;
+        self.alert_sysmon();
+        Some(p)
     }
 
     fn pidleget_locked(l: &mut Lists<P>, npidle: &AtomicUsize) -> Option<Arc<P>> {
@@ -245,7 +281,12 @@ impl<P: IdleP> Idle<P> {
         let p = match p {
             Some(p) => p,
             None => match Self::pidleget_locked(&mut l, &self.npidle) {
-                Some(p) => p,
+                Some(p) => {
+                    let m = l.midle.pop();
+                    drop(l);
+                    self.alert_sysmon();
+                    return Ok((p, m));
+                }
                 None => {
                     drop(l);
                     if spinning {

@@ -191,6 +191,9 @@ pub struct Metrics {
     /// deadline that the poller did not spin away, or a signal), so the three causes need not
     /// add up to `poller_wakeups`.
     pub poller_wakeups_break: u64,
+    /// The monitor thread's looks (its wake-ups): every 0.5-10 ms while some P runs, none
+    /// while every P stays idle (it parks then, as Go's sysmon does).
+    pub sysmon_wakeups: u64,
 }
 
 impl Runtime {
@@ -308,6 +311,7 @@ impl Runtime {
         m.poller_wakeups_timer = w.timer;
         m.poller_wakeups_io = w.io;
         m.poller_wakeups_break = w.brk;
+        m.sysmon_wakeups = self.sysmon.as_ref().map_or(0, |(s, _)| s.looks());
         m
     }
 
