@@ -155,20 +155,23 @@ impl<P: IdleP> Idle<P> {
         );
     }
 
-    /// sysmon parks (`true`, before its last look at `npidle`) or resumes. `SeqCst`, paired
-    /// with the `SeqCst` update of `npidle` in every P take and the load in
-    /// [`Idle::alert_sysmon`]: either sysmon's look sees the P taken, or the taker sees sysmon
-    /// parked and alerts it (the store-load pattern that `SeqCst` on both sides forbids to
-    /// miss both).
+    /// sysmon parks (`true`, before its last look at `npidle` and the socket waiters) or
+    /// resumes. Store, fence; the taker's side ([`Idle::alert_sysmon`]) is update `npidle`,
+    /// fence, load: by the two `SeqCst` fences (as in park.rs's handshake) either sysmon's
+    /// look sees the P taken, or the taker sees sysmon parked and alerts it
+    /// (`tests/loom_park.rs`, `sysmon_parking_vs_a_p_take`).
     pub(crate) fn set_sysmon_parked(&self, parked: bool) {
         self.sysmon_parked.store(parked, SeqCst);
+        fence(SeqCst);
     }
 
     /// Go's `if sched.sysmonwait != 0 { notewakeup(&sched.sysmonnote) }` on the paths that
-    /// take a P: one load while sysmon runs; the alert only while it is parked. Also called by
-    /// whoever gives sysmon a duty without taking a P (a socket waiter added off every P).
+    /// take a P: a fence and one load while sysmon runs; the alert only while it is parked.
+    /// Also called by whoever gives sysmon a duty without taking a P (a socket waiter added
+    /// off every P), after publishing it.
     #[inline]
     pub(crate) fn alert_sysmon(&self) {
+        fence(SeqCst);
         if self.sysmon_parked.load(SeqCst) {
             if let Some(alert) = self.sysmon_alert.get() {
                 alert();

@@ -309,3 +309,34 @@ fn timer_added_while_m_enters_poller() {
         );
     });
 }
+
+/// sysmon parking (sysmon.rs, "Parking") races with an M taking the last idle P: sysmon
+/// publishes `parked`, then looks at `npidle` once more; the taker updates `npidle`, then
+/// loads `parked` (`Idle::alert_sysmon`). Either sysmon's look sees the P taken (and it stays
+/// up) or the taker alerts it: never a parked sysmon that nobody alerts while a P runs.
+#[test]
+fn sysmon_parking_vs_a_p_take() {
+    loom::model(|| {
+        let idle = Arc::new(Idle::<ModelP>::new());
+        idle.pidleput(World::held_p());
+        let alerted = Arc::new(AtomicBool::new(false));
+        let a = alerted.clone();
+        idle.set_sysmon_alert(Box::new(move || a.store(true, SeqCst)));
+        let i1 = idle.clone();
+        let sysmon = thread::spawn(move || {
+            i1.set_sysmon_parked(true);
+            let parks = i1.npidle() >= 1;
+            if !parks {
+                i1.set_sysmon_parked(false);
+            }
+            parks
+        });
+        let taken = idle.pidleget();
+        assert!(taken.is_some());
+        let parked = sysmon.join().unwrap();
+        assert!(
+            !parked || alerted.load(SeqCst),
+            "sysmon parked with a P running and nobody alerted it"
+        );
+    });
+}

@@ -102,23 +102,46 @@ fn sysmon_runs_the_timers_of_busy_ps_after_an_idle_spell() {
     assert!(sysmon_looks(&rt) - parked_at <= 1, "sysmon did not park");
     let fired = Arc::new(AtomicBool::new(false));
     let hogs = start_hogs(&rt, 2, &fired);
-    // A bare runtime timer: its callback runs where the timer is run (an `AfterFunc`'s
-    // function would be a task, which no P could run).
-    let timer = rt.block_on(async {
-        let t = Timer::new();
-        let fired = fired.clone();
-        t.set_fire(Arc::new(move |_: Nanos| fired.store(true, SeqCst)));
-        let when = deadline_after(nanotime(), Duration::from_millis(20));
-        modtimer(&t, when, 0, None).expect("in a runtime");
-        t
-    });
+    let _timer = arm_flag(&rt, Duration::from_millis(20), &fired);
     for hog in hogs {
         assert!(
             rt.block_on(hog).unwrap(),
             "the timer did not fire while every P was busy"
         );
     }
-    drop(timer);
+}
+
+/// Arms a bare runtime timer `d` from now that sets `fired`: its callback runs where the
+/// timer is run (an `AfterFunc`'s function would be a task, which no P could run).
+fn arm_flag(rt: &gort::Runtime, d: Duration, fired: &Arc<AtomicBool>) -> Arc<Timer> {
+    rt.block_on(async {
+        let t = Timer::new();
+        let fired = fired.clone();
+        t.set_fire(Arc::new(move |_: Nanos| fired.store(true, SeqCst)));
+        modtimer(&t, deadline_after(nanotime(), d), 0, None).expect("in a runtime");
+        t
+    })
+}
+
+/// The same as a stress test of the park/alert race: idle spells of lengths stepping through
+/// sysmon's 10 ms period, so that the takes land before, during and after its parking (a lost
+/// alert leaves the timer to the end of the hogs' 3 s: the test fails instead of hanging).
+#[test]
+fn sysmon_is_never_left_parked_by_a_take_racing_its_parking() {
+    let rt = gort::Builder::new().procs(2).build().unwrap();
+    for round in 0..40u64 {
+        let gap = Duration::from_micros(round * 300);
+        std::thread::sleep(gap);
+        let fired = Arc::new(AtomicBool::new(false));
+        let hogs = start_hogs(&rt, 2, &fired);
+        let _timer = arm_flag(&rt, Duration::from_millis(1), &fired);
+        for hog in hogs {
+            assert!(
+                rt.block_on(hog).unwrap(),
+                "round {round} (idle {gap:?}): the timer did not fire while every P was busy"
+            );
+        }
+    }
 }
 
 /// `block_in_place` hands its P off itself (no sysmon retake, unlike Go's syscalls): after
