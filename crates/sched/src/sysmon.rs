@@ -25,19 +25,21 @@
 //!
 //! Whoever ends the idle spell must get sysmon looking again, within its period: the M that
 //! takes a P (`Idle::pidleget`, `Idle::startm_pick`) or adds a socket waiter off every P
-//! calls `Idle::alert_sysmon`, one load while sysmon runs. Go wakes sysmon there (a futex
-//! wake); gort sets sysmon's alarm `IDLE_TICK` ahead instead (`alarm.rs`: one `timerfd`
-//! setting, no context switch), and later takers leave it alone unless it would ring within
-//! `REARM_BEFORE`. A spell that lasts gets sysmon's look within `IDLE_TICK` of its start, as
+//! calls `Idle::alert_sysmon`, a fence and one load while sysmon runs. Go wakes sysmon there
+//! (a futex wake); gort sets sysmon's alarm `IDLE_TICK` ahead instead (`alarm.rs`: one
+//! `timerfd` setting, no context switch), and later takers leave it alone unless it would
+//! ring within `REARM_BEFORE`. A spell that lasts gets sysmon's look within `IDLE_TICK` of its start, as
 //! before; the short spells of an idle ticker (one per millisecond) keep pushing the alarm
 //! ahead and never wake sysmon, where a wake per take would have woken it 1,000 times a
 //! second.
 //!
-//! No alert is lost: sysmon publishes `parked` (`SeqCst`) before its last look at `npidle`
-//! and the socket waiters, and a taker updates `npidle` (`SeqCst`) before it loads `parked`;
-//! so either sysmon's look sees the P taken and it does not park, or the taker sees it parked
-//! and sets the alarm. The alarm is set under sysmon's state lock and only while `parked`
-//! holds there, so a late taker cannot override the tick sysmon sets after it resumed.
+//! No alert is lost: sysmon publishes `parked`, fences, then takes its last look at `npidle`
+//! and the socket waiters; a taker updates `npidle` (or the waiters), fences, then loads
+//! `parked`. By the two `SeqCst` fences either sysmon's look sees the P taken and it does not
+//! park, or the taker sees it parked and sets the alarm (loom model
+//! `sysmon_parking_vs_a_p_take`; stress test `tests/sysmon.rs`). The alarm is set under
+//! sysmon's state lock and only while `parked` holds there, so a late taker cannot override
+//! the tick sysmon sets after it resumed; at worst it rings once more than needed.
 
 mod alarm;
 
