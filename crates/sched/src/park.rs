@@ -152,7 +152,7 @@ pub(crate) fn release_and_recheck<S: Sched>(
 /// without a timeout (Go blocks in `netpoll` while `netpollWaiters > 0`).
 ///
 /// The tasks the poll readied are left in `readied`: the caller wakes them after it took the
-/// P back, so that they go to its P and it runs the first itself (Go's `findrunnable` after
+/// P back, so that they go to its P and it runs one itself (Go's `findrunnable` after
 /// `netpoll`), or P-less if it parks.
 pub(crate) fn poll<S: Sched>(
     s: &S,

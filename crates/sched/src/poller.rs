@@ -170,12 +170,7 @@ impl Poller {
     /// `latest`, see `Gap::target`) or a `break_poll`. Returns early on spurious wake-ups;
     /// the caller re-checks everything anyway. The wakers of the tasks it readied are left in
     /// `ready`, for the caller to wake once it holds a P (park.rs, `poll`).
-    pub(crate) fn poll_readied(
-        &self,
-        until: Nanos,
-        latest: Nanos,
-        ready: &mut Vec<std::task::Waker>,
-    ) {
+    pub(crate) fn poll(&self, until: Nanos, latest: Nanos, ready: &mut Vec<std::task::Waker>) {
         let mut guard = self.inner.lock();
         let (poll, events, g, lead) = &mut *guard;
         g.judge(self.fired.load(Relaxed));
@@ -469,9 +464,9 @@ mod tests {
 
     impl Poller {
         /// A blocking poll that wakes what it readied at once.
-        fn poll(&self, until: Nanos, latest: Nanos) {
+        fn poll_and_wake(&self, until: Nanos, latest: Nanos) {
             let mut ready = Vec::new();
-            self.poll_readied(until, latest, &mut ready);
+            self.poll(until, latest, &mut ready);
             wake_all(ready);
         }
     }
@@ -557,7 +552,7 @@ mod tests {
             let until = nanotime() + 2 * MS;
             let mut polls = 0;
             while nanotime() < until {
-                p.poll(until, until);
+                p.poll_and_wake(until, until);
                 polls += 1;
                 assert!(
                     polls < 1000,
@@ -573,7 +568,7 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(20));
                 p.break_poll();
             });
-            p.poll(until, until);
+            p.poll_and_wake(until, until);
         });
         assert!(
             nanotime() < until - 5_000 * MS,

@@ -346,7 +346,7 @@ impl Sched for Arc<Shared> {
 /// The runtime's poller behind the hand-off's seam.
 impl Poll for Poller {
     fn poll(&self, until: Nanos, latest: Nanos, readied: &mut Vec<std::task::Waker>) {
-        Poller::poll_readied(self, until, latest, readied);
+        Poller::poll(self, until, latest, readied);
     }
 
     fn wake(&self) {
