@@ -111,6 +111,8 @@ pub(crate) type Picked<P> = (Arc<P>, Option<Arc<MHandle<P>>>);
 struct Lists<P> {
     pidle: Vec<Arc<P>>,
     midle: Vec<Arc<MHandle<P>>>,
+    /// Parked Ms handed a P by `startm` (`Metrics::ms_woken`).
+    ms_woken: u64,
 }
 
 /// Go's `sched` fields for idle Ps/Ms, spinning and polling.
@@ -137,6 +139,7 @@ impl<P: IdleP> Idle<P> {
             lock: Mutex::new(Lists {
                 pidle: Vec::new(),
                 midle: Vec::new(),
+                ms_woken: 0,
             }),
             npidle: AtomicUsize::new(0),
             nmspinning: AtomicUsize::new(0),
@@ -299,7 +302,14 @@ impl<P: IdleP> Idle<P> {
                 }
             },
         };
-        Ok((p, l.midle.pop()))
+        let m = l.midle.pop();
+        l.ms_woken += u64::from(m.is_some());
+        Ok((p, m))
+    }
+
+    /// Parked Ms handed a P so far (each a futex wake-up and a context switch).
+    pub(crate) fn ms_woken(&self) -> u64 {
+        self.lock.lock().ms_woken
     }
 
     /// Go's `wakep` gate: true when the caller must start a spinning M (it has counted it).

@@ -194,6 +194,10 @@ pub struct Metrics {
     /// The monitor thread's looks (its wake-ups): every 0.5-10 ms while some P runs, none
     /// while every P stays idle (it parks then, as Go's sysmon does).
     pub sysmon_wakeups: u64,
+    /// Parked Ms woken and handed a P to run work (Go's `startm` of an idle M), each a futex
+    /// wake-up and a context switch. An idle server pays none per request: the M that polls
+    /// runs what its poll readied (design/NETPOLL.md, "How readiness reaches tasks").
+    pub ms_woken: u64,
 }
 
 impl Runtime {
@@ -312,6 +316,7 @@ impl Runtime {
         m.poller_wakeups_io = w.io;
         m.poller_wakeups_break = w.brk;
         m.sysmon_wakeups = self.sysmon.as_ref().map_or(0, |(s, _)| s.looks());
+        m.ms_woken = s.idle.ms_woken();
         m
     }
 

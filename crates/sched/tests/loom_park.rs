@@ -61,7 +61,7 @@ struct ModelPoller {
 }
 
 impl Poll for ModelPoller {
-    fn poll(&self, until: Nanos, _latest: Nanos) {
+    fn poll(&self, until: Nanos, _latest: Nanos, _readied: &mut Vec<std::task::Waker>) {
         let mut woken = self.woken.lock();
         loop {
             if std::mem::take(&mut *woken) {
@@ -216,7 +216,7 @@ fn m_loop(w: Arc<World>, me: Arc<MHandle<ModelP>>, (mut p, mut spinning): Back<M
                 continue;
             }
         };
-        match park::poll(&w, 0, was_spinning) {
+        match park::poll(&w, 0, was_spinning, &mut Vec::new()) {
             Polled::Holds(back) => {
                 (p, spinning) = back;
                 if w.poller.deadline_came.load(SeqCst) {
