@@ -43,10 +43,8 @@ impl SelectCtx {
     }
 }
 
-/// The per-thread select state.
+/// The per-thread select state, read only while a select is active ([`ACTIVE`]).
 struct Current {
-    /// A select is polling one of its arms on this thread.
-    active: Cell<bool>,
     arm: Cell<usize>,
     nonblocking: Cell<bool>,
     group: Cell<Option<Arc<Group>>>,
@@ -54,9 +52,13 @@ struct Current {
 
 #[cfg(not(loom))]
 thread_local! {
+    /// A select is polling one of its arms on this thread. Apart from `CURRENT`, which owns
+    /// a group and so has a destructor: every channel operation reads this flag, and a
+    /// thread-local without a destructor is read with one load, with no check of whether it
+    /// was registered for destruction or already destroyed.
+    static ACTIVE: Cell<bool> = const { Cell::new(false) };
     static CURRENT: Current = const {
         Current {
-            active: Cell::new(false),
             arm: Cell::new(0),
             nonblocking: Cell::new(false),
             group: Cell::new(None),
@@ -68,8 +70,8 @@ thread_local! {
 // loom's `thread_local!` has no `const` form.
 #[cfg(loom)]
 thread_local! {
+    static ACTIVE: Cell<bool> = Cell::new(false);
     static CURRENT: Current = Current {
-        active: Cell::new(false),
         arm: Cell::new(0),
         nonblocking: Cell::new(false),
         group: Cell::new(None),
@@ -80,10 +82,10 @@ thread_local! {
 /// Runs a channel operation with the current select context, if any.
 #[inline]
 pub(crate) fn with_op<R>(f: impl FnOnce(Option<&mut SelectCtx>) -> R) -> R {
+    if !ACTIVE.with(Cell::get) {
+        return f(None);
+    }
     CURRENT.with(|cur| {
-        if !cur.active.get() {
-            return f(None);
-        }
         // Give the group back even if `f` unwinds, so the select keeps it.
         struct Restore<'a> {
             cur: &'a Current,
@@ -110,7 +112,7 @@ pub(crate) fn with_op<R>(f: impl FnOnce(Option<&mut SelectCtx>) -> R) -> R {
 /// previous state comes back on [`Entered::leave`], or on drop if an arm's poll unwinds.
 pub(crate) fn enter(group: Option<Arc<Group>>) -> Entered {
     let prev = CURRENT.with(|cur| Saved {
-        active: cur.active.replace(true),
+        active: ACTIVE.with(|a| a.replace(true)),
         arm: cur.arm.get(),
         nonblocking: cur.nonblocking.get(),
         group: cur.group.replace(group),
@@ -161,8 +163,8 @@ impl Drop for Entered {
 
 /// Puts `prev` back; returns the group that was installed.
 fn restore(prev: Saved) -> Option<Arc<Group>> {
+    ACTIVE.with(|a| a.set(prev.active));
     CURRENT.with(|cur| {
-        cur.active.set(prev.active);
         cur.arm.set(prev.arm);
         cur.nonblocking.set(prev.nonblocking);
         cur.group.replace(prev.group)

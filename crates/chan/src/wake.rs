@@ -34,11 +34,6 @@ impl<T> Bag<T> {
     pub(crate) fn len(&self) -> usize {
         usize::from(self.first.is_some()) + self.rest.len()
     }
-
-    /// Empty, and owning no allocation.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.first.is_none() && self.rest.capacity() == 0
-    }
 }
 
 impl<T> IntoIterator for Bag<T> {
@@ -51,10 +46,23 @@ impl<T> IntoIterator for Bag<T> {
 }
 
 /// Wakers to wake and wakers to drop once the channel lock is released.
+///
+/// Built and checked by every channel operation, so the common cases are kept to a few words:
+/// nothing (most operations), or one waker to wake (a send handing its value to a parked
+/// receiver) and one to drop (the completed operation's own). Anything beyond one of each
+/// (a close, a select's cancellations) spills into a boxed list, allocated only then.
 #[derive(Debug, Default)]
 pub(crate) struct Deferred {
-    wake: Bag<Waker>,
-    discard: Bag<Waker>,
+    wake: Option<Waker>,
+    discard: Option<Waker>,
+    more: Option<Box<More>>,
+}
+
+/// The wakers past the first of each kind, in the order they were collected.
+#[derive(Debug, Default)]
+struct More {
+    wake: Vec<Waker>,
+    discard: Vec<Waker>,
 }
 
 impl Deferred {
@@ -66,43 +74,54 @@ impl Deferred {
     /// Wakes `w` after unlocking.
     #[inline]
     pub(crate) fn wake(&mut self, w: Waker) {
-        self.wake.push(w);
+        if self.wake.is_none() {
+            self.wake = Some(w);
+        } else {
+            self.more.get_or_insert_with(Box::default).wake.push(w);
+        }
     }
 
     /// Drops `w` after unlocking.
     #[inline]
     pub(crate) fn discard(&mut self, w: Waker) {
-        self.discard.push(w);
+        if self.discard.is_none() {
+            self.discard = Some(w);
+        } else {
+            self.more.get_or_insert_with(Box::default).discard.push(w);
+        }
     }
 
     /// Wakes (in the order they were collected) and drops; call with no lock held.
     #[inline]
     pub(crate) fn run(self) {
         // Most operations complete without touching another task: keep that path free of
-        // iterator and destructor calls.
-        if self.wake.is_empty() && self.discard.is_empty() {
+        // calls and destructors.
+        if self.wake.is_none() && self.discard.is_none() && self.more.is_none() {
             std::mem::forget(self);
             return;
         }
         self.run_slow();
     }
 
-    /// The common case past the empty one is a single wake (a send handing its value to one
-    /// parked receiver): wake it without building an iterator, and reach the lists only if
-    /// they ever held more than one waker.
+    /// The common case past the empty one is a single wake and a single drop: done without
+    /// building an iterator; the spill list is reached only if it was ever used.
     fn run_slow(self) {
-        let Deferred { wake, discard } = self;
-        if let Some(w) = wake.first {
+        let Deferred {
+            wake,
+            discard,
+            more,
+        } = self;
+        if let Some(w) = wake {
             w.wake();
         }
-        if wake.rest.capacity() != 0 {
-            for w in wake.rest {
+        let more = more.map(|m| {
+            let More { wake, discard } = *m;
+            for w in wake {
                 w.wake();
             }
-        }
-        drop(discard.first);
-        if discard.rest.capacity() != 0 {
-            drop(discard.rest);
-        }
+            discard
+        });
+        drop(discard);
+        drop(more);
     }
 }

@@ -14,13 +14,15 @@
 //!   direction. The poller bumps `edges` and releases the waiters under the lock; a task
 //!   compares `edges` with its ticket and registers under the same lock; so either the
 //!   poller finds the waker or the task finds the edge.
-//! - `expired` (Go's `rd < 0`): the deadline has passed; every operation fails with
-//!   `TimedOut` at once, before any syscall, until the deadline is moved or cleared.
+//! - `deadline` (Go's `rd`/`wd`): the deadline in effect, 0 for none, and like Go's negative
+//!   once it has passed (`-deadline`): every operation then fails with `TimedOut` at once,
+//!   before any syscall, until the deadline is moved or cleared. While it is positive the
+//!   timer is armed for it or for an earlier instant.
 //! - `armed` (what Go's `rseq`/`wseq` are for): the deadline the direction's timer is armed
 //!   for, 0 when none is. A timer fire names the deadline it was armed for; one that does not
 //!   match `armed` is stale (the deadline moved earlier or was cleared since) and does
-//!   nothing. `deadline` is the deadline in effect: a move later only records it, and the
-//!   fire at `armed` re-arms the timer for it instead of expiring.
+//!   nothing. A move later only records the new deadline (one compare-and-swap, no lock), and
+//!   the fire at `armed` re-arms the timer for it instead of expiring.
 //! - `closed` (Go's `closing`): the socket is gone; operations fail, waiters are released.
 //!
 //! Wakers are moved in and out under the lock and woken, cloned and dropped outside it (the
@@ -80,9 +82,6 @@ pub enum Arm {
 struct State {
     waiters: Vec<Waker>,
     armed: Nanos,
-    /// The deadline in effect (0 = none); later than `armed` when it was moved later since
-    /// the timer was armed (the fire then moves the timer instead of expiring).
-    deadline: Nanos,
 }
 
 /// One direction of a poll descriptor.
@@ -90,11 +89,13 @@ struct State {
 pub struct Half {
     /// Readiness edges so far; bumped only under `state`'s lock (wrapping).
     edges: AtomicUsize,
-    expired: AtomicBool,
     closed: AtomicBool,
-    /// `State::deadline`, mirrored (written under the lock) so that setting the deadline
-    /// already in effect takes no lock.
-    current: AtomicI64,
+    /// The deadline in effect: 0 = none; `d > 0` pending, with the timer armed for `d` or
+    /// earlier (`State::armed`); `-d` passed. Written under the lock, except a move later of a
+    /// pending deadline: a compare-and-swap from `d > 0` to a later one, which needs no timer
+    /// change (the fire re-arms) and fails if the fire expired `d` meanwhile (it swaps `d` for
+    /// `-d`).
+    deadline: AtomicI64,
     state: Mutex<State>,
 }
 
@@ -102,9 +103,8 @@ impl Default for Half {
     fn default() -> Half {
         Half {
             edges: AtomicUsize::new(0),
-            expired: AtomicBool::new(false),
             closed: AtomicBool::new(false),
-            current: AtomicI64::new(0),
+            deadline: AtomicI64::new(0),
             state: Mutex::new(State::default()),
         }
     }
@@ -118,7 +118,7 @@ impl Half {
         if self.closed.load(SeqCst) {
             return Err(Fail::Closed);
         }
-        if self.expired.load(SeqCst) {
+        if self.is_expired() {
             return Err(Fail::TimedOut);
         }
         // Reading the poller's bump (acquire) orders the syscall after the edge it counted.
@@ -136,7 +136,7 @@ impl Half {
         let mut st = self.state.lock();
         let outcome = if self.closed.load(SeqCst) {
             Wait::Fail(Fail::Closed)
-        } else if self.expired.load(SeqCst) {
+        } else if self.is_expired() {
             Wait::Fail(Fail::TimedOut)
         } else if self.edges.load(SeqCst) != seen.0 {
             Wait::Retry
@@ -181,13 +181,28 @@ impl Half {
         if st.armed == 0 || st.armed != when {
             return false;
         }
-        if st.deadline > when {
-            arm(Arm::At(st.deadline));
-            st.armed = st.deadline;
-            return false;
+        // Armed, so the deadline is pending and no earlier than `when`; only a lock-free move
+        // later can change it under the lock.
+        let mut deadline = self.deadline.load(SeqCst);
+        loop {
+            debug_assert!(
+                deadline >= when,
+                "gort: a pending deadline before its timer"
+            );
+            if deadline > when {
+                arm(Arm::At(deadline));
+                st.armed = deadline;
+                return false;
+            }
+            match self
+                .deadline
+                .compare_exchange(deadline, -deadline, SeqCst, SeqCst)
+            {
+                Ok(_) => break,
+                Err(moved) => deadline = moved,
+            }
         }
         st.armed = 0;
-        self.expired.store(true, SeqCst);
         release(&mut st, out, count);
         true
     }
@@ -196,9 +211,10 @@ impl Half {
     /// or before `now` expires it at once (releasing the waiters into `out`), a later one is
     /// armed. `arm` changes the timer under the descriptor's lock, so that armings of
     /// concurrent calls happen in the order their deadlines were recorded; it is called only
-    /// when the timer must change: a deadline moved later while the timer is armed for an
-    /// earlier one is only recorded, and the timer's fire moves it (one re-arm per fire, not
-    /// per move: a server that pushes its idle deadline before every read pays a lock).
+    /// when the timer must change. A pending deadline moved later (or set again) while the
+    /// timer is armed for it or earlier takes no lock: one compare-and-swap records it, and
+    /// the timer's fire moves the timer (one re-arm per fire, not per move: a server that
+    /// pushes its idle deadline before every read pays an atomic per read).
     pub fn set_deadline(
         &self,
         deadline: Nanos,
@@ -207,31 +223,28 @@ impl Half {
         count: &dyn Count,
         arm: impl FnOnce(Arm),
     ) {
-        if self.unchanged(deadline, now) {
+        if self.moved_later(deadline, now) {
             return;
         }
         let mut st = self.state.lock();
         if self.closed.load(SeqCst) {
             return;
         }
-        st.deadline = deadline;
-        self.current.store(deadline, SeqCst);
         if deadline > now {
-            self.expired.store(false, SeqCst);
             if st.armed == 0 || deadline < st.armed {
                 arm(Arm::At(deadline));
                 st.armed = deadline;
             }
+            // Published after the arming: a pending deadline always has its timer.
+            self.deadline.store(deadline, SeqCst);
             return;
         }
         if st.armed != 0 {
             arm(Arm::Stop);
             st.armed = 0;
         }
-        if deadline == 0 {
-            self.expired.store(false, SeqCst);
-        } else {
-            self.expired.store(true, SeqCst);
+        self.deadline.store(-deadline, SeqCst);
+        if deadline != 0 {
             release(&mut st, out, count);
         }
     }
@@ -243,27 +256,37 @@ impl Half {
         self.closed.store(true, SeqCst);
         let mut st = self.state.lock();
         st.armed = 0;
-        st.deadline = 0;
-        self.current.store(0, SeqCst);
+        self.deadline.store(0, SeqCst);
         release(&mut st, out, count);
     }
 
-    /// Whether setting `deadline` at `now` would change nothing, so that the lock can be
-    /// skipped: it is the deadline in effect, not passed (`deadline` 0: none is in effect and
-    /// none has passed). Then the locked path would only store what is there: with a
-    /// deadline in effect and not expired, the timer is armed for it or for an earlier
-    /// instant whose fire re-arms it; with none, no timer is armed. Go's servers clear
-    /// their read deadline after every request (`SetReadDeadline(time.Time{})`), mostly
-    /// when it is clear already.
-    fn unchanged(&self, deadline: Nanos, now: Nanos) -> bool {
-        self.current.load(SeqCst) == deadline
-            && !self.expired.load(SeqCst)
-            && (deadline == 0 || deadline > now)
+    /// The lock-free part of [`Half::set_deadline`] (which calls it first): records
+    /// `deadline` and returns true if it moves the pending deadline later or sets it again,
+    /// or clears a clear one. The locked path would then change no timer: a pending deadline
+    /// has its timer armed for it or earlier, and that fire re-arms for the new one instead
+    /// of expiring (it reads the deadline under the lock, and its own compare-and-swap to
+    /// `-d` makes this one fail, so a move never lands on an expired deadline). Go's servers
+    /// push their idle deadline later before every read and clear it after every request
+    /// (`SetReadDeadline(time.Time{})`), mostly when it is clear already.
+    #[inline]
+    pub fn moved_later(&self, deadline: Nanos, now: Nanos) -> bool {
+        let current = self.deadline.load(SeqCst);
+        if deadline == 0 {
+            return current == 0;
+        }
+        current > 0
+            && deadline > now
+            && deadline >= current
+            && (deadline == current
+                || self
+                    .deadline
+                    .compare_exchange(current, deadline, SeqCst, SeqCst)
+                    .is_ok())
     }
 
     /// Whether the deadline has passed (for tests and `Debug`).
     pub fn is_expired(&self) -> bool {
-        self.expired.load(SeqCst)
+        self.deadline.load(SeqCst) < 0
     }
 }
 

@@ -151,8 +151,20 @@ impl<S: Source> Io<S> {
             Some(d) if !d.is_never() => d.as_nanos().max(1),
             _ => 0,
         };
-        // Clearing needs no clock (and an unchanged clear then costs two loads).
+        // Clearing needs no clock (and an unchanged clear then costs a load).
         let now = if deadline == 0 { 0 } else { nanotime() };
+        let half = self.desc.half(dir);
+        // Go's idle-timeout idiom (a deadline pushed later before every read) ends here: one
+        // compare-and-swap, no lock, no timer operation.
+        if half.moved_later(deadline, now) {
+            return Ok(());
+        }
+        self.change_deadline(dir, deadline, now)
+    }
+
+    /// The locked part of [`Io::set_deadline`]: the deadline changes the timer or expires.
+    #[inline(never)]
+    fn change_deadline(&self, dir: Dir, deadline: Nanos, now: Nanos) -> io::Result<()> {
         let mut out = Vec::new();
         let mut res = Ok(());
         let half = self.desc.half(dir);

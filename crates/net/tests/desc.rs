@@ -73,3 +73,32 @@ fn an_unchanged_deadline_changes_nothing() {
     assert!(!half.is_expired());
     assert_eq!(armings, vec![Arm::At(100)]);
 }
+
+/// Go's idle-timeout idiom: a pending deadline pushed later before every read is only
+/// recorded (the lock-free compare-and-swap: no timer change); the first arming's fire
+/// re-arms for the latest, and a move earlier than the armed instant re-arms at once.
+#[test]
+fn a_deadline_moved_later_is_followed_by_the_fire() {
+    let half = Half::default();
+    let mut out = Vec::new();
+    let mut armings = Vec::new();
+    half.set_deadline(100, 0, &mut out, &NoCount, |a| armings.push(a));
+    for (now, later) in (1..50).map(|k| (k, 100 + k)) {
+        half.set_deadline(later, now, &mut out, &NoCount, |a| armings.push(a));
+    }
+    assert_eq!(armings, vec![Arm::At(100)]);
+    // The fire at 100 finds 149 in effect: it re-arms instead of expiring.
+    assert!(!half.expire(100, &mut out, &NoCount, |a| armings.push(a)));
+    assert!(!half.is_expired());
+    assert_eq!(armings, vec![Arm::At(100), Arm::At(149)]);
+    // Moved earlier than the armed instant: re-armed at once; the old fire is stale.
+    half.set_deadline(120, 110, &mut out, &NoCount, |a| armings.push(a));
+    assert_eq!(armings.last(), Some(&Arm::At(120)));
+    assert!(!half.expire(149, &mut out, &NoCount, |_| {}));
+    assert!(half.expire(120, &mut out, &NoCount, |_| {}));
+    assert!(half.is_expired());
+    // A move later of an expired deadline is a change: it re-arms and clears the expiry.
+    half.set_deadline(300, 200, &mut out, &NoCount, |a| armings.push(a));
+    assert_eq!(armings.last(), Some(&Arm::At(300)));
+    assert!(!half.is_expired());
+}

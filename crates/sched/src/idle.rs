@@ -9,9 +9,9 @@
 //! Lock order: `Idle::lock` then an `MHandle` slot; never the other way. No P timer lock is
 //! taken under either.
 
-use gort_loom::atomic::{fence, AtomicI64, AtomicUsize, Ordering::*};
+use gort_loom::atomic::{fence, AtomicBool, AtomicI64, AtomicUsize, Ordering::*};
 use gort_loom::{Condvar, Mutex};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// What the idle lists need of a P: its id, and its status word, which they keep true (idle
@@ -111,6 +111,8 @@ pub(crate) type Picked<P> = (Arc<P>, Option<Arc<MHandle<P>>>);
 struct Lists<P> {
     pidle: Vec<Arc<P>>,
     midle: Vec<Arc<MHandle<P>>>,
+    /// Parked Ms handed a P by `startm` (`Metrics::ms_woken`).
+    ms_woken: u64,
 }
 
 /// Go's `sched` fields for idle Ps/Ms, spinning and polling.
@@ -125,6 +127,10 @@ pub(crate) struct Idle<P> {
     pub(crate) lastpoll: AtomicI64,
     /// Go's `sched.pollUntil`: the deadline the blocked poller sleeps to (0 = no deadline).
     pub(crate) poll_until: AtomicI64,
+    /// Go's `sched.sysmonwait`: whether sysmon is parked, believing every P idle.
+    sysmon_parked: AtomicBool,
+    /// What an M that takes a P while sysmon is parked calls (`sysmon.rs`, "Parking").
+    sysmon_alert: OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl<P: IdleP> Idle<P> {
@@ -133,11 +139,46 @@ impl<P: IdleP> Idle<P> {
             lock: Mutex::new(Lists {
                 pidle: Vec::new(),
                 midle: Vec::new(),
+                ms_woken: 0,
             }),
             npidle: AtomicUsize::new(0),
             nmspinning: AtomicUsize::new(0),
             lastpoll: AtomicI64::new(1),
             poll_until: AtomicI64::new(0),
+            sysmon_parked: AtomicBool::new(false),
+            sysmon_alert: OnceLock::new(),
+        }
+    }
+
+    /// Installs what [`Idle::alert_sysmon`] calls while sysmon is parked (once, at start).
+    pub(crate) fn set_sysmon_alert(&self, alert: Box<dyn Fn() + Send + Sync>) {
+        assert!(
+            self.sysmon_alert.set(alert).is_ok(),
+            "gort: sysmon's alert set twice"
+        );
+    }
+
+    /// sysmon parks (`true`, before its last look at `npidle` and the socket waiters) or
+    /// resumes. Store, fence; the taker's side ([`Idle::alert_sysmon`]) is update `npidle`,
+    /// fence, load: by the two `SeqCst` fences (as in park.rs's handshake) either sysmon's
+    /// look sees the P taken, or the taker sees sysmon parked and alerts it
+    /// (`tests/loom_park.rs`, `sysmon_parking_vs_a_p_take`).
+    pub(crate) fn set_sysmon_parked(&self, parked: bool) {
+        self.sysmon_parked.store(parked, SeqCst);
+        fence(SeqCst);
+    }
+
+    /// Go's `if sched.sysmonwait != 0 { notewakeup(&sched.sysmonnote) }` on the paths that
+    /// take a P: a fence and one load while sysmon runs; the alert only while it is parked.
+    /// Also called by whoever gives sysmon a duty without taking a P (a socket waiter added
+    /// off every P), after publishing it.
+    #[inline]
+    pub(crate) fn alert_sysmon(&self) {
+        fence(SeqCst);
+        if self.sysmon_parked.load(SeqCst) {
+            if let Some(alert) = self.sysmon_alert.get() {
+                alert();
+            }
         }
     }
 
@@ -163,8 +204,9 @@ impl<P: IdleP> Idle<P> {
 
     /// Go's `pidleget`.
     pub(crate) fn pidleget(&self) -> Option<Arc<P>> {
-        let mut l = self.lock.lock();
-        Self::pidleget_locked(&mut l, &self.npidle)
+        let p = Self::pidleget_locked(&mut self.lock.lock(), &self.npidle)?;
+        self.alert_sysmon();
+        Some(p)
     }
 
     fn pidleget_locked(l: &mut Lists<P>, npidle: &AtomicUsize) -> Option<Arc<P>> {
@@ -245,7 +287,12 @@ impl<P: IdleP> Idle<P> {
         let p = match p {
             Some(p) => p,
             None => match Self::pidleget_locked(&mut l, &self.npidle) {
-                Some(p) => p,
+                Some(p) => {
+                    let m = l.midle.pop();
+                    drop(l);
+                    self.alert_sysmon();
+                    return Ok((p, m));
+                }
                 None => {
                     drop(l);
                     if spinning {
@@ -255,7 +302,14 @@ impl<P: IdleP> Idle<P> {
                 }
             },
         };
-        Ok((p, l.midle.pop()))
+        let m = l.midle.pop();
+        l.ms_woken += u64::from(m.is_some());
+        Ok((p, m))
+    }
+
+    /// Parked Ms handed a P so far (each a futex wake-up and a context switch).
+    pub(crate) fn ms_woken(&self) -> u64 {
+        self.lock.lock().ms_woken
     }
 
     /// Go's `wakep` gate: true when the caller must start a spinning M (it has counted it).

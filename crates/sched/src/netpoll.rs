@@ -192,6 +192,9 @@ pub mod net_api {
         /// stealing), as Go's `netpollblock` relies on.
         pub fn add(&self) {
             self.0.poller.net.waiters.fetch_add(1, SeqCst);
+            // A waiter added off every P (block_on) while sysmon is parked: its socket may
+            // need sysmon's look (sysmon.rs, "Parking").
+            self.0.idle.alert_sysmon();
         }
 
         /// A descriptor's waiter list was emptied.

@@ -7,14 +7,12 @@
 //!   slot, both mutexes, which order the old holder's accesses before the new holder's.
 //! - `stealer`: anyone (the ring's stealing half, runq.rs).
 //! - `timers`: under its own lock, by anyone (Go's `timersLock`).
-//! - `hot.rounds`: written by the holder once per scheduling round, read by any M watching for a
-//!   stalled P (worker.rs, `watch_peer`).
 
 use crate::metrics::BusyClock;
 use crate::runq::{self, Global, Lane, Stealer, Take};
 use crate::task::Task;
 use crossbeam_utils::CachePadded;
-use gort_loom::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
+use gort_loom::atomic::{AtomicU64, AtomicU8, Ordering::*};
 use gort_timer::Timers;
 use std::cell::UnsafeCell;
 
@@ -66,10 +64,6 @@ pub(crate) struct P {
 
 /// The holder's line.
 struct Hot {
-    /// Scheduling rounds the holder has begun (wrapping): unchanged between two looks means
-    /// the holder is stuck in one task, in a timer batch, or preempted by the OS. Others read
-    /// it rarely (worker.rs, `watch_peer`), so it shares the holder's line.
-    rounds: AtomicU32,
     /// Tasks the holder's M stole from other Ps (`Runtime::proc_metrics`). Written only by
     /// the holder (a relaxed load and store, no read-modify-write), on its own line: the
     /// count costs nothing to the Ms that steal from or look at this P.
@@ -107,7 +101,6 @@ impl P {
             // Not in service until it is put in the idle list.
             status: AtomicU8::new(PStatus::Dead as u8),
             hot: CachePadded::new(Hot {
-                rounds: AtomicU32::new(0),
                 stolen: AtomicU64::new(0),
                 busy: BusyClock::new(),
                 local: UnsafeCell::new(Local {
@@ -274,19 +267,6 @@ impl P {
                 }
             })
         }
-    }
-
-    /// The holder begins a scheduling round; returns the count so far (wrapping).
-    pub(crate) fn note_round(&self) -> u32 {
-        // Only the holder writes, so a load and a store do (no locked instruction).
-        let n = self.hot.rounds.load(Relaxed).wrapping_add(1);
-        self.hot.rounds.store(n, Relaxed);
-        n
-    }
-
-    /// Scheduling rounds begun so far (wrapping), for watchers.
-    pub(crate) fn rounds(&self) -> u32 {
-        self.hot.rounds.load(Relaxed)
     }
 
     /// Whether this P has runnable tasks (a racy hint for anyone; exact for the holder).

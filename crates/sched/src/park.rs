@@ -32,12 +32,14 @@ use crate::idle::{Idle, IdleP, MHandle, Woken, PARK_BACKSTOP};
 use gort_loom::atomic::{fence, Ordering::SeqCst};
 use gort_timer::Nanos;
 use std::sync::Arc;
+use std::task::Waker;
 
 /// The poller the idle M blocks in (Go's netpoll): `poller.rs`'s `Poller` in the runtime.
 pub(crate) trait Poll {
     /// Blocks until `until` (ns of the runtime clock; coalescing may defer the wake-up to as
-    /// late as `latest`) or a [`Poll::wake`], whichever is first.
-    fn poll(&self, until: Nanos, latest: Nanos);
+    /// late as `latest`) or a [`Poll::wake`], whichever is first. The wakers of the tasks the
+    /// poll readied are left in `readied`, for the caller to wake once it holds a P.
+    fn poll(&self, until: Nanos, latest: Nanos, readied: &mut Vec<Waker>);
     /// Ends the poll in progress, or the next one if none is (Go's `netpollBreak`).
     fn wake(&self);
 }
@@ -148,7 +150,16 @@ pub(crate) fn release_and_recheck<S: Sched>(
 /// then take an idle P back; if another M polls, break its poll when it would oversleep our
 /// deadline. Without a deadline the M parks, unless tasks wait on sockets: then it polls
 /// without a timeout (Go blocks in `netpoll` while `netpollWaiters > 0`).
-pub(crate) fn poll<S: Sched>(s: &S, poll_until: Nanos, was_spinning: bool) -> Polled<S::P> {
+///
+/// The tasks the poll readied are left in `readied`: the caller wakes them after it took the
+/// P back, so that they go to its P and it runs one itself (Go's `findrunnable` after
+/// `netpoll`), or P-less if it parks.
+pub(crate) fn poll<S: Sched>(
+    s: &S,
+    poll_until: Nanos,
+    was_spinning: bool,
+    readied: &mut Vec<Waker>,
+) -> Polled<S::P> {
     let now = s.now();
     let (poll_until, latest) = s.run_idle_timers(poll_until, now);
     if poll_until == 0 && !s.net_waiting() && !s.awaits_quiescence() {
@@ -156,7 +167,8 @@ pub(crate) fn poll<S: Sched>(s: &S, poll_until: Nanos, was_spinning: bool) -> Po
     }
     let idle = s.idle();
     if idle.lastpoll.swap(0, SeqCst) != 0 {
-        return be_the_poller(s, poll_until, latest, now, was_spinning);
+        let deadline = (poll_until, latest);
+        return be_the_poller(s, deadline, now, was_spinning, readied);
     }
     // Under a paused clock the poller waits for quiescence, which this M's idling may bring.
     let theirs = idle.poll_until.load(SeqCst);
@@ -172,10 +184,10 @@ pub(crate) fn poll<S: Sched>(s: &S, poll_until: Nanos, was_spinning: bool) -> Po
 /// would sleep to its earliest timer (an hour, say): so the claim re-checks shutdown.
 fn be_the_poller<S: Sched>(
     s: &S,
-    poll_until: Nanos,
-    latest: Nanos,
+    (poll_until, latest): (Nanos, Nanos),
     now: Nanos,
     was_spinning: bool,
+    readied: &mut Vec<Waker>,
 ) -> Polled<S::P> {
     let idle = s.idle();
     if s.is_shutdown() {
@@ -183,12 +195,12 @@ fn be_the_poller<S: Sched>(
         return Polled::Shutdown;
     }
     if s.clock_paused() {
-        wait_on_paused_clock(s);
+        wait_on_paused_clock(s, readied);
     } else {
         idle.poll_until.store(poll_until, SeqCst);
         // `poll_until == 0`: no timer, sockets only; block until readiness or a break.
         if poll_until > now || poll_until == 0 {
-            s.poller().poll(poll_until, latest.max(poll_until));
+            s.poller().poll(poll_until, latest.max(poll_until), readied);
         }
     }
     idle.poll_until.store(0, SeqCst);
@@ -203,10 +215,10 @@ fn be_the_poller<S: Sched>(
 /// is quiescent the clock jumps (or `advance` is woken) and the M goes back to run what came
 /// due; if work is queued it goes back at once; else it blocks, with no deadline, until an
 /// idle M, a released clock hold or a socket breaks the poll (`paused.rs`).
-fn wait_on_paused_clock<S: Sched>(s: &S) {
+fn wait_on_paused_clock<S: Sched>(s: &S, readied: &mut Vec<Waker>) {
     s.idle().poll_until.store(0, SeqCst);
     if s.advance_paused_clock() == Quiet::Busy {
-        s.poller().poll(0, 0);
+        s.poller().poll(0, 0, readied);
     }
 }
 

@@ -12,9 +12,11 @@ use gort_timer::{nanotime, Nanos};
 /// loads the other P's `timer0_when`, a line its holder writes whenever its earliest timer
 /// changes, and that cache miss is paid by the watcher's own round.
 const WATCH_EVERY: Nanos = 25_000;
-/// How long a P's holder must have begun no scheduling round, with a timer due, before
-/// another M runs that timer (ns). Shorter would take timers from holders that are merely
-/// in a task of a few microseconds, and contend on their heap.
+/// How overdue a P's timer must be before an M that has timers of its own runs it for that
+/// P's holder (ns). A timer still in its heap that long after its deadline proves the holder
+/// began no scheduling round since (each round runs the P's due timers): it is in one long
+/// task, in a long timer batch, or preempted by the OS. Shorter would take timers from
+/// holders that are merely in a task of a few microseconds, and contend on their heap.
 const STALL: Nanos = 100_000;
 
 /// What `watch_peer` remembers between looks.
@@ -22,17 +24,14 @@ const STALL: Nanos = 100_000;
 pub(crate) struct Watch {
     /// The P to look at next.
     next: usize,
-    /// Per P id: its round count when this M first saw it with a timer due, and when.
-    seen: Vec<(u32, Nanos)>,
     /// When `watch_peer` last looked.
     last_look: Nanos,
 }
 
 impl Watch {
-    /// Part of the M loop's phase 1 (gort's, not Go's): counts the round on the P's holder
-    /// line, then looks at one other P for due timers its holder is not getting to: in every
-    /// round when this P has no timers (`help_peer`), every `WATCH_EVERY` when it has
-    /// (`watch_peer`).
+    /// Part of the M loop's phase 1 (gort's, not Go's): looks at one other P for due timers
+    /// its holder is not getting to: in every round when this P has no timers (`help_peer`),
+    /// every `WATCH_EVERY` when it has (`watch_peer`).
     pub(crate) fn look_at_a_peer(
         &mut self,
         shared: &Shared,
@@ -40,7 +39,6 @@ impl Watch {
         own_timers: bool,
         now: &mut Nanos,
     ) {
-        p.note_round();
         if !own_timers {
             self.help_peer(shared, p, now);
         } else if *now - self.last_look >= WATCH_EVERY {
@@ -49,14 +47,10 @@ impl Watch {
         }
     }
 
-    /// The next P other than `p`, in turn, if it is running and has timers: the P, its id and
-    /// its `wake_time`. An idle P's timers are the poller's.
+    /// The next P other than `p`, in turn, if it is running and has timers: the P and its
+    /// `wake_time`. An idle P's timers are the poller's.
     #[inline]
-    fn next_peer_with_timers<'a>(
-        &mut self,
-        shared: &'a Shared,
-        p: &P,
-    ) -> Option<(&'a P, usize, Nanos)> {
+    fn next_peer_with_timers<'a>(&mut self, shared: &'a Shared, p: &P) -> Option<(&'a P, Nanos)> {
         let n = shared.nallp();
         if n <= 1 {
             return None;
@@ -75,7 +69,7 @@ impl Watch {
         if due == 0 || q.status() != PStatus::Running {
             return None;
         }
-        Some((q, id, due))
+        Some((q, due))
     }
 
     /// A P with no timers of its own looks at one other P (in turn) in every round and runs
@@ -88,7 +82,7 @@ impl Watch {
     /// every round, here and in Go).
     #[inline]
     fn help_peer(&mut self, shared: &Shared, p: &P, now: &mut Nanos) {
-        let Some((q, _, due)) = self.next_peer_with_timers(shared, p) else {
+        let Some((q, due)) = self.next_peer_with_timers(shared, p) else {
             return;
         };
         if *now == 0 {
@@ -100,34 +94,21 @@ impl Watch {
     }
 
     /// Every `WATCH_EVERY`, a P that has timers looks at one other P (in turn): if it is
-    /// running, has timers due, and its holder has begun no scheduling round for `STALL`
-    /// (stuck in one long task, in a long timer batch, or preempted by the OS), this M runs
-    /// those timers, unless someone holds that heap's lock (then they are being run); the
-    /// tasks they wake come to this P. Go leaves a busy P's timers to its holder (and to
-    /// preemption after 10 ms); Tokio's one timer wheel is driven by whichever worker gets
-    /// there. The look is one load when the other P has no timers due (the clock was read
-    /// for this P's own timers); the round counter (on the holder's line) is read only when
-    /// it has.
+    /// running and has a timer overdue by `STALL` (its holder began no scheduling round since:
+    /// it is stuck in one long task, in a long timer batch, or preempted by the OS), this M
+    /// runs that P's due timers, unless someone holds that heap's lock (then they are being
+    /// run); the tasks they wake come to this P. The first look that finds the timer that
+    /// late runs it: a timer-woken task waits for the first round of any P after that, not
+    /// for a second look a whole slice of this P's tasks later. Go leaves a busy
+    /// P's timers to its holder (and to preemption after 10 ms); Tokio's one timer wheel is
+    /// driven by whichever worker gets there. The look is one load (the clock was read for
+    /// this P's own timers).
     #[cold]
     fn watch_peer(&mut self, shared: &Shared, p: &P, now: Nanos) {
-        let Some((q, id, due)) = self.next_peer_with_timers(shared, p) else {
+        let Some((q, due)) = self.next_peer_with_timers(shared, p) else {
             return;
         };
-        if due > now {
-            return;
-        }
-        let w = self;
-        if w.seen.len() <= id {
-            w.seen.resize(id + 1, (0, 0));
-        }
-        // When this M first saw the holder's current round count with a timer due.
-        let rounds = q.rounds();
-        let seen = &mut w.seen[id];
-        if seen.0 != rounds || seen.1 == 0 {
-            *seen = (rounds, now);
-            return;
-        }
-        if now - seen.1 >= STALL {
+        if due <= now - STALL {
             shared.try_run_timers(&q.timers, now);
         }
     }

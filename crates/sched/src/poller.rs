@@ -168,16 +168,9 @@ impl Poller {
 
     /// Blocks until `until` (0 = no deadline; coalescing may defer it, but not past
     /// `latest`, see `Gap::target`) or a `break_poll`. Returns early on spurious wake-ups;
-    /// the caller re-checks everything anyway.
-    pub(crate) fn poll(&self, until: Nanos, latest: Nanos) {
-        let mut ready = Vec::new();
-        self.poll_locked(until, latest, &mut ready);
-        wake_all(ready);
-    }
-
-    /// [`Poller::poll`] up to waking the tasks: those are left in `ready` for the caller to
-    /// wake once the poller's lock is released.
-    fn poll_locked(&self, until: Nanos, latest: Nanos, ready: &mut Vec<std::task::Waker>) {
+    /// the caller re-checks everything anyway. The wakers of the tasks it readied are left in
+    /// `ready`, for the caller to wake once it holds a P (park.rs, `poll`).
+    pub(crate) fn poll(&self, until: Nanos, latest: Nanos, ready: &mut Vec<std::task::Waker>) {
         let mut guard = self.inner.lock();
         let (poll, events, g, lead) = &mut *guard;
         g.judge(self.fired.load(Relaxed));
@@ -469,6 +462,15 @@ mod tests {
     use super::*;
     use crate::lead::MAX_LEAD;
 
+    impl Poller {
+        /// A blocking poll that wakes what it readied at once.
+        fn poll_and_wake(&self, until: Nanos, latest: Nanos) {
+            let mut ready = Vec::new();
+            self.poll(until, latest, &mut ready);
+            wake_all(ready);
+        }
+    }
+
     const MS: i64 = 1_000_000;
 
     /// Drives `g` through a stream of `deadlines`, each with `slack`: a wake-up runs every
@@ -550,7 +552,7 @@ mod tests {
             let until = nanotime() + 2 * MS;
             let mut polls = 0;
             while nanotime() < until {
-                p.poll(until, until);
+                p.poll_and_wake(until, until);
                 polls += 1;
                 assert!(
                     polls < 1000,
@@ -566,7 +568,7 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(20));
                 p.break_poll();
             });
-            p.poll(until, until);
+            p.poll_and_wake(until, until);
         });
         assert!(
             nanotime() < until - 5_000 * MS,

@@ -191,6 +191,13 @@ pub struct Metrics {
     /// deadline that the poller did not spin away, or a signal), so the three causes need not
     /// add up to `poller_wakeups`.
     pub poller_wakeups_break: u64,
+    /// The monitor thread's looks (its wake-ups): every 0.5-10 ms while some P runs, none
+    /// while every P stays idle (it parks then, as Go's sysmon does).
+    pub sysmon_wakeups: u64,
+    /// Parked Ms woken and handed a P to run work (Go's `startm` of an idle M), each a futex
+    /// wake-up and a context switch. An idle server pays none per request: the M that polls
+    /// runs what its poll readied (design/NETPOLL.md, "How readiness reaches tasks").
+    pub ms_woken: u64,
 }
 
 impl Runtime {
@@ -308,6 +315,8 @@ impl Runtime {
         m.poller_wakeups_timer = w.timer;
         m.poller_wakeups_io = w.io;
         m.poller_wakeups_break = w.brk;
+        m.sysmon_wakeups = self.sysmon.as_ref().map_or(0, |(s, _)| s.looks());
+        m.ms_woken = s.idle.ms_woken();
         m
     }
 

@@ -345,8 +345,8 @@ impl Sched for Arc<Shared> {
 
 /// The runtime's poller behind the hand-off's seam.
 impl Poll for Poller {
-    fn poll(&self, until: Nanos, latest: Nanos) {
-        Poller::poll(self, until, latest);
+    fn poll(&self, until: Nanos, latest: Nanos, readied: &mut Vec<std::task::Waker>) {
+        Poller::poll(self, until, latest, readied);
     }
 
     fn wake(&self) {

@@ -1,20 +1,56 @@
-//! The monitor thread: Go's `sysmon`, reduced to the timer duty and the sockets' 10 ms look.
+//! The monitor thread: Go's `sysmon`, reduced to its two duties in gort, and parked while
+//! every P is idle.
 //!
-//! Timers run inside the scheduler: each P runs its own in every scheduling round, and idle
-//! Ms run everyone's. When every M is busy in a long poll (or blocked), nobody gets there and
-//! timers go late (go#38860, go#45632: Go since 1.16 has no backstop for this). sysmon looks
-//! at the P summaries (atomics only) and, for a P whose timers are overdue by more than
-//! `GRACE`, runs them itself (timer callbacks only queue tasks and send on channels, so this is
-//! cheap and never blocks); the woken tasks go to the global queue.
+//! Its duties, both for while some P runs:
+//! - Timers. Timers run inside the scheduler: each P runs its own in every scheduling round,
+//!   and idle Ms run everyone's. When every M is busy in a long poll (or blocked), nobody
+//!   gets there and timers go late (go#38860, go#45632: Go since 1.16 has no backstop for
+//!   this). sysmon looks at the P summaries (atomics only) and, for a P whose timers are
+//!   overdue by more than `GRACE`, runs them itself (timer callbacks only queue tasks and send
+//!   on channels, so this is cheap and never blocks); the woken tasks go to the global queue.
+//! - Sockets. Go's non-blocking look when tasks wait on them and nobody has polled for 10 ms
+//!   (`netpoll.rs`), so ready sockets are not left behind busy Ps.
 //!
-//! It also takes Go's non-blocking look at the sockets when tasks wait on them and nobody has
-//! polled for 10 ms (`netpoll.rs`), so ready sockets are not left behind busy Ps.
+//! Go's other sysmon duties are not sysmon's here: `block_in_place` hands its P off before it
+//! blocks (Go's sysmon retakes Ps from syscalls), and a task woken off every P is served
+//! within one slice by the yield rule (`p.rs`), not by a preemption flag.
+//!
+//! # Parking
+//!
+//! While every P is idle neither duty has anything to do: an idle M blocks in the poller
+//! until the earliest timer of every P and watches the sockets (`park.rs`). So sysmon parks,
+//! as Go's does (`sched.sysmonwait`), instead of looking every 10 ms; it does not park while
+//! tasks wait on sockets and nobody is blocked in the poller (block_on and foreign threads
+//! then rely on its look).
+//!
+//! Whoever ends the idle spell must get sysmon looking again, within its period: the M that
+//! takes a P (`Idle::pidleget`, `Idle::startm_pick`) or adds a socket waiter off every P
+//! calls `Idle::alert_sysmon`, a fence and one load while sysmon runs. Go wakes sysmon there
+//! (a futex wake); gort sets sysmon's alarm `IDLE_TICK` ahead instead (`alarm.rs`: one
+//! `timerfd` setting, no context switch), and later takers leave it alone unless it would
+//! ring within `REARM_BEFORE`. A spell that lasts gets sysmon's look within `IDLE_TICK` of its start, as
+//! before; the short spells of an idle ticker (one per millisecond) keep pushing the alarm
+//! ahead and never wake sysmon, where a wake per take would have woken it 1,000 times a
+//! second.
+//!
+//! No alert is lost: sysmon publishes `parked`, fences, then takes its last look at `npidle`
+//! and the socket waiters; a taker updates `npidle` (or the waiters), fences, then loads
+//! `parked`. By the two `SeqCst` fences either sysmon's look sees the P taken and it does not
+//! park, or the taker sees it parked and sets the alarm (loom model
+//! `sysmon_parking_vs_a_p_take`; stress test `tests/sysmon.rs`). The alarm is set under
+//! sysmon's state lock and only while `parked` holds there, so a late taker cannot override
+//! the tick sysmon sets after it resumed; at worst it rings once more than needed.
 
+mod alarm;
+
+use crate::p::PStatus;
 use crate::shared::Shared;
+use alarm::Alarm;
 use gort_timer::nanotime;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How overdue a timer must be before sysmon steps in (the Ps themselves are usually quicker).
 const GRACE: i64 = 500_000;
@@ -23,17 +59,39 @@ const BUSY_TICK: Duration = Duration::from_micros(500);
 const IDLE_TICK: Duration = Duration::from_millis(10);
 /// Wake-ups in a row that found nothing overdue before sysmon starts backing off.
 const BACKOFF_AFTER: u32 = 4;
+/// A taker leaves a parked sysmon's alarm alone unless it rings within this: set at most
+/// about every `IDLE_TICK - REARM_BEFORE` while Ps keep being taken.
+const REARM_BEFORE: Duration = Duration::from_millis(3);
 
-/// The handle that stops sysmon.
-#[derive(Default)]
+/// The handle that stops sysmon, and its alarm.
 pub(crate) struct Sysmon {
-    stop: Mutex<bool>,
-    cv: Condvar,
+    alarm: Alarm,
+    state: Mutex<State>,
+    /// sysmon's looks (each wake-up, and the first look), for [`crate::Metrics`].
+    looks: AtomicU64,
+}
+
+#[derive(Default)]
+struct State {
+    stop: bool,
+    /// sysmon sleeps until alerted (see the module docs).
+    parked: bool,
+    /// While parked: when the alarm a taker set rings (`None`: no taker set it yet).
+    rings_at: Option<Instant>,
 }
 
 impl Sysmon {
     pub(crate) fn start(shared: Arc<Shared>) -> (Arc<Sysmon>, std::thread::JoinHandle<()>) {
-        let me = Arc::new(Sysmon::default());
+        let alarm = Alarm::new().unwrap_or_else(|e| panic!("gort: cannot start sysmon: {e}"));
+        let me = Arc::new(Sysmon {
+            alarm,
+            state: Mutex::new(State::default()),
+            looks: AtomicU64::new(0),
+        });
+        let alerted = me.clone();
+        shared
+            .idle
+            .set_sysmon_alert(Box::new(move || alerted.alert()));
         let me2 = me.clone();
         let h = std::thread::Builder::new()
             .name("gort-sysmon".into())
@@ -43,43 +101,113 @@ impl Sysmon {
     }
 
     pub(crate) fn stop(&self) {
-        *self.stop.lock() = true;
-        self.cv.notify_all();
+        self.state.lock().stop = true;
+        self.alarm.set(Duration::ZERO);
+    }
+
+    /// sysmon's looks so far.
+    pub(crate) fn looks(&self) -> u64 {
+        self.looks.load(Relaxed)
     }
 
     fn run(&self, shared: Arc<Shared>) {
         let _ctx = crate::context::enter(shared.clone());
-        let mut stop = self.stop.lock();
         // Wake-ups in a row that found no timer overdue (Go's sysmon `idle` count).
         let mut quiet = 0u32;
-        while !*stop {
-            let now = nanotime();
-            let mut earliest = i64::MAX;
-            let mut acted = false;
-            for p in shared.all_ps() {
-                let mut w = p.timers.wake_time();
-                if w != 0 && w.saturating_add(GRACE) <= now {
-                    w = shared.run_timers(&p.timers, now, false).next;
-                    acted = true;
-                }
-                if w != 0 {
-                    earliest = earliest.min(w);
-                }
-            }
-            shared.sysmon_poll_net(now);
-            quiet = if acted { 0 } else { quiet.saturating_add(1) };
-            // Sleep until the earliest timer would be overdue, within [BUSY_TICK, IDLE_TICK];
-            // while some P is idle an idle M (the poller) runs timers on time, so sysmon
-            // only needs its long tick.
-            let until_overdue = earliest.saturating_add(GRACE).saturating_sub(now).max(0) as u64;
-            let tick = if shared.idle.npidle() > 0 {
-                IDLE_TICK
+        while !self.state.lock().stop {
+            self.looks.fetch_add(1, Relaxed);
+            let tick = look(&shared, &mut quiet);
+            if every_p_idle_and_covered(&shared) {
+                self.park(&shared);
             } else {
-                Duration::from_nanos(until_overdue).clamp(backoff(quiet), IDLE_TICK)
-            };
-            self.cv.wait_for(&mut stop, tick);
+                self.sleep(tick);
+            }
         }
     }
+
+    /// Sleeps `tick`, or until stopped.
+    fn sleep(&self, tick: Duration) {
+        {
+            // Under the lock: a `stop` after this check rings the alarm after this setting.
+            let s = self.state.lock();
+            if s.stop {
+                return;
+            }
+            self.alarm.set(tick);
+        }
+        self.alarm.wait();
+    }
+
+    /// Parks until a taker's alarm (or `stop`) rings; returns at once if the last look, after
+    /// `parked` is published, finds a P running (module docs, "Parking").
+    fn park(&self, shared: &Shared) {
+        {
+            let mut s = self.state.lock();
+            if s.stop {
+                return;
+            }
+            s.parked = true;
+            s.rings_at = None;
+        }
+        shared.idle.set_sysmon_parked(true);
+        if every_p_idle_and_covered(shared) {
+            self.alarm.wait();
+        }
+        shared.idle.set_sysmon_parked(false);
+        self.state.lock().parked = false;
+    }
+
+    /// `Idle::alert_sysmon` while sysmon is parked: a P was taken (or a socket waiter added);
+    /// make sure sysmon looks within `IDLE_TICK`.
+    fn alert(&self) {
+        let mut s = self.state.lock();
+        if !s.parked || s.stop {
+            return;
+        }
+        let now = Instant::now();
+        if s.rings_at.is_some_and(|t| t > now + REARM_BEFORE) {
+            return;
+        }
+        s.rings_at = Some(now + IDLE_TICK);
+        self.alarm.set(IDLE_TICK);
+    }
+}
+
+/// One look: runs the timers overdue by more than `GRACE`, polls the sockets if nobody has
+/// for 10 ms; returns how long to sleep before the next look.
+fn look(shared: &Shared, quiet: &mut u32) -> Duration {
+    let now = nanotime();
+    let mut earliest = i64::MAX;
+    let mut acted = false;
+    for p in shared.all_ps() {
+        let mut w = p.timers.wake_time();
+        if w != 0 && w.saturating_add(GRACE) <= now {
+            w = shared.run_timers(&p.timers, now, false).next;
+            acted = true;
+        }
+        if w != 0 {
+            earliest = earliest.min(w);
+        }
+    }
+    shared.sysmon_poll_net(now);
+    *quiet = if acted { 0 } else { quiet.saturating_add(1) };
+    // Sleep until the earliest timer would be overdue, within [BUSY_TICK, IDLE_TICK];
+    // while some P is idle an idle M (the poller) runs timers on time, so sysmon only needs
+    // its long tick.
+    let until_overdue = earliest.saturating_add(GRACE).saturating_sub(now).max(0) as u64;
+    if shared.idle.npidle() > 0 {
+        IDLE_TICK
+    } else {
+        Duration::from_nanos(until_overdue).clamp(backoff(*quiet), IDLE_TICK)
+    }
+}
+
+/// Whether sysmon has nothing to do until a P is taken: every P idle (by the count the takers
+/// update, and by each P's status), and the sockets watched by a poller if tasks wait on them.
+fn every_p_idle_and_covered(shared: &Shared) -> bool {
+    shared.idle.npidle() >= shared.nprocs()
+        && shared.all_ps().all(|p| p.status() != PStatus::Running)
+        && (!shared.net_waiting() || shared.idle.lastpoll.load(SeqCst) == 0)
 }
 
 /// sysmon's shortest sleep after `quiet` wake-ups in a row that found nothing overdue: the

@@ -13,6 +13,7 @@ use crate::shared::{DeferredHost, LiveM, Shared};
 use crate::task::Task;
 use gort_timer::{min_nonzero, nanotime, Nanos};
 use std::sync::Arc;
+use std::task::Waker;
 
 /// Rounds of stealing before an M gives up (Go's `stealTries`); timers of other Ps are
 /// checked in the last round only, as Go does, so that a spinning M first looks for tasks.
@@ -27,6 +28,8 @@ struct M {
     spinning: bool,
     rng: u64,
     watch: Watch,
+    /// The wakers of the tasks this M's last blocking poll readied (its capacity is kept).
+    readied: Vec<Waker>,
 }
 
 /// What one scheduling round has learned about time.
@@ -58,6 +61,7 @@ pub(crate) fn m_main(shared: Arc<Shared>, handle: Arc<MHandle<P>>, p: Arc<P>, sp
         spinning,
         rng,
         watch: Watch::default(),
+        readied: Vec::new(),
     };
     // Counted in `live_ms` since `spawn_m`; uncounted however this thread ends, so that
     // shutdown never waits for an M that is gone.
@@ -289,10 +293,26 @@ impl M {
             Ok(was_spinning) => was_spinning,
             Err(back) => return self.take_back(back),
         };
-        match park::poll(shared, poll_until, was_spinning) {
+        let polled = park::poll(shared, poll_until, was_spinning, &mut self.readied);
+        let holds_p = match polled {
             Polled::Holds(back) => self.take_back(back),
             Polled::Shutdown => true,
             Polled::Park => false,
+        };
+        self.wake_readied();
+        holds_p
+    }
+
+    /// Go's `findrunnable` after a blocking `netpoll`: the M that polled took a P back and
+    /// runs the tasks its poll readied itself. Woken on its P, a task fills the empty
+    /// `runnext`, which this M runs next, and wakes nobody; each further one pushes the one
+    /// before to the ring, which wakes a spinning M to steal it (`Shared::push_task`). An idle
+    /// server thus wakes no other M per request, where queuing them globally with a `wakep`
+    /// woke a parked M for a task this M then raced it to. With no P back (all busy, or
+    /// shutdown), they go to the global queue with a `wakep`, as a P-less wake does.
+    fn wake_readied(&mut self) {
+        for w in self.readied.drain(..) {
+            w.wake();
         }
     }
 

@@ -61,7 +61,7 @@ struct ModelPoller {
 }
 
 impl Poll for ModelPoller {
-    fn poll(&self, until: Nanos, _latest: Nanos) {
+    fn poll(&self, until: Nanos, _latest: Nanos, _readied: &mut Vec<std::task::Waker>) {
         let mut woken = self.woken.lock();
         loop {
             if std::mem::take(&mut *woken) {
@@ -216,7 +216,7 @@ fn m_loop(w: Arc<World>, me: Arc<MHandle<ModelP>>, (mut p, mut spinning): Back<M
                 continue;
             }
         };
-        match park::poll(&w, 0, was_spinning) {
+        match park::poll(&w, 0, was_spinning, &mut Vec::new()) {
             Polled::Holds(back) => {
                 (p, spinning) = back;
                 if w.poller.deadline_came.load(SeqCst) {
@@ -306,6 +306,37 @@ fn timer_added_while_m_enters_poller() {
         assert!(
             w.poller.deadline_came.load(SeqCst),
             "no poll reached its deadline"
+        );
+    });
+}
+
+/// sysmon parking (sysmon.rs, "Parking") races with an M taking the last idle P: sysmon
+/// publishes `parked`, then looks at `npidle` once more; the taker updates `npidle`, then
+/// loads `parked` (`Idle::alert_sysmon`). Either sysmon's look sees the P taken (and it stays
+/// up) or the taker alerts it: never a parked sysmon that nobody alerts while a P runs.
+#[test]
+fn sysmon_parking_vs_a_p_take() {
+    loom::model(|| {
+        let idle = Arc::new(Idle::<ModelP>::new());
+        idle.pidleput(World::held_p());
+        let alerted = Arc::new(AtomicBool::new(false));
+        let a = alerted.clone();
+        idle.set_sysmon_alert(Box::new(move || a.store(true, SeqCst)));
+        let i1 = idle.clone();
+        let sysmon = thread::spawn(move || {
+            i1.set_sysmon_parked(true);
+            let parks = i1.npidle() >= 1;
+            if !parks {
+                i1.set_sysmon_parked(false);
+            }
+            parks
+        });
+        let taken = idle.pidleget();
+        assert!(taken.is_some());
+        let parked = sysmon.join().unwrap();
+        assert!(
+            !parked || alerted.load(SeqCst),
+            "sysmon parked with a P running and nobody alerted it"
         );
     });
 }

@@ -223,7 +223,7 @@ fn a_busy_m_runs_the_due_timers_of_a_p_stuck_in_one_task() {
 #[test]
 fn a_busy_m_with_timers_of_its_own_runs_the_due_timers_of_a_p_stuck_in_one_task() {
     // The busy M's P has a timer of its own: it looks every 25 µs and runs the stuck P's
-    // timers once that P has begun no round for 100 µs (`watch_peer`).
+    // timers once one is 100 µs overdue (`watch_peer`).
     busy_m_runs_the_timers_of_a_stuck_p(true);
 }
 
@@ -288,8 +288,8 @@ fn busy_m_runs_the_timers_of_a_stuck_p(own_timer: bool) {
         20,
         "not every timer fired while its P was stuck"
     );
-    // `help_peer` runs a due timer at the busy M's next round. `watch_peer` waits for 100 µs
-    // without a round, a race with sysmon (500 µs) that sysmon can win for timers whose due
+    // `help_peer` runs a due timer at the busy M's next round. `watch_peer` waits until it is
+    // 100 µs overdue, a race with sysmon (500 µs) that sysmon can win for timers whose due
     // time finds the busy M descheduled: some, not most. On a quiet machine the busy M runs
     // most of them; on a loaded one (other test binaries, builds) sysmon wins about half
     // (9 of 20 seen). Without `help_peer`/`watch_peer` sysmon runs all 20, so a floor of 3

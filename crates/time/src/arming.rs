@@ -47,11 +47,14 @@
 //! observed, before the `del` that took the timer out of its heap (by this stop, or by an
 //! earlier `unblock` or fire under the same lock) saw the run, so every late fire has
 //! `when <=` the clock reading that computed the new `start`: `when < start`, and it is
-//! dropped. Only a zero-duration reset in the same nanosecond can tie, and then both values
-//! are the same instant and only the first of them is sent (a one-shot leaves `Armed` on its
-//! first send), so nothing observable changes. A late fire of the *current* arming (after
-//! `unblock` took the timer out of its heap) is a value that `maybe_run` would have sent
-//! anyway: it is accepted.
+//! dropped. Across threads that needs a reading that trails none taken before it, and an
+//! extrapolated one may trail another thread's by up to `gort_timer::CLOCK_TRAIL` (~1 µs);
+//! so a reset whose first deadline falls within that of its reading reads the clock again,
+//! exactly (`now_exact`), and starts from that. Only a zero-duration reset can tie, and then
+//! both values are the same instant and only the first of them is sent (a one-shot leaves
+//! `Armed` on its first send), so nothing observable changes. A late fire of the *current*
+//! arming (after `unblock` took the timer out of its heap) is a value that `maybe_run` would
+//! have sent anyway: it is accepted.
 //!
 //! A ticker has one more race of the same kind: gort-timer re-arms a periodic timer *before*
 //! running its callback, so another thread may run the next tick while the previous one is
@@ -59,7 +62,7 @@
 //! the floor just past its deadline: ticks are delivered in increasing order or dropped.
 
 use gort_loom::Mutex;
-use gort_timer::{Nanos, NEVER};
+use gort_timer::{Nanos, CLOCK_TRAIL, NEVER};
 
 use crate::Instant;
 
@@ -79,6 +82,10 @@ pub trait Sink: Send + Sync {
 pub trait Heap {
     /// The clock (`nanotime`).
     fn now(&self) -> Nanos;
+    /// The clock read exactly ([`gort_timer::nanotime_exact`]): at least every reading
+    /// taken before it on any thread, where [`now`](Heap::now) may trail one by up to
+    /// [`gort_timer::CLOCK_TRAIL`].
+    fn now_exact(&self) -> Nanos;
     /// Puts the runtime timer in a heap: due at `when`, then every `period` if > 0; its fire
     /// must call [`Arming::fire`].
     fn add(&self, when: Nanos, period: Nanos, slack: Nanos);
@@ -216,13 +223,19 @@ impl<S: Sink> Arming<S> {
     pub fn reset(
         &self,
         heap: &impl Heap,
-        start: impl FnOnce(Nanos) -> Nanos,
+        mut start: impl FnMut(Nanos) -> Nanos,
         period: Nanos,
         slack: Nanos,
     ) -> bool {
         let mut g = self.inner.lock();
         let was = self.stop_locked(&mut g, heap);
-        let start = start(heap.now());
+        let now = heap.now();
+        let mut first = start(now);
+        if first < now.saturating_add(CLOCK_TRAIL) {
+            // A late fire may be due up to the clock's trail past `now` (module docs).
+            first = start(heap.now_exact());
+        }
+        let start = first;
         g.floor = start;
         g.when = start;
         g.period = period;

@@ -18,7 +18,9 @@ use std::sync::{Arc, Weak};
 use gort_chan::{DropHook, Receiver, RecvHook, TimerSender};
 use gort_loom::Arc as SyncArc;
 use gort_sched::timer_api::in_runtime;
-use gort_timer::{deadline_after, del, nanotime, Fire, Nanos, Timer as RtTimer, NEVER};
+use gort_timer::{
+    deadline_after, del, nanotime, nanotime_exact, Fire, Nanos, Timer as RtTimer, NEVER,
+};
 
 use crate::arming::{Arming, Heap, Sink};
 use crate::runtime_timer::{arm, outside, slack};
@@ -80,6 +82,10 @@ impl Fire for ChanTimer {
 impl Heap for ChanTimer {
     fn now(&self) -> Nanos {
         nanotime()
+    }
+
+    fn now_exact(&self) -> Nanos {
+        nanotime_exact()
     }
 
     /// # Panics

@@ -51,7 +51,9 @@ mod timers;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub use clock::{deadline_after, epoch, nanotime, Nanos, RuntimeClock, NEVER};
+pub use clock::{
+    deadline_after, epoch, nanotime, nanotime_exact, Nanos, RuntimeClock, CLOCK_TRAIL, NEVER,
+};
 pub use heap::{lateness_bucket, LATENESS_BUCKETS};
 pub use lifecycle::Released;
 pub use ops::{del, modify, modify_fire, reset};
