@@ -12,8 +12,8 @@ use crate::metrics::BusyClock;
 use crate::runq::{self, Global, Lane, Stealer, Take};
 use crate::task::Task;
 use crossbeam_utils::CachePadded;
-use gort_loom::atomic::{AtomicU64, AtomicU8, Ordering::*};
-use gort_timer::Timers;
+use gort_loom::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering::*};
+use gort_timer::{Nanos, Timers};
 use std::cell::UnsafeCell;
 
 /// A P's status (Go's `_Pidle`, `_Prunning`, `_Pdead`), kept in an atomic byte.
@@ -68,6 +68,11 @@ struct Hot {
     /// the holder (a relaxed load and store, no read-modify-write), on its own line: the
     /// count costs nothing to the Ms that steal from or look at this P.
     stolen: AtomicU64,
+    /// When the holder last began a scheduling round with timers in the heap (the clock read
+    /// for them), written only by the holder. sysmon and `watch_peer` take this P's due timers
+    /// only if it began no round since the earliest came due: the holder is stuck in a task
+    /// (design/TIMERS.md, "Bounded rounds").
+    timer_round_at: AtomicI64,
     /// The time Ms have held this P (`Runtime::proc_metrics`), written at its status changes.
     busy: BusyClock,
     local: UnsafeCell<Local>,
@@ -102,6 +107,7 @@ impl P {
             status: AtomicU8::new(PStatus::Dead as u8),
             hot: CachePadded::new(Hot {
                 stolen: AtomicU64::new(0),
+                timer_round_at: AtomicI64::new(0),
                 busy: BusyClock::new(),
                 local: UnsafeCell::new(Local {
                     queue,
@@ -131,6 +137,31 @@ impl P {
     pub(crate) fn note_stolen(&self, n: usize) {
         let stolen = &self.hot.stolen;
         stolen.store(stolen.load(Relaxed) + n as u64, Relaxed);
+    }
+
+    /// Notes that the holder began a round at `now` with timers in the heap. Only the holder
+    /// calls it (one writer, as `note_stolen`).
+    pub(crate) fn note_timer_round(&self, now: Nanos) {
+        self.hot.timer_round_at.store(now, Relaxed);
+    }
+
+    /// Whether the holder began no round since `due` (a racy read): a timer due then and still
+    /// in the heap waits for a holder stuck in a task, not for a round that left it behind.
+    pub(crate) fn no_round_since(&self, due: Nanos) -> bool {
+        self.hot.timer_round_at.load(Relaxed) < due
+    }
+
+    /// How many timers a round of this P's holder may run on one heap (its own or a peer's):
+    /// the free half of the ring (at least one). The tasks a round's timers wake go to
+    /// `runnext` and the ring; what the ring cannot hold overflows to the global queue, which
+    /// a busy P serves once per 61 rounds, behind the tasks newer timers keep queuing: a P
+    /// back from a long task with 100k timers due would park most of their tasks there for up
+    /// to a second. Left in the heap, they keep their deadline order and the next rounds run
+    /// them (design/TIMERS.md, "Bounded rounds").
+    pub(crate) fn timer_room(&self) -> usize {
+        (runq::LOCAL_CAP / 2)
+            .saturating_sub(self.stealer.len())
+            .max(1)
     }
 
     /// Tasks stolen by the Ms that held this P (a racy read for metrics).

@@ -13,10 +13,10 @@ use gort_timer::{nanotime, Nanos};
 /// changes, and that cache miss is paid by the watcher's own round.
 const WATCH_EVERY: Nanos = 25_000;
 /// How overdue a P's timer must be before an M that has timers of its own runs it for that
-/// P's holder (ns). A timer still in its heap that long after its deadline proves the holder
-/// began no scheduling round since (each round runs the P's due timers): it is in one long
-/// task, in a long timer batch, or preempted by the OS. Shorter would take timers from
-/// holders that are merely in a task of a few microseconds, and contend on their heap.
+/// P's holder (ns), if the holder also began no scheduling round since it came due
+/// (`P::no_round_since`: it is in one long task or preempted by the OS; a round may leave
+/// due timers behind, `P::timer_room`). Shorter would take timers from holders that are merely in a task
+/// of a few microseconds, and contend on their heap.
 const STALL: Nanos = 100_000;
 
 /// What `watch_peer` remembers between looks.
@@ -31,7 +31,8 @@ pub(crate) struct Watch {
 impl Watch {
     /// Part of the M loop's phase 1 (gort's, not Go's): looks at one other P for due timers
     /// its holder is not getting to: in every round when this P has no timers (`help_peer`),
-    /// every `WATCH_EVERY` when it has (`watch_peer`).
+    /// every `WATCH_EVERY` when it has (`watch_peer`). Either runs at most the room of this
+    /// P's ring for the tasks they wake (`P::timer_room`).
     pub(crate) fn look_at_a_peer(
         &mut self,
         shared: &Shared,
@@ -89,27 +90,28 @@ impl Watch {
             *now = nanotime();
         }
         if due <= *now {
-            shared.try_run_timers(&q.timers, *now);
+            shared.try_run_timers(&q.timers, *now, p.timer_room());
         }
     }
 
     /// Every `WATCH_EVERY`, a P that has timers looks at one other P (in turn): if it is
-    /// running and has a timer overdue by `STALL` (its holder began no scheduling round since:
-    /// it is stuck in one long task, in a long timer batch, or preempted by the OS), this M
+    /// running, has a timer overdue by `STALL`, and began no scheduling round since that timer
+    /// came due (its holder is stuck in one long task or preempted by the OS; an overdue timer
+    /// alone proves nothing since a round runs at most its ring's room), this M
     /// runs that P's due timers, unless someone holds that heap's lock (then they are being
     /// run); the tasks they wake come to this P. The first look that finds the timer that
     /// late runs it: a timer-woken task waits for the first round of any P after that, not
     /// for a second look a whole slice of this P's tasks later. Go leaves a busy
     /// P's timers to its holder (and to preemption after 10 ms); Tokio's one timer wheel is
-    /// driven by whichever worker gets there. The look is one load (the clock was read for
-    /// this P's own timers).
+    /// driven by whichever worker gets there. The look is a load or two (the clock was read
+    /// for this P's own timers).
     #[cold]
     fn watch_peer(&mut self, shared: &Shared, p: &P, now: Nanos) {
         let Some((q, due)) = self.next_peer_with_timers(shared, p) else {
             return;
         };
-        if due <= now - STALL {
-            shared.try_run_timers(&q.timers, now);
+        if due <= now - STALL && q.no_round_since(due) {
+            shared.try_run_timers(&q.timers, now, p.timer_room());
         }
     }
 }

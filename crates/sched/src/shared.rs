@@ -104,10 +104,21 @@ impl Shared {
     /// payload runs with the heap unlocked and the timer out of every transient status, so
     /// the heap is whole when the panic reaches here.
     pub(crate) fn run_timers(&self, timers: &Timers, now: Nanos, local: bool) -> Checked {
+        self.run_timers_at_most(timers, now, local, usize::MAX)
+    }
+
+    /// [`Shared::run_timers`] that runs at most `max` timers (`Timers::check_at_most`).
+    pub(crate) fn run_timers_at_most(
+        &self,
+        timers: &Timers,
+        now: Nanos,
+        local: bool,
+        max: usize,
+    ) -> Checked {
         // Every M with timers passes here in each round, with the clock already read.
         crate::arena::tick(now);
         let c = self
-            .catch_user(|| timers.check(now, local))
+            .catch_user(|| timers.check_at_most(now, local, max))
             .unwrap_or_else(|| Checked {
                 next: timers.wake_time(),
                 ran: 1,
@@ -120,8 +131,9 @@ impl Shared {
 
     /// [`Shared::run_timers`] for a helper that does not wait for the heap's lock
     /// (`Timers::try_check`); counted for the poller the same way, panics caught the same way.
-    pub(crate) fn try_run_timers(&self, timers: &Timers, now: Nanos) {
-        match self.catch_user(|| timers.try_check(now)) {
+    /// At most `max` timers run, as [`Shared::run_timers_at_most`].
+    pub(crate) fn try_run_timers(&self, timers: &Timers, now: Nanos, max: usize) {
+        match self.catch_user(|| timers.try_check_at_most(now, max)) {
             Some(Some(c)) if c.ran > 0 => self.poller.note_fired(c.ran),
             Some(_) => {}
             None => self.poller.note_fired(1),

@@ -6,7 +6,8 @@
 //!   and idle Ms run everyone's. When every M is busy in a long poll (or blocked), nobody
 //!   gets there and timers go late (go#38860, go#45632: Go since 1.16 has no backstop for
 //!   this). sysmon looks at the P summaries (atomics only) and, for a P whose timers are
-//!   overdue by more than `GRACE`, runs them itself (timer callbacks only queue tasks and send
+//!   overdue by more than `GRACE` and that began no scheduling round since they came due,
+//!   runs them itself (timer callbacks only queue tasks and send
 //!   on channels, so this is cheap and never blocks); the woken tasks go to the global queue.
 //! - Sockets. Go's non-blocking look when tasks wait on them and nobody has polled for 10 ms
 //!   (`netpoll.rs`), so ready sockets are not left behind busy Ps.
@@ -173,15 +174,21 @@ impl Sysmon {
     }
 }
 
-/// One look: runs the timers overdue by more than `GRACE`, polls the sockets if nobody has
-/// for 10 ms; returns how long to sleep before the next look.
+/// One look: runs the timers overdue by more than `GRACE` of the Ps that began no scheduling
+/// round since they came due, polls the sockets if nobody has for 10 ms; returns how long to
+/// sleep before the next look.
+///
+/// A P whose holder makes rounds runs its own timers, at most its ring's room per round
+/// (`P::timer_room`), so an overdue timer alone does not prove it stuck: taking its
+/// backlog here would put the woken tasks in the global queue, behind newer work (design/
+/// TIMERS.md, "Bounded rounds"). Go's sysmon tells a stuck P by its `schedtick` (`retake`).
 fn look(shared: &Shared, quiet: &mut u32) -> Duration {
     let now = nanotime();
     let mut earliest = i64::MAX;
     let mut acted = false;
     for p in shared.all_ps() {
         let mut w = p.timers.wake_time();
-        if w != 0 && w.saturating_add(GRACE) <= now {
+        if w != 0 && w.saturating_add(GRACE) <= now && p.no_round_since(w) {
             w = shared.run_timers(&p.timers, now, false).next;
             acted = true;
         }

@@ -221,17 +221,20 @@ impl M {
     /// are work found, and a spinner counted through a long batch keeps `push_task` from waking
     /// a helper and, if the OS preempts it, keeps other Ms from stealing the tasks it queued
     /// (the spinning limit of [`M::steal`]). Then the M looks at one other P's timers
-    /// ([`Watch::look_at_a_peer`]).
+    /// ([`Watch::look_at_a_peer`]). At most the ring's room of timers run ([`P::timer_room`]).
     fn run_own_timers(&mut self, shared: &Arc<Shared>, p: &P) -> Round {
         let mut round = Round::default();
         let due = p.timers.wake_time();
         if due != 0 {
             round.own_timers = true;
             round.now = nanotime();
+            p.note_timer_round(round.now);
             if self.spinning && due <= round.now {
                 self.reset_spinning(shared);
             }
-            round.poll_until = shared.run_timers(&p.timers, round.now, true).next;
+            round.poll_until = shared
+                .run_timers_at_most(&p.timers, round.now, true, p.timer_room())
+                .next;
         }
         round
     }

@@ -417,6 +417,15 @@ impl Timers {
     /// releasing the lock around each callback; finally, if `local`, the 1/4 cleanup. `local`
     /// is true when the caller's P owns this heap (false when stealing).
     pub fn check(&self, now: Nanos, local: bool) -> Checked {
+        self.check_at_most(now, local, usize::MAX)
+    }
+
+    /// [`Timers::check`] that runs at most `max` timers (at least one), in deadline order,
+    /// and leaves the rest due in the heap; `next` is then already due. A scheduler bounds
+    /// a round by the room its run queue has for the tasks the timers wake: a timer left
+    /// in the heap keeps its place in deadline order, a woken task that overflows the run
+    /// queue waits behind newer work (design/TIMERS.md, "Bounded rounds").
+    pub fn check_at_most(&self, now: Nanos, local: bool, max: usize) -> Checked {
         let s = &*self.shared;
         let next = self.wake_time();
         if next == 0 {
@@ -427,22 +436,33 @@ impl Timers {
             return Checked { next, ran: 0 };
         }
         let h = self.lock();
-        self.check_locked(h, now, local)
+        self.check_locked(h, now, local, max)
     }
 
     /// [`Timers::check`] by a helper (never `local`) that backs off when the heap is locked:
     /// whoever holds the lock is already running or changing these timers. Returns `None`
     /// then.
     pub fn try_check(&self, now: Nanos) -> Option<Checked> {
+        self.try_check_at_most(now, usize::MAX)
+    }
+
+    /// [`Timers::try_check`] that runs at most `max` timers, as [`Timers::check_at_most`].
+    pub fn try_check_at_most(&self, now: Nanos, max: usize) -> Option<Checked> {
         let next = self.wake_time();
         if next == 0 || now < next {
             return Some(Checked { next, ran: 0 });
         }
         let h = Locked::new(self.shared.heap.try_lock()?);
-        Some(self.check_locked(h, now, false))
+        Some(self.check_locked(h, now, false, max))
     }
 
-    fn check_locked<'a>(&'a self, mut h: Locked<'a>, now: Nanos, local: bool) -> Checked {
+    fn check_locked<'a>(
+        &'a self,
+        mut h: Locked<'a>,
+        now: Nanos,
+        local: bool,
+        max: usize,
+    ) -> Checked {
         let s = &*self.shared;
         let mut ran = 0;
         let mut next = 0;
@@ -463,6 +483,11 @@ impl Timers {
                         drop(keep);
                         ran += 1;
                         h = self.lock();
+                        if ran >= max {
+                            // The rest stay due in the heap: `next` asks for another round.
+                            next = h.root_when();
+                            break;
+                        }
                     }
                     Run::Next(w) => {
                         next = w;

@@ -454,3 +454,47 @@ fn callback_may_rearm_its_own_timer() {
     drop(f);
     assert_eq!(Arc::strong_count(&t), 1);
 }
+
+// ---- check_at_most (a bounded round) -----------------------------------------------------
+
+#[test]
+fn check_at_most_runs_the_earliest_and_leaves_the_rest_due_in_order() {
+    let ts = Timers::new(0);
+    let log = Log::new();
+    // Added out of order: the bound takes the earliest deadlines, not the first added.
+    let timers: Vec<_> = (0..10_000)
+        .map(|i| armed(&ts, &log, i, 1 + (i as Nanos * 7919) % 10_000))
+        .collect();
+    let c = ts.check_at_most(20_000, true, 128);
+    assert_eq!(c.ran, 128);
+    assert!(
+        c.next != 0 && c.next <= 20_000,
+        "the rest is still due: {c:?}"
+    );
+    let fired = log.take();
+    let whens: Vec<Nanos> = fired.iter().map(|&(_, w)| w).collect();
+    assert_eq!(whens, (1..=128).collect::<Vec<Nanos>>());
+    assert_eq!(ts.len(), 10_000 - 128);
+    ts.verify();
+    // Rounds without a bound finish the backlog, still in deadline order.
+    let c = ts.check(20_000, true);
+    assert_eq!((c.ran, c.next, ts.len()), (10_000 - 128, 0, 0));
+    let whens: Vec<Nanos> = log.take().iter().map(|&(_, w)| w).collect();
+    assert_eq!(whens, (129..=10_000).collect::<Vec<Nanos>>());
+    drop(timers);
+}
+
+#[test]
+fn try_check_at_most_is_bounded_too() {
+    let ts = Timers::new(0);
+    let log = Log::new();
+    let _timers: Vec<_> = (0..10)
+        .map(|i| armed(&ts, &log, i, 10 + i as Nanos))
+        .collect();
+    let c = ts
+        .try_check_at_most(100, 3)
+        .expect("the heap is not locked");
+    assert_eq!((c.ran, c.next, ts.len()), (3, 13, 7));
+    let c = ts.try_check_at_most(100, usize::MAX).expect("not locked");
+    assert_eq!((c.ran, c.next, ts.len()), (7, 0, 0));
+}
