@@ -15,8 +15,8 @@ const WATCH_EVERY: Nanos = 25_000;
 /// How overdue a P's timer must be before an M that has timers of its own runs it for that
 /// P's holder (ns), if the holder also began no scheduling round since it came due
 /// (`P::no_round_since`: it is in one long task or preempted by the OS; a round may leave
-/// due timers behind, `P::timer_room`). Shorter would take timers from holders that are merely in a task
-/// of a few microseconds, and contend on their heap.
+/// due timers behind, `P::timer_room`). Shorter would take timers from holders that are
+/// merely in a task of a few microseconds, and contend on their heap.
 const STALL: Nanos = 100_000;
 
 /// What `watch_peer` remembers between looks.
