@@ -68,8 +68,16 @@ fn a_ticker_task_runs_within_a_slice_of_coarse_spinners() {
 /// timer and running the task still loses a few (91-99 % on time in 8 runs at load 3-5).
 /// Waiting for one particular P's round leaves the ticks whose first round after the
 /// deadline is the other P's to a later one (37-69 % on time in 4 runs with `help_peer`
-/// off): the bound, 4 in 5, is between.
+/// off): the bound, 4 in 5, is between. Release builds only: the bound is set by the rounds
+/// of optimized code; in a debug build, whose rounds are several times longer, 54-79 % of
+/// the ticks were on time on a quiet machine (at 706bfdd, and at fa6bada before it; not traced
+/// further), so the test would measure the build, not the rule. `.ci/test.sh` runs it in
+/// release.
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "calibrated on release builds' round lengths; run with --release"
+)]
 fn a_tick_arrives_in_the_first_round_of_either_p() {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let rt = gort_sched::Builder::new().procs(2).build().unwrap();
