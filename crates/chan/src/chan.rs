@@ -2,8 +2,6 @@
 
 use std::fmt;
 
-use std::sync::Weak;
-
 use gort_loom::Mutex;
 
 use crate::buf::Capacity;
@@ -17,12 +15,15 @@ pub(crate) struct Chan<T> {
     core: Mutex<Core<T>>,
     /// A copy of the core's capacity, readable without the lock.
     cap: Capacity,
-    /// A timer channel's receive hook (set at creation, never changed).
-    hook: Option<Weak<dyn RecvHook>>,
+    /// A timer channel's hook (set at creation, never changed), held strongly: the timer's
+    /// core lives as long as its channel (an `after(d)` whose only handle is its receiver
+    /// keeps working). The core's sending end owns the channel in turn until the last
+    /// receiver goes, which the hook is told, and which breaks the cycle.
+    hook: Option<std::sync::Arc<dyn RecvHook>>,
 }
 
 impl<T> Chan<T> {
-    pub(crate) fn new(cap: Option<usize>, hook: Option<Weak<dyn RecvHook>>) -> Self {
+    pub(crate) fn new(cap: Option<usize>, hook: Option<std::sync::Arc<dyn RecvHook>>) -> Self {
         Chan {
             core: Mutex::new(Core::new(cap)),
             cap: Capacity::new(cap),
@@ -30,10 +31,10 @@ impl<T> Chan<T> {
         }
     }
 
-    /// The receive hook, if this is a timer channel whose timer is still alive.
+    /// The hook, if this is a timer channel.
     #[inline]
-    pub(crate) fn hook(&self) -> Option<std::sync::Arc<dyn RecvHook>> {
-        self.hook.as_ref().and_then(Weak::upgrade)
+    pub(crate) fn hook(&self) -> Option<&dyn RecvHook> {
+        self.hook.as_deref()
     }
 
     pub(crate) fn capacity(&self) -> Option<usize> {

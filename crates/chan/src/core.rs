@@ -61,10 +61,6 @@ use crate::select_ctx::SelectCtx;
 use crate::wake::Deferred;
 use waiters::{Side, Slots};
 
-/// Told once when the last receiver is dropped ([`crate::Receiver::set_drop_hook`]): shared,
-/// not boxed, so that a timer installs itself without an allocation.
-pub(crate) type DropHook = std::sync::Arc<dyn crate::DropHook>;
-
 /// The caller of a poll: its waker and, inside a `select!` arm, the select context.
 pub(crate) struct OpCtx<'a> {
     pub(crate) waker: &'a Waker,
@@ -98,7 +94,6 @@ pub(crate) struct Core<T> {
     slots: Slots<T>,
     /// The first free slot ([`waiters::NO_SLOT`]: none); each links to the next.
     free: u32,
-    drop_hook: Option<DropHook>,
 }
 
 impl<T> Core<T> {
@@ -116,7 +111,6 @@ impl<T> Core<T> {
             slots: Slots::new(),
             // The free list starts as the inline slot 0 alone.
             free: 0,
-            drop_hook: None,
         }
     }
 

@@ -183,23 +183,20 @@ pub trait RecvHook: Send + Sync {
     fn parked(&self);
     /// A parked receive operation ended: it got a value, or it was cancelled or dropped.
     fn unparked(&self);
-}
-
-/// What a channel timer is told when the last receiver of its channel is dropped
-/// ([`Receiver::set_drop_hook`]), outside the channel's lock. Not a user API.
-#[doc(hidden)]
-pub trait DropHook: Send + Sync {
-    /// The last receiver was dropped: nobody can receive from the channel any more.
+    /// The last receiver was dropped: nobody can receive from the channel any more. The
+    /// hook must then let its [`TimerSender`] go: the channel holds the hook strongly, so
+    /// the sender is what keeps the pair alive.
     fn last_receiver_dropped(&self);
 }
 
 /// [`bounded`] for a channel timer: `hook` is told about the receivers (see [`RecvHook`]).
-/// It is held weakly, so the timer may own the sender without a cycle. The sender is a
-/// [`TimerSender`], one word. Not a user API.
+/// The channel holds it (strongly) as long as the channel lives; the hook may own the
+/// sender, a [`TimerSender`] (one word), and must drop it when told that the last receiver
+/// is gone. Not a user API.
 #[doc(hidden)]
 pub fn bounded_with_hook<T>(
     cap: usize,
-    hook: std::sync::Weak<dyn RecvHook>,
+    hook: std::sync::Arc<dyn RecvHook>,
 ) -> (TimerSender<T>, Receiver<T>) {
     let chan = Arc::new(chan::Chan::new(Some(cap), Some(hook)));
     (TimerSender::new(chan.clone()), Receiver::new(chan))

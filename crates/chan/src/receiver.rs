@@ -126,18 +126,6 @@ impl<T> Receiver<T> {
     pub fn same_channel(&self, other: &Receiver<T>) -> bool {
         Arc::ptr_eq(&self.chan, &other.chan)
     }
-
-    /// Installs `hook`, told once (outside the channel's lock) when the last receiver is
-    /// dropped; a second call replaces (and drops) the first hook. The channel holds it
-    /// until then.
-    ///
-    /// For gort's timers: an `after`/`tick` timer whose channel nobody can receive from any
-    /// more stops itself. The timer's core is the hook, so installing it allocates nothing.
-    #[doc(hidden)]
-    pub fn set_drop_hook(&self, hook: std::sync::Arc<dyn crate::DropHook>) {
-        let old = self.chan.with(|core, _| core.set_drop_hook(hook));
-        drop(old);
-    }
 }
 
 impl<T> Clone for Receiver<T> {
@@ -151,7 +139,7 @@ impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
         let stream = &mut self.stream;
         let parked = stream.is_some();
-        let (unreceivable, hook) = self.chan.with(|core, d| {
+        let (unreceivable, last) = self.chan.with(|core, d| {
             core.cancel_recv(stream, d);
             core.drop_receiver(d)
         });
@@ -159,8 +147,10 @@ impl<T> Drop for Receiver<T> {
         if parked {
             unparked(&self.chan);
         }
-        if let Some(hook) = hook {
-            hook.last_receiver_dropped();
+        if last {
+            if let Some(hook) = self.chan.hook() {
+                hook.last_receiver_dropped();
+            }
         }
     }
 }
@@ -186,7 +176,7 @@ impl<T> Stream for Receiver<T> {
 /// timer channel's hook when the receive parks or stops being parked.
 fn poll_recv<T>(chan: &Chan<T>, slot: &mut Option<usize>, cx: &mut Context<'_>) -> Poll<Option<T>> {
     let hook = chan.hook();
-    if let Some(hook) = &hook {
+    if let Some(hook) = hook {
         hook.before_recv();
     }
     let was_parked = slot.is_some();
@@ -197,7 +187,7 @@ fn poll_recv<T>(chan: &Chan<T>, slot: &mut Option<usize>, cx: &mut Context<'_>) 
         };
         chan.with(|core, d| core.poll_recv(slot, &mut ctx, d))
     });
-    if let Some(hook) = &hook {
+    if let Some(hook) = hook {
         match (was_parked, slot.is_some()) {
             (false, true) => hook.parked(),
             (true, false) => hook.unparked(),

@@ -1,84 +1,13 @@
-//! The two hidden hooks gort's timers use: `Receiver::set_drop_hook` and
-//! `Sender::take_buffered`.
+//! The hidden drain gort's timers use: `Sender::take_buffered` (the receive hook is tested in
+//! `recv_hook.rs`).
 
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 
 use common::poll_once;
-use gort_chan::{bounded, unbounded, DropHook, TrySendError};
-
-/// A drop hook that counts its runs.
-#[derive(Default)]
-struct Count(AtomicUsize);
-
-impl DropHook for Count {
-    fn last_receiver_dropped(&self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn counter() -> (Arc<Count>, Arc<dyn DropHook>) {
-    let n = Arc::new(Count::default());
-    (n.clone(), n)
-}
-
-/// A drop hook that checks it runs outside the channel's lock.
-struct TrySend(gort_chan::Sender<u8>, Arc<Count>);
-
-impl DropHook for TrySend {
-    fn last_receiver_dropped(&self) {
-        // Would deadlock if the hook ran under the channel lock.
-        assert_eq!(self.0.try_send(1), Err(TrySendError::Closed(1)));
-        assert!(self.0.is_closed());
-        self.1.last_receiver_dropped();
-    }
-}
-
-#[test]
-fn drop_hook_runs_once_when_the_last_receiver_drops() {
-    let (tx, rx) = bounded::<u8>(1);
-    let (runs, hook) = counter();
-    rx.set_drop_hook(hook);
-    let rx2 = rx.clone();
-    let rx3 = rx2.clone();
-    drop(rx);
-    drop(rx2);
-    assert_eq!(
-        runs.0.load(Ordering::SeqCst),
-        0,
-        "a receiver is still alive"
-    );
-    drop(tx);
-    assert_eq!(runs.0.load(Ordering::SeqCst), 0, "senders do not matter");
-    drop(rx3);
-    assert_eq!(runs.0.load(Ordering::SeqCst), 1);
-}
-
-#[test]
-fn drop_hook_replaced_runs_only_the_new_one() {
-    let (_tx, rx) = bounded::<u8>(1);
-    let (old_runs, old) = counter();
-    let (new_runs, new) = counter();
-    rx.set_drop_hook(old);
-    rx.set_drop_hook(new);
-    drop(rx);
-    assert_eq!(old_runs.0.load(Ordering::SeqCst), 0);
-    assert_eq!(new_runs.0.load(Ordering::SeqCst), 1);
-}
-
-#[test]
-fn drop_hook_runs_outside_the_lock() {
-    let (tx, rx) = bounded::<u8>(1);
-    let tx2 = tx.clone();
-    let (runs, _) = counter();
-    rx.set_drop_hook(Arc::new(TrySend(tx2, runs.clone())));
-    drop(rx);
-    assert_eq!(runs.0.load(Ordering::SeqCst), 1);
-    drop(tx);
-}
+use gort_chan::{bounded, unbounded};
 
 #[test]
 fn take_buffered_drops_and_counts_buffered_values() {

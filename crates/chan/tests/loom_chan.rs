@@ -144,16 +144,19 @@ fn drop_hook_runs_once() {
     use loom::sync::Arc;
 
     struct Count(Arc<AtomicUsize>);
-    impl gort_chan::DropHook for Count {
+    impl gort_chan::RecvHook for Count {
+        fn before_recv(&self) {}
+        fn parked(&self) {}
+        fn unparked(&self) {}
         fn last_receiver_dropped(&self) {
             self.0.fetch_add(1, Ordering::SeqCst);
         }
     }
 
     loom::model(|| {
-        let (_tx, rx) = bounded::<u8>(1);
         let runs = Arc::new(AtomicUsize::new(0));
-        rx.set_drop_hook(std::sync::Arc::new(Count(runs.clone())));
+        let hook = std::sync::Arc::new(Count(runs.clone()));
+        let (_tx, rx) = gort_chan::bounded_with_hook::<u8>(1, hook);
         let rx2 = rx.clone();
         let t = thread::spawn(move || drop(rx2));
         drop(rx);

@@ -1,11 +1,13 @@
 //! The hidden receive hook gort's channel timers use (`bounded_with_hook`, `RecvHook`): it is
 //! told before every receive and `len`, and every parked receive operation is reported once
-//! as parked and once as unparked, whichever way it ends (value, cancel, select, stream).
+//! as parked and once as unparked, whichever way it ends (value, cancel, select, stream); the
+//! last receiver's drop is reported once, outside the channel's lock, and a hook that owns
+//! its channel's sender and lets it go then frees both.
 
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
 use common::poll_once;
@@ -17,6 +19,7 @@ struct Counts {
     looks: AtomicUsize,
     parked: AtomicUsize,
     unparked: AtomicUsize,
+    dropped: AtomicUsize,
 }
 
 impl RecvHook for Counts {
@@ -28,6 +31,9 @@ impl RecvHook for Counts {
     }
     fn unparked(&self) {
         self.unparked.fetch_add(1, SeqCst);
+    }
+    fn last_receiver_dropped(&self) {
+        self.dropped.fetch_add(1, SeqCst);
     }
 }
 
@@ -44,8 +50,7 @@ fn hooked() -> (
     gort_chan::Receiver<u32>,
 ) {
     let counts = Arc::new(Counts::default());
-    let weak: Weak<dyn RecvHook> = Arc::downgrade(&counts) as Weak<dyn RecvHook>;
-    let (tx, rx) = bounded_with_hook(1, weak);
+    let (tx, rx) = bounded_with_hook(1, counts.clone());
     (counts, tx, rx)
 }
 
@@ -121,13 +126,74 @@ fn a_parked_stream_is_unparked_when_its_receiver_drops() {
 }
 
 #[test]
-fn a_dead_hook_is_ignored() {
+fn the_channel_holds_its_hook_until_it_is_freed() {
     let (counts, tx, rx) = hooked();
-    drop(counts);
-    tx.try_send(3).unwrap();
-    assert_eq!(rx.try_recv(), Ok(3));
-    let mut f = rx.recv();
-    assert!(poll_once(&mut f).is_pending());
+    assert_eq!(Arc::strong_count(&counts), 2);
+    drop(tx);
+    assert_eq!(
+        Arc::strong_count(&counts),
+        2,
+        "the receiver keeps the channel"
+    );
+    drop(rx);
+    assert_eq!(
+        Arc::strong_count(&counts),
+        1,
+        "the channel was freed with its hook"
+    );
+}
+
+#[test]
+fn the_last_receiver_drop_is_told_once() {
+    let (counts, _tx, rx) = hooked();
+    let rx2 = rx.clone();
+    drop(rx);
+    assert_eq!(counts.dropped.load(SeqCst), 0, "a receiver is still alive");
+    drop(rx2);
+    assert_eq!(counts.dropped.load(SeqCst), 1);
+}
+
+/// A hook that owns its channel's sender, as a timer's core does: the channel owns the hook
+/// and the hook the channel until the last receiver goes.
+#[derive(Default)]
+struct Owner {
+    tx: Mutex<Option<gort_chan::TimerSender<Arc<()>>>>,
+    dropped: AtomicUsize,
+}
+
+impl RecvHook for Owner {
+    fn before_recv(&self) {}
+    fn parked(&self) {}
+    fn unparked(&self) {}
+    fn last_receiver_dropped(&self) {
+        let tx = self.tx.lock().unwrap().take().expect("told once");
+        // Outside the channel's lock (this would deadlock under it): closed, no receiver.
+        assert!(tx.try_send(Arc::new(())).is_err());
+        self.dropped.fetch_add(1, SeqCst);
+        drop(tx);
+    }
+}
+
+#[test]
+fn a_hook_owning_the_sender_is_freed_with_the_channel() {
+    let owner = Arc::new(Owner::default());
+    let value = Arc::new(());
+    let (tx, rx) = bounded_with_hook(1, owner.clone());
+    tx.try_send(value.clone()).unwrap();
+    *owner.tx.lock().unwrap() = Some(tx);
+    assert_eq!(Arc::strong_count(&owner), 2);
+    drop(rx);
+    assert_eq!(owner.dropped.load(SeqCst), 1);
+    assert_eq!(
+        Arc::strong_count(&owner),
+        1,
+        "the channel was freed: no cycle left"
+    );
+    assert_eq!(
+        Arc::strong_count(&value),
+        1,
+        "the buffered value was dropped"
+    );
 }
 
 #[test]

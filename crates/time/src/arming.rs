@@ -80,18 +80,21 @@ pub trait Sink: Send + Sync {
 /// The runtime timer under a channel timer, as the arming drives it. Not a user API.
 #[doc(hidden)]
 pub trait Heap {
+    /// What the arming keeps of the runtime timer, under its lock (gort::time: the timer
+    /// itself, which exists only while it may be in a heap).
+    type Rt;
     /// The clock (`nanotime`).
     fn now(&self) -> Nanos;
     /// The clock read exactly ([`gort_timer::nanotime_exact`]): at least every reading
     /// taken before it on any thread, where [`now`](Heap::now) may trail one by up to
     /// [`gort_timer::CLOCK_TRAIL`].
     fn now_exact(&self) -> Nanos;
-    /// Puts the runtime timer in a heap: due at `when`, then every `period` if > 0; its fire
-    /// must call [`Arming::fire`].
-    fn add(&self, when: Nanos, period: Nanos, slack: Nanos);
-    /// Stops the runtime timer and drops its payload. A fire already in flight may still
-    /// call [`Arming::fire`] afterwards.
-    fn del(&self);
+    /// Puts the runtime timer `rt` in a heap: due at `when`, then every `period` if > 0; its
+    /// fire must call [`Arming::fire`].
+    fn add(&self, rt: &mut Self::Rt, when: Nanos, period: Nanos, slack: Nanos);
+    /// Stops the runtime timer `rt` and drops its payload. A fire already in flight may
+    /// still call [`Arming::fire`] afterwards.
+    fn del(&self, rt: &mut Self::Rt);
 }
 
 /// The arming state; see the module docs.
@@ -107,7 +110,7 @@ pub enum State {
 }
 
 #[derive(Debug)]
-struct Inner {
+struct Inner<S, R> {
     state: State,
     /// The runtime timer was put in a heap and not stopped since.
     heaped: bool,
@@ -126,19 +129,22 @@ struct Inner {
     period: Nanos,
     /// The coalescing slack the runtime timer is armed with.
     slack: Nanos,
+    /// The channel end, under the lock so that [`Arming::detach`] can let it go.
+    sink: S,
+    /// The runtime timer's part kept here ([`Heap::Rt`]).
+    rt: R,
 }
 
 /// The arming core of a channel timer. Not a user API (public for the loom model).
 #[doc(hidden)]
 #[derive(Debug)]
-pub struct Arming<S> {
-    inner: Mutex<Inner>,
-    sink: S,
+pub struct Arming<S, R = ()> {
+    inner: Mutex<Inner<S, R>>,
 }
 
-impl<S: Sink> Arming<S> {
-    /// An idle core sending on `sink`.
-    pub fn new(sink: S) -> Self {
+impl<S: Sink, R> Arming<S, R> {
+    /// An idle core sending on `sink`, keeping `rt` of its runtime timer.
+    pub fn new(sink: S, rt: R) -> Self {
         Arming {
             inner: Mutex::new(Inner {
                 state: State::Idle,
@@ -149,14 +155,25 @@ impl<S: Sink> Arming<S> {
                 when: NEVER,
                 period: 0,
                 slack: 0,
+                sink,
+                rt,
             }),
-            sink,
         }
     }
 
-    /// The channel end.
-    pub fn sink(&self) -> &S {
-        &self.sink
+    /// Replaces the channel end (under the lock); returns the old one for the caller to drop
+    /// after the lock is released.
+    pub fn set_sink(&self, sink: S) -> S {
+        std::mem::replace(&mut self.inner.lock().sink, sink)
+    }
+
+    /// Stops the timer for good (nobody can receive any more): as [`stop`](Arming::stop),
+    /// then hands the channel end out, replaced by `empty`, for the caller to drop after the
+    /// lock is released (a timer's sending end owns its channel, which owns the timer).
+    pub fn detach(&self, heap: &impl Heap<Rt = R>, empty: S) -> S {
+        let mut g = self.inner.lock();
+        self.stop_locked(&mut g, heap);
+        std::mem::replace(&mut g.sink, empty)
     }
 
     /// A snapshot of the state.
@@ -169,12 +186,17 @@ impl<S: Sink> Arming<S> {
         self.inner.lock().heaped
     }
 
+    /// The next deadline nothing was sent for (`NEVER`: none).
+    pub fn when(&self) -> Nanos {
+        self.inner.lock().when
+    }
+
     /// The fire callback: a deadline `when` came due in a heap. Sends `when` unless this fire
     /// is a late leftover of an earlier arming or the timer is stopped; a one-shot then leaves
     /// `Armed` (and its heap). A periodic timer stays `Armed`, and a full channel drops its
     /// tick (a slow receiver gets no backlog); a tick older than one already accepted is
     /// dropped too (see the module docs). Returns whether a value was sent. Never blocks.
-    pub fn fire(&self, when: Nanos, heap: &impl Heap) -> bool {
+    pub fn fire(&self, when: Nanos, heap: &impl Heap<Rt = R>) -> bool {
         let mut g = self.inner.lock();
         let sent = self.deliver(&mut g, when, heap.now());
         sync_heap(&mut g, heap);
@@ -183,7 +205,7 @@ impl<S: Sink> Arming<S> {
 
     /// A receive is about to look at the channel (Go's `maybeRunChan`): if the runtime timer
     /// is not in a heap and the next deadline has passed, sends its value now.
-    pub fn maybe_run(&self, heap: &impl Heap) {
+    pub fn maybe_run(&self, heap: &impl Heap<Rt = R>) {
         let mut g = self.inner.lock();
         if g.heaped || g.state != State::Armed || g.when == NEVER {
             return;
@@ -196,7 +218,7 @@ impl<S: Sink> Arming<S> {
     }
 
     /// A receive operation parked (Go's `blockTimerChan`): the timer must be in a heap.
-    pub fn block(&self, heap: &impl Heap) {
+    pub fn block(&self, heap: &impl Heap<Rt = R>) {
         let mut g = self.inner.lock();
         g.blocked += 1;
         sync_heap(&mut g, heap);
@@ -204,7 +226,7 @@ impl<S: Sink> Arming<S> {
 
     /// A parked receive operation ended (Go's `unblockTimerChan`): the last one takes the
     /// timer out of its heap; its next deadline stays recorded for `maybe_run`.
-    pub fn unblock(&self, heap: &impl Heap) {
+    pub fn unblock(&self, heap: &impl Heap<Rt = R>) {
         let mut g = self.inner.lock();
         assert!(g.blocked > 0, "gort::time: unblock without block");
         g.blocked -= 1;
@@ -212,7 +234,7 @@ impl<S: Sink> Arming<S> {
     }
 
     /// Stops the timer. Returns true if no value of this arming was or can be received.
-    pub fn stop(&self, heap: &impl Heap) -> bool {
+    pub fn stop(&self, heap: &impl Heap<Rt = R>) -> bool {
         let mut g = self.inner.lock();
         self.stop_locked(&mut g, heap)
     }
@@ -222,7 +244,7 @@ impl<S: Sink> Arming<S> {
     /// docs), then every `period` if > 0. Returns what `stop` would have.
     pub fn reset(
         &self,
-        heap: &impl Heap,
+        heap: &impl Heap<Rt = R>,
         mut start: impl FnMut(Nanos) -> Nanos,
         period: Nanos,
         slack: Nanos,
@@ -247,12 +269,12 @@ impl<S: Sink> Arming<S> {
 
     /// Sends the value due at `when` if it belongs to the current arming and is newer than
     /// every value sent before, and moves the arming past it.
-    fn deliver(&self, g: &mut Inner, when: Nanos, now: Nanos) -> bool {
+    fn deliver(&self, g: &mut Inner<S, R>, when: Nanos, now: Nanos) -> bool {
         if g.state != State::Armed || when < g.floor {
             return false;
         }
         g.floor = when.saturating_add(1);
-        let sent = self.sink.try_send(Instant::from_nanos(when));
+        let sent = g.sink.try_send(Instant::from_nanos(when));
         g.sent |= sent;
         if g.period > 0 {
             g.when = next_tick(when, g.period, now);
@@ -264,17 +286,17 @@ impl<S: Sink> Arming<S> {
         sent
     }
 
-    fn stop_locked(&self, g: &mut Inner, heap: &impl Heap) -> bool {
+    fn stop_locked(&self, g: &mut Inner<S, R>, heap: &impl Heap<Rt = R>) -> bool {
         // Only if `heaped`: every path that clears it (this one, `sync_heap`) calls `del`,
         // which drops the payload and waits out a run in progress, and only `add` sets it. So
         // a timer not `heaped` holds no payload of ours, and a fire still in flight was seen
         // by that earlier `del`, under this lock, before the clock reading of a new arming.
         if g.heaped {
-            heap.del();
+            heap.del(&mut g.rt);
             g.heaped = false;
         }
         // A periodic timer may hold an unreceived tick even while Armed; drain it too.
-        let drained = self.sink.take_buffered(std::mem::take(&mut g.sent));
+        let drained = g.sink.take_buffered(std::mem::take(&mut g.sent));
         let was = match g.state {
             State::Armed => true,
             State::Sent => drained > 0,
@@ -289,14 +311,14 @@ impl<S: Sink> Arming<S> {
 /// Puts the runtime timer in a heap exactly while it is armed with a deadline and a receiver
 /// waits; takes it out otherwise.
 #[inline]
-fn sync_heap(g: &mut Inner, heap: &impl Heap) {
+fn sync_heap<S, R>(g: &mut Inner<S, R>, heap: &impl Heap<Rt = R>) {
     let wanted = g.state == State::Armed && g.blocked > 0 && g.when != NEVER;
     if wanted && !g.heaped {
         g.heaped = true;
-        heap.add(g.when, g.period, g.slack);
+        heap.add(&mut g.rt, g.when, g.period, g.slack);
     } else if !wanted && g.heaped {
         g.heaped = false;
-        heap.del();
+        heap.del(&mut g.rt);
     }
 }
 

@@ -5,21 +5,27 @@
 //! Go 1.23's lazy heap: the runtime timer is in a heap only while a receive waits on the
 //! channel (the channel's [`RecvHook`] tells the arming); see [`crate::arming`].
 //!
-//! Ownership: while in a heap, the runtime timer's payload is an `Arc<ChanTimer>` (heap → timer →
-//! core). The core is also its channel's drop hook, which the channel holds strongly until the
-//! last receiver goes, so `after(d)` keeps working when only its receiver is held; the
-//! channel's receive hook holds the core weakly. When the last
-//! receiver goes, the drop hook stops the timer, which drops the payload, and the core is
-//! freed: an unreferenced timer costs nothing (go#61542, go#60144).
+//! Ownership: the core is its channel's hook, which the channel holds strongly, so `after(d)`
+//! keeps working when only its receiver is held; the core's sending end owns the channel in
+//! turn. While in a heap, the runtime timer's payload is an `Arc<ChanTimer>` (heap → timer →
+//! core). When the last receiver goes, the hook stops the timer (which drops the payload) and
+//! lets the sending end go: the channel, then the core, are freed, so an unreferenced timer
+//! costs nothing (go#61542, go#60144).
+//!
+//! The runtime timer exists only while it may be in a heap: `add` allocates it, and a `del`
+//! that finds it in no heap (it ran, or was never added) frees it. A timer nobody waits on,
+//! the common case of a timer held and reset (a deadline), is then the channel and the core
+//! alone (design/TIMERS.md, "Memory"). A stopped timer still in a heap (`Deleted`, removed
+//! lazily by its heap) is kept, so that the next `add` revives it in place.
 
 use std::fmt;
 use std::sync::{Arc, Weak};
 
-use gort_chan::{DropHook, Receiver, RecvHook, TimerSender};
+use gort_chan::{Receiver, RecvHook, TimerSender};
 use gort_loom::Arc as SyncArc;
 use gort_sched::timer_api::in_runtime;
 use gort_timer::{
-    deadline_after, del, nanotime, nanotime_exact, Fire, Nanos, Timer as RtTimer, NEVER,
+    deadline_after, del, nanotime, nanotime_exact, Fire, Nanos, Status, Timer as RtTimer, NEVER,
 };
 
 use crate::arming::{Arming, Heap, Sink};
@@ -29,19 +35,23 @@ use crate::Instant;
 /// The timer's end of its channel: the only sender there is, so a drain can skip the
 /// channel's lock when nothing was sent since the last one (a `reset` of a timer whose value
 /// was received, or that never fired, the common case, then costs no channel operation).
+/// `None` before the channel is made and after the last receiver is gone.
+#[derive(Default)]
 pub(crate) struct TimerSink {
-    tx: TimerSender<Instant>,
+    tx: Option<TimerSender<Instant>>,
 }
 
 impl Sink for TimerSink {
     fn try_send(&self, value: Instant) -> bool {
-        self.tx.try_send(value).is_ok()
+        self.tx
+            .as_ref()
+            .is_some_and(|tx| tx.try_send(value).is_ok())
     }
     fn take_buffered(&self, maybe_buffered: bool) -> usize {
-        if !maybe_buffered {
-            return 0;
+        match &self.tx {
+            Some(tx) if maybe_buffered => tx.take_buffered(),
+            _ => 0,
         }
-        self.tx.take_buffered()
     }
 }
 
@@ -66,8 +76,9 @@ impl Kind {
 }
 
 pub(crate) struct ChanTimer {
-    arming: Arming<TimerSink>,
-    timer: SyncArc<RtTimer>,
+    /// The arming, with the sending end and the runtime timer (while it may be in a heap)
+    /// under its lock.
+    arming: Arming<TimerSink, Option<SyncArc<RtTimer>>>,
     /// This core, for the runtime timer's payload while it is in a heap.
     me: Weak<ChanTimer>,
 }
@@ -80,6 +91,8 @@ impl Fire for ChanTimer {
 
 /// The runtime timer as the arming drives it: in a heap only while a receiver waits.
 impl Heap for ChanTimer {
+    type Rt = Option<SyncArc<RtTimer>>;
+
     fn now(&self) -> Nanos {
         nanotime()
     }
@@ -91,9 +104,10 @@ impl Heap for ChanTimer {
     /// # Panics
     ///
     /// Outside a gort runtime (a receiver waiting on a thread of no runtime).
-    fn add(&self, when: Nanos, period: Nanos, slack: Nanos) {
+    fn add(&self, rt: &mut Self::Rt, when: Nanos, period: Nanos, slack: Nanos) {
         if let Some(me) = self.me.upgrade() {
-            self.timer.set_fire(me);
+            let timer = rt.get_or_insert_with(RtTimer::new);
+            timer.set_fire(me);
             // A receive waiting outside a runtime: named by what the timer does (the kind
             // is not kept, to keep the core small).
             let what = if period > 0 {
@@ -101,23 +115,23 @@ impl Heap for ChanTimer {
             } else {
                 Kind::Timer
             };
-            arm(&self.timer, when, period, slack, what.name());
+            arm(timer, when, period, slack, what.name());
         }
     }
 
     /// Stops the runtime timer and drops its payload (breaking the payload → core cycle even
-    /// when the timer already ran).
-    fn del(&self) {
-        del(&self.timer);
-        self.timer.clear_target();
-    }
-}
-
-/// The last receiver is gone: nobody can receive a value, so the timer stops (and leaves its
-/// heap, which drops the payload → core reference).
-impl DropHook for ChanTimer {
-    fn last_receiver_dropped(&self) {
-        self.stop();
+    /// when the timer already ran); frees the timer unless a heap still holds it.
+    fn del(&self, rt: &mut Self::Rt) {
+        if let Some(timer) = rt {
+            del(timer);
+            timer.clear_target();
+            // After `del`, only a stopped timer awaiting its heap's lazy removal is in a heap
+            // (`Deleted`; `Removing` is that removal under way). Anything else (ran, removed)
+            // is in none and is dropped here; a fire already claimed holds its own reference.
+            if !matches!(timer.status(), Status::Deleted | Status::Removing) {
+                *rt = None;
+            }
+        }
     }
 }
 
@@ -133,6 +147,13 @@ impl RecvHook for ChanTimer {
     fn unparked(&self) {
         self.arming.unblock(self);
     }
+    /// The last receiver is gone: nobody can receive a value, so the timer stops (and leaves
+    /// its heap, which drops the payload → core reference) and lets its sending end go, the
+    /// channel's one reference to itself.
+    fn last_receiver_dropped(&self) {
+        let tx = self.arming.detach(self, TimerSink::default());
+        drop(tx); // outside the arming's lock: it may free the channel, then this core
+    }
 }
 
 impl ChanTimer {
@@ -147,19 +168,12 @@ impl ChanTimer {
         period: Nanos,
         kind: Kind,
     ) -> (Arc<ChanTimer>, Receiver<Instant>) {
-        let mut rx = None;
-        let core = Arc::new_cyclic(|me: &Weak<ChanTimer>| {
-            let hook: Weak<dyn RecvHook> = me.clone();
-            let (tx, r) = gort_chan::bounded_with_hook(1, hook);
-            rx = Some(r);
-            ChanTimer {
-                arming: Arming::new(TimerSink { tx }),
-                timer: RtTimer::new(),
-                me: me.clone(),
-            }
+        let core = Arc::new_cyclic(|me: &Weak<ChanTimer>| ChanTimer {
+            arming: Arming::new(TimerSink::default(), None),
+            me: me.clone(),
         });
-        let rx = rx.expect("bounded_with_hook returns a receiver");
-        rx.set_drop_hook(core.clone());
+        let (tx, rx) = gort_chan::bounded_with_hook(1, core.clone());
+        core.arming.set_sink(TimerSink { tx: Some(tx) });
         core.reset(d, period, kind);
         (core, rx)
     }
@@ -191,7 +205,7 @@ impl fmt::Debug for ChanTimer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ChanTimer")
             .field("state", &self.arming.state())
-            .field("when", &Instant::from_nanos(self.timer.when()))
+            .field("when", &Instant::from_nanos(self.arming.when()))
             .field("heaped", &self.arming.is_heaped())
             .finish()
     }

@@ -8,7 +8,7 @@
 //! broken), and the new arming's own value dropped. This walks that interleaving step by step
 //! on the real `Arming` with a clock that trails by a set amount.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use gort_time::arming::{Arming, Heap, Sink};
 use gort_time::Instant;
@@ -40,6 +40,18 @@ impl Sink for OneSlot {
     }
 }
 
+/// The arming's end of the channel (the test reads the channel too).
+struct SlotEnd(Arc<OneSlot>);
+
+impl Sink for SlotEnd {
+    fn try_send(&self, v: Instant) -> bool {
+        self.0.try_send(v)
+    }
+    fn take_buffered(&self, maybe_buffered: bool) -> usize {
+        self.0.take_buffered(maybe_buffered)
+    }
+}
+
 /// The runtime timer (a pending deadline, 0 if in no heap) and a clock: `clock` is what the
 /// scheduler thread observes; `now()` is the resetting thread's reading, `TRAIL` behind.
 #[derive(Default)]
@@ -49,16 +61,18 @@ struct TrailingRt {
 }
 
 impl Heap for TrailingRt {
+    type Rt = ();
+
     fn now(&self) -> i64 {
         *self.clock.lock().unwrap() - TRAIL
     }
     fn now_exact(&self) -> i64 {
         *self.clock.lock().unwrap()
     }
-    fn add(&self, when: i64, _period: i64, _slack: i64) {
+    fn add(&self, _rt: &mut (), when: i64, _period: i64, _slack: i64) {
         *self.timer.lock().unwrap() = when;
     }
-    fn del(&self) {
+    fn del(&self, _rt: &mut ()) {
         *self.timer.lock().unwrap() = 0;
     }
 }
@@ -67,7 +81,8 @@ impl Heap for TrailingRt {
 fn a_fire_in_flight_is_not_taken_for_the_value_of_a_zero_reset_on_a_trailing_clock() {
     let rt = TrailingRt::default();
     *rt.clock.lock().unwrap() = 10_000;
-    let arming = Arming::new(OneSlot::default());
+    let chan = Arc::new(OneSlot::default());
+    let arming = Arming::new(SlotEnd(chan.clone()), ());
     assert!(!arming.reset(&rt, |now| now + 1_000, 0, 0), "first arming");
     arming.block(&rt); // a receiver waits: the timer is in a heap
     let first = *rt.timer.lock().unwrap();
@@ -87,7 +102,7 @@ fn a_fire_in_flight_is_not_taken_for_the_value_of_a_zero_reset_on_a_trailing_clo
 
     // The late fire of the first arming arrives: it must be dropped.
     arming.fire(first, &rt);
-    let received = arming.sink().0.lock().unwrap().take();
+    let received = chan.0.lock().unwrap().take();
     assert_ne!(
         received,
         Some(first),
@@ -103,5 +118,5 @@ fn a_fire_in_flight_is_not_taken_for_the_value_of_a_zero_reset_on_a_trailing_clo
     *rt.clock.lock().unwrap() = due;
     *rt.timer.lock().unwrap() = 0;
     assert!(arming.fire(due, &rt), "the new arming's own value is sent");
-    assert_eq!(arming.sink().0.lock().unwrap().take(), Some(due));
+    assert_eq!(chan.0.lock().unwrap().take(), Some(due));
 }

@@ -65,6 +65,18 @@ impl Sink for FakeChan {
     }
 }
 
+/// The arming's end of the fake channel (the model's receivers hold the channel too).
+struct ChanEnd(Arc<FakeChan>);
+
+impl Sink for ChanEnd {
+    fn try_send(&self, v: Instant) -> bool {
+        self.0.try_send(v)
+    }
+    fn take_buffered(&self, maybe_buffered: bool) -> usize {
+        self.0.take_buffered(maybe_buffered)
+    }
+}
+
 impl FakeChan {
     /// (value, sent after the drain of stop/reset).
     fn recv(&self) -> Option<(i64, bool)> {
@@ -73,7 +85,8 @@ impl FakeChan {
 }
 
 struct World {
-    arming: Arming<FakeChan>,
+    arming: Arming<ChanEnd>,
+    chan: Arc<FakeChan>,
     /// The fake runtime timer and the logical clock.
     rt: FakeRt,
     period: i64,
@@ -92,6 +105,8 @@ struct RtState {
 }
 
 impl Heap for FakeRt {
+    type Rt = ();
+
     fn now(&self) -> i64 {
         self.0.lock().clock
     }
@@ -99,12 +114,12 @@ impl Heap for FakeRt {
     fn now_exact(&self) -> i64 {
         self.now()
     }
-    fn add(&self, when: i64, period: i64, _slack: i64) {
+    fn add(&self, _rt: &mut (), when: i64, period: i64, _slack: i64) {
         let mut rt = self.0.lock();
         rt.timer = when;
         rt.period = period;
     }
-    fn del(&self) {
+    fn del(&self, _rt: &mut ()) {
         self.0.lock().timer = 0;
     }
 }
@@ -112,8 +127,10 @@ impl Heap for FakeRt {
 impl World {
     /// A world whose first arming is due at `FIRST`, with the clock at `clock`.
     fn new(period: i64, clock: i64) -> Arc<World> {
+        let chan = Arc::new(FakeChan::default());
         let w = Arc::new(World {
-            arming: Arming::new(FakeChan::default()),
+            arming: Arming::new(ChanEnd(chan.clone()), ()),
+            chan,
             rt: FakeRt(Mutex::new(RtState {
                 timer: 0,
                 period: 0,
@@ -125,7 +142,7 @@ impl World {
         assert!(!w.arming.reset(&w.rt, |now| now + FIRST - 1, period, 0));
         w.rt.0.lock().clock = clock;
         // Its seal is not a stop/reset under test.
-        w.arming.sink().inner.lock().sealed = false;
+        w.chan.inner.lock().sealed = false;
         w
     }
 
@@ -151,11 +168,11 @@ impl World {
     /// takes what a fire sent meanwhile, and leaves (`unblock`).
     fn receive(&self) -> Option<(i64, bool)> {
         self.arming.maybe_run(&self.rt);
-        if let Some(v) = self.arming.sink().recv() {
+        if let Some(v) = self.chan.recv() {
             return Some(v);
         }
         self.arming.block(&self.rt);
-        let v = self.arming.sink().recv();
+        let v = self.chan.recv();
         self.arming.unblock(&self.rt);
         v
     }
@@ -165,7 +182,7 @@ impl World {
     fn late_receive(&self) -> Option<(i64, bool)> {
         self.rt.0.lock().clock += 100;
         self.arming.maybe_run(&self.rt);
-        self.arming.sink().recv()
+        self.chan.recv()
     }
 }
 
@@ -345,7 +362,7 @@ fn one_shot_stop_vs_stop_vs_fire() {
         w.run_timer();
         // Nobody receives here, so exactly one stop reports the (unreceived) value stopped.
         assert_eq!(wins.load(SeqCst), 1);
-        assert_eq!(w.arming.sink().recv(), None);
+        assert_eq!(w.chan.recv(), None);
     });
 }
 
@@ -363,11 +380,11 @@ fn periodic_overlapping_fires_stay_ordered() {
                 thread::spawn(move || w.run_timer())
             })
             .collect();
-        let first = w.arming.sink().recv();
+        let first = w.chan.recv();
         for r in runners {
             r.join().unwrap();
         }
-        let second = w.arming.sink().recv();
+        let second = w.chan.recv();
         if let (Some((a, _)), Some((b, _))) = (first, second) {
             assert!(b > a, "tick {b} received after tick {a}");
         }

@@ -3,7 +3,7 @@
 //! or `reset`. Everything here runs under the channel lock.
 
 use super::waiters::Slots;
-use super::{Core, DropHook};
+use super::Core;
 use crate::buf::Buf;
 use crate::group::Claim;
 use crate::queue::Queue;
@@ -68,19 +68,14 @@ impl<T> Core<T> {
     }
 
     /// One receiver fewer; the last one closes the channel and hands back the buffered values
-    /// (nobody can receive them) and the drop hook, both for after unlocking.
-    pub(crate) fn drop_receiver(&mut self, d: &mut Deferred) -> (Buf<T>, Option<DropHook>) {
+    /// (nobody can receive them, to drop after unlocking) and true.
+    pub(crate) fn drop_receiver(&mut self, d: &mut Deferred) -> (Buf<T>, bool) {
         self.receivers -= 1;
         if self.receivers > 0 {
-            return (Buf::default(), None);
+            return (Buf::default(), false);
         }
         self.close(d);
-        (self.buf.take(), self.drop_hook.take())
-    }
-
-    /// Installs the hook run when the last receiver drops; returns the one it replaces.
-    pub(crate) fn set_drop_hook(&mut self, hook: DropHook) -> Option<DropHook> {
-        self.drop_hook.replace(hook)
+        (self.buf.take(), true)
     }
 
     /// Removes every buffered value (for dropping after unlocking), then lets parked senders
