@@ -34,8 +34,9 @@ use crate::select_ctx;
 /// ```
 pub struct Receiver<T> {
     pub(crate) chan: Arc<Chan<T>>,
-    /// The parked slot of the `Stream` implementation.
-    stream: Option<usize>,
+    /// The parked slot of the `Stream` implementation: a `u32`, as every slot index is
+    /// (`core/waiters.rs`), so that a receiver is two words, not three.
+    stream: Option<u32>,
 }
 
 impl<T> Receiver<T> {
@@ -137,10 +138,10 @@ impl<T> Clone for Receiver<T> {
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
-        let stream = &mut self.stream;
+        let mut stream = self.stream.take().map(widen);
         let parked = stream.is_some();
         let (unreceivable, last) = self.chan.with(|core, d| {
-            core.cancel_recv(stream, d);
+            core.cancel_recv(&mut stream, d);
             core.drop_receiver(d)
         });
         drop(unreceivable);
@@ -168,8 +169,25 @@ impl<T> Stream for Receiver<T> {
     /// kept for its next poll, or put back when the receiver is dropped.
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let this = self.get_mut();
-        poll_recv(&this.chan, &mut this.stream, cx)
+        let mut slot = this.stream.map(widen);
+        let out = poll_recv(&this.chan, &mut slot, cx);
+        this.stream = slot.map(narrow);
+        out
     }
+}
+
+// A receiver is two words (a timer's handle holds one; issue 20's T9_chan holds 20,000).
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<Receiver<u64>>() == 2 * std::mem::size_of::<usize>());
+
+/// A slot index as the core takes it.
+fn widen(slot: u32) -> usize {
+    slot as usize
+}
+
+/// A slot index as a receiver keeps it; the core numbers slots below `u32::MAX`.
+fn narrow(slot: usize) -> u32 {
+    u32::try_from(slot).expect("gort::chan: slot indices are u32s")
 }
 
 /// Polls a receive parked in `slot`, inside the current select context if any, and tells a

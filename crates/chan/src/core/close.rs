@@ -1,6 +1,7 @@
 //! Closing a channel core and counting its handles: `close` (Go's `closechan`), the last
-//! sender or receiver closing it, the drop hook, and the buffer taken back by a timer's `stop`
-//! or `reset`. Everything here runs under the channel lock.
+//! sender or receiver closing it (the last receiver's drop is told to a timer channel's hook,
+//! after unlocking), and the buffer taken back by a timer's `stop` or `reset`. Everything here
+//! runs under the channel lock.
 
 use super::waiters::Slots;
 use super::Core;
