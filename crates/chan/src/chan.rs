@@ -33,8 +33,8 @@ impl<T> Chan<T> {
 
     /// The hook, if this is a timer channel.
     #[inline]
-    pub(crate) fn hook(&self) -> Option<&dyn RecvHook> {
-        self.hook.as_deref()
+    pub(crate) fn hook(&self) -> Option<&std::sync::Arc<dyn RecvHook>> {
+        self.hook.as_ref()
     }
 
     pub(crate) fn capacity(&self) -> Option<usize> {

@@ -179,10 +179,11 @@ pub trait RecvHook: Send + Sync {
     /// A receive (`recv`, `try_recv`, a `select!` arm, the `Stream`) or `len` is about to
     /// look at the channel: a timer that is due but not in a heap sends its value now.
     fn before_recv(&self);
-    /// A receive operation parked: it waits for a value.
-    fn parked(&self);
+    /// A receive operation parked: it waits for a value. Given a reference of its own, so
+    /// that a timer can hand one to the heap it enters.
+    fn parked(self: std::sync::Arc<Self>);
     /// A parked receive operation ended: it got a value, or it was cancelled or dropped.
-    fn unparked(&self);
+    fn unparked(self: std::sync::Arc<Self>);
     /// The last receiver was dropped: nobody can receive from the channel any more. The
     /// hook must then let its [`TimerSender`] go: the channel holds the hook strongly, so
     /// the sender is what keeps the pair alive.

@@ -207,8 +207,8 @@ fn poll_recv<T>(chan: &Chan<T>, slot: &mut Option<usize>, cx: &mut Context<'_>) 
     });
     if let Some(hook) = hook {
         match (was_parked, slot.is_some()) {
-            (false, true) => hook.parked(),
-            (true, false) => hook.unparked(),
+            (false, true) => hook.clone().parked(),
+            (true, false) => hook.clone().unparked(),
             _ => {}
         }
     }
@@ -218,7 +218,7 @@ fn poll_recv<T>(chan: &Chan<T>, slot: &mut Option<usize>, cx: &mut Context<'_>) 
 /// A parked receive of `chan` was cancelled: tells a timer channel's hook.
 fn unparked<T>(chan: &Chan<T>) {
     if let Some(hook) = chan.hook() {
-        hook.unparked();
+        hook.clone().unparked();
     }
 }
 

@@ -146,8 +146,8 @@ fn drop_hook_runs_once() {
     struct Count(Arc<AtomicUsize>);
     impl gort_chan::RecvHook for Count {
         fn before_recv(&self) {}
-        fn parked(&self) {}
-        fn unparked(&self) {}
+        fn parked(self: std::sync::Arc<Self>) {}
+        fn unparked(self: std::sync::Arc<Self>) {}
         fn last_receiver_dropped(&self) {
             self.0.fetch_add(1, Ordering::SeqCst);
         }

@@ -26,10 +26,10 @@ impl RecvHook for Counts {
     fn before_recv(&self) {
         self.looks.fetch_add(1, SeqCst);
     }
-    fn parked(&self) {
+    fn parked(self: Arc<Self>) {
         self.parked.fetch_add(1, SeqCst);
     }
-    fn unparked(&self) {
+    fn unparked(self: Arc<Self>) {
         self.unparked.fetch_add(1, SeqCst);
     }
     fn last_receiver_dropped(&self) {
@@ -163,8 +163,8 @@ struct Owner {
 
 impl RecvHook for Owner {
     fn before_recv(&self) {}
-    fn parked(&self) {}
-    fn unparked(&self) {}
+    fn parked(self: Arc<Self>) {}
+    fn unparked(self: Arc<Self>) {}
     fn last_receiver_dropped(&self) {
         let tx = self.tx.lock().unwrap().take().expect("told once");
         // Outside the channel's lock (this would deadlock under it): closed, no receiver.

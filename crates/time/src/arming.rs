@@ -90,8 +90,9 @@ pub trait Heap {
     /// [`gort_timer::CLOCK_TRAIL`].
     fn now_exact(&self) -> Nanos;
     /// Puts the runtime timer `rt` in a heap: due at `when`, then every `period` if > 0; its
-    /// fire must call [`Arming::fire`].
-    fn add(&self, rt: &mut Self::Rt, when: Nanos, period: Nanos, slack: Nanos);
+    /// fire must call [`Arming::fire`]. The coalescing slack is the heap's to choose (gort's:
+    /// from the period, or from the time left).
+    fn add(&self, rt: &mut Self::Rt, when: Nanos, period: Nanos);
     /// Stops the runtime timer `rt` and drops its payload. A fire already in flight may
     /// still call [`Arming::fire`] afterwards.
     fn del(&self, rt: &mut Self::Rt);
@@ -127,8 +128,6 @@ struct Inner<S, R> {
     when: Nanos,
     /// 0 for a one-shot timer.
     period: Nanos,
-    /// The coalescing slack the runtime timer is armed with.
-    slack: Nanos,
     /// The channel end, under the lock so that [`Arming::detach`] can let it go.
     sink: S,
     /// The runtime timer's part kept here ([`Heap::Rt`]).
@@ -154,7 +153,6 @@ impl<S: Sink, R> Arming<S, R> {
                 floor: 0,
                 when: NEVER,
                 period: 0,
-                slack: 0,
                 sink,
                 rt,
             }),
@@ -247,7 +245,6 @@ impl<S: Sink, R> Arming<S, R> {
         heap: &impl Heap<Rt = R>,
         mut start: impl FnMut(Nanos) -> Nanos,
         period: Nanos,
-        slack: Nanos,
     ) -> bool {
         let mut g = self.inner.lock();
         let was = self.stop_locked(&mut g, heap);
@@ -261,7 +258,6 @@ impl<S: Sink, R> Arming<S, R> {
         g.floor = start;
         g.when = start;
         g.period = period;
-        g.slack = slack;
         g.state = State::Armed;
         sync_heap(&mut g, heap);
         was
@@ -315,7 +311,7 @@ fn sync_heap<S, R>(g: &mut Inner<S, R>, heap: &impl Heap<Rt = R>) {
     let wanted = g.state == State::Armed && g.blocked > 0 && g.when != NEVER;
     if wanted && !g.heaped {
         g.heaped = true;
-        heap.add(&mut g.rt, g.when, g.period, g.slack);
+        heap.add(&mut g.rt, g.when, g.period);
     } else if !wanted && g.heaped {
         g.heaped = false;
         heap.del(&mut g.rt);

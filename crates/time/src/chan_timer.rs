@@ -19,7 +19,7 @@
 //! lazily by its heap) is kept, so that the next `add` revives it in place.
 
 use std::fmt;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use gort_chan::{Receiver, RecvHook, TimerSender};
 use gort_loom::Arc as SyncArc;
@@ -79,17 +79,61 @@ pub(crate) struct ChanTimer {
     /// The arming, with the sending end and the runtime timer (while it may be in a heap)
     /// under its lock.
     arming: Arming<TimerSink, Option<SyncArc<RtTimer>>>,
-    /// This core, for the runtime timer's payload while it is in a heap.
-    me: Weak<ChanTimer>,
 }
 
 impl Fire for ChanTimer {
     fn fire(self: Arc<Self>, when: Nanos) {
-        self.arming.fire(when, &*self);
+        self.arming.fire(when, &Held(&self));
     }
 }
 
-/// The runtime timer as the arming drives it: in a heap only while a receiver waits.
+/// The runtime timer as the arming drives it, from a path that holds the core's `Arc`: the
+/// only paths on which the arming puts the timer in a heap (`block`, `reset`, `fire`), since
+/// the heap's payload is that `Arc`. Holding it there, not in a weak self-pointer, keeps the
+/// core a word smaller.
+struct Held<'a>(&'a Arc<ChanTimer>);
+
+impl Heap for Held<'_> {
+    type Rt = Option<SyncArc<RtTimer>>;
+
+    fn now(&self) -> Nanos {
+        nanotime()
+    }
+
+    fn now_exact(&self) -> Nanos {
+        nanotime_exact()
+    }
+
+    /// Allocates the runtime timer if it has none, installs the payload and arms it. The
+    /// coalescing slack is 1/16 of the period, or of the time left for a one-shot (as
+    /// [`Sleep`](crate::Sleep) takes it when it registers).
+    ///
+    /// # Panics
+    ///
+    /// Outside a gort runtime (a receiver waiting on a thread of no runtime).
+    fn add(&self, rt: &mut Self::Rt, when: Nanos, period: Nanos) {
+        let timer = rt.get_or_insert_with(RtTimer::new);
+        timer.set_fire(self.0.clone());
+        // A receive waiting outside a runtime: named by what the timer does (the kind is not
+        // kept, to keep the core small).
+        let (what, span) = if period > 0 {
+            (Kind::Ticker, period)
+        } else {
+            (Kind::Timer, when.saturating_sub(nanotime()).max(0))
+        };
+        arm(timer, when, period, slack(span), what.name());
+    }
+
+    fn del(&self, rt: &mut Self::Rt) {
+        del_runtime_timer(rt);
+    }
+}
+
+/// The runtime timer as the arming's other paths drive it (`maybe_run`, `unblock`, `stop`,
+/// `detach`): they only take it out of its heap. `maybe_run`, `stop` and `detach` never call
+/// `add`; `unblock` only lowers the count of waiting receivers, so it never wants the timer in
+/// a heap that was not there (the arming keeps `heaped` equal to what it wants after every
+/// operation).
 impl Heap for ChanTimer {
     type Rt = Option<SyncArc<RtTimer>>;
 
@@ -101,36 +145,26 @@ impl Heap for ChanTimer {
         nanotime_exact()
     }
 
-    /// # Panics
-    ///
-    /// Outside a gort runtime (a receiver waiting on a thread of no runtime).
-    fn add(&self, rt: &mut Self::Rt, when: Nanos, period: Nanos, slack: Nanos) {
-        if let Some(me) = self.me.upgrade() {
-            let timer = rt.get_or_insert_with(RtTimer::new);
-            timer.set_fire(me);
-            // A receive waiting outside a runtime: named by what the timer does (the kind
-            // is not kept, to keep the core small).
-            let what = if period > 0 {
-                Kind::Ticker
-            } else {
-                Kind::Timer
-            };
-            arm(timer, when, period, slack, what.name());
-        }
+    fn add(&self, _rt: &mut Self::Rt, _when: Nanos, _period: Nanos) {
+        unreachable!("gort::time: a channel timer is put in a heap only by block, reset or fire")
     }
 
-    /// Stops the runtime timer and drops its payload (breaking the payload → core cycle even
-    /// when the timer already ran); frees the timer unless a heap still holds it.
     fn del(&self, rt: &mut Self::Rt) {
-        if let Some(timer) = rt {
-            del(timer);
-            timer.clear_target();
-            // After `del`, only a stopped timer awaiting its heap's lazy removal is in a heap
-            // (`Deleted`; `Removing` is that removal under way). Anything else (ran, removed)
-            // is in none and is dropped here; a fire already claimed holds its own reference.
-            if !matches!(timer.status(), Status::Deleted | Status::Removing) {
-                *rt = None;
-            }
+        del_runtime_timer(rt);
+    }
+}
+
+/// Stops the runtime timer and drops its payload (breaking the payload → core cycle even when
+/// the timer already ran); frees the timer unless a heap still holds it.
+fn del_runtime_timer(rt: &mut Option<SyncArc<RtTimer>>) {
+    if let Some(timer) = rt {
+        del(timer);
+        timer.clear_target();
+        // After `del`, only a stopped timer awaiting its heap's lazy removal is in a heap
+        // (`Deleted`; `Removing` is that removal under way). Anything else (ran, removed) is
+        // in none and is dropped here; a fire already claimed holds its own reference.
+        if !matches!(timer.status(), Status::Deleted | Status::Removing) {
+            *rt = None;
         }
     }
 }
@@ -141,11 +175,11 @@ impl RecvHook for ChanTimer {
     fn before_recv(&self) {
         self.arming.maybe_run(self);
     }
-    fn parked(&self) {
-        self.arming.block(self);
+    fn parked(self: Arc<Self>) {
+        self.arming.block(&Held(&self));
     }
-    fn unparked(&self) {
-        self.arming.unblock(self);
+    fn unparked(self: Arc<Self>) {
+        self.arming.unblock(&Held(&self));
     }
     /// The last receiver is gone: nobody can receive a value, so the timer stops (and leaves
     /// its heap, which drops the payload → core reference) and lets its sending end go, the
@@ -168,12 +202,11 @@ impl ChanTimer {
         period: Nanos,
         kind: Kind,
     ) -> (Arc<ChanTimer>, Receiver<Instant>) {
-        let core = Arc::new_cyclic(|me: &Weak<ChanTimer>| ChanTimer {
+        let core = Arc::new(ChanTimer {
             arming: Arming::new(TimerSink::default(), None),
-            me: me.clone(),
         });
         let (tx, rx) = gort_chan::bounded_with_hook(1, core.clone());
-        core.arming.set_sink(TimerSink { tx: Some(tx) });
+        drop(core.arming.set_sink(TimerSink { tx: Some(tx) }));
         core.reset(d, period, kind);
         (core, rx)
     }
@@ -191,13 +224,17 @@ impl ChanTimer {
     /// Outside a gort runtime (naming `kind`), unless `d` is so long that nothing needs
     /// registering (the timer could never be served).
     #[track_caller]
-    pub(crate) fn reset(&self, d: std::time::Duration, period: Nanos, kind: Kind) -> bool {
+    pub(crate) fn reset(
+        self: &Arc<Self>,
+        d: std::time::Duration,
+        period: Nanos,
+        kind: Kind,
+    ) -> bool {
         if deadline_after(0, d) != NEVER && !in_runtime() {
             outside(kind.name());
         }
-        let slack = slack(crate::runtime_timer::nanos(d));
         self.arming
-            .reset(self, |now| deadline_after(now, d), period, slack)
+            .reset(&Held(self), |now| deadline_after(now, d), period)
     }
 }
 

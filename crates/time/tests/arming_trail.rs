@@ -69,7 +69,7 @@ impl Heap for TrailingRt {
     fn now_exact(&self) -> i64 {
         *self.clock.lock().unwrap()
     }
-    fn add(&self, _rt: &mut (), when: i64, _period: i64, _slack: i64) {
+    fn add(&self, _rt: &mut (), when: i64, _period: i64) {
         *self.timer.lock().unwrap() = when;
     }
     fn del(&self, _rt: &mut ()) {
@@ -83,7 +83,7 @@ fn a_fire_in_flight_is_not_taken_for_the_value_of_a_zero_reset_on_a_trailing_clo
     *rt.clock.lock().unwrap() = 10_000;
     let chan = Arc::new(OneSlot::default());
     let arming = Arming::new(SlotEnd(chan.clone()), ());
-    assert!(!arming.reset(&rt, |now| now + 1_000, 0, 0), "first arming");
+    assert!(!arming.reset(&rt, |now| now + 1_000, 0), "first arming");
     arming.block(&rt); // a receiver waits: the timer is in a heap
     let first = *rt.timer.lock().unwrap();
     assert!(first > 0);
@@ -96,7 +96,7 @@ fn a_fire_in_flight_is_not_taken_for_the_value_of_a_zero_reset_on_a_trailing_clo
     // Meanwhile, a moment later: reset(0) on a thread whose reading trails the scheduler's.
     *rt.clock.lock().unwrap() = first + 1;
     assert!(
-        arming.reset(&rt, |now| now, 0, 0),
+        arming.reset(&rt, |now| now, 0),
         "the first arming had sent nothing"
     );
 

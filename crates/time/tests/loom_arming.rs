@@ -114,7 +114,7 @@ impl Heap for FakeRt {
     fn now_exact(&self) -> i64 {
         self.now()
     }
-    fn add(&self, _rt: &mut (), when: i64, period: i64, _slack: i64) {
+    fn add(&self, _rt: &mut (), when: i64, period: i64) {
         let mut rt = self.0.lock();
         rt.timer = when;
         rt.period = period;
@@ -139,7 +139,7 @@ impl World {
             period,
         });
         // The first arming (its reset returns false: nothing was armed).
-        assert!(!w.arming.reset(&w.rt, |now| now + FIRST - 1, period, 0));
+        assert!(!w.arming.reset(&w.rt, |now| now + FIRST - 1, period));
         w.rt.0.lock().clock = clock;
         // Its seal is not a stop/reset under test.
         w.chan.inner.lock().sealed = false;
@@ -274,7 +274,7 @@ fn reset_after(w: &World, d: i64) -> (bool, Option<i64>) {
     let mut start = None;
     let was = w
         .arming
-        .reset(&w.rt, |now| *start.insert(after(d)(now)), w.period, 0);
+        .reset(&w.rt, |now| *start.insert(after(d)(now)), w.period);
     (was, start)
 }
 
