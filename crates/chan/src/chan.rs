@@ -4,7 +4,6 @@ use std::fmt;
 
 use gort_loom::Mutex;
 
-use crate::buf::Capacity;
 use crate::core::Core;
 use crate::wake::Deferred;
 use crate::RecvHook;
@@ -13,8 +12,6 @@ use crate::RecvHook;
 /// points to.
 pub(crate) struct Chan<T> {
     core: Mutex<Core<T>>,
-    /// A copy of the core's capacity, readable without the lock.
-    cap: Capacity,
     /// A timer channel's hook (set at creation, never changed), held strongly: the timer's
     /// core lives as long as its channel (an `after(d)` whose only handle is its receiver
     /// keeps working). The core's sending end owns the channel in turn until the last
@@ -26,7 +23,6 @@ impl<T> Chan<T> {
     pub(crate) fn new(cap: Option<usize>, hook: Option<std::sync::Arc<dyn RecvHook>>) -> Self {
         Chan {
             core: Mutex::new(Core::new(cap)),
-            cap: Capacity::new(cap),
             hook,
         }
     }
@@ -37,8 +33,10 @@ impl<T> Chan<T> {
         self.hook.as_ref()
     }
 
+    /// Under the lock: the capacity is not copied outside it, to keep a channel (a timer's
+    /// above all) a word smaller.
     pub(crate) fn capacity(&self) -> Option<usize> {
-        self.cap.get()
+        self.core.lock().capacity()
     }
 
     /// Runs `f` under the lock, then does the deferred wakes and drops with the lock released.
@@ -68,13 +66,13 @@ impl<T> Chan<T> {
 
     /// The fields a handle's `Debug` shows.
     pub(crate) fn debug(&self, name: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (len, closed) = {
+        let (len, cap, closed) = {
             let core = self.core.lock();
-            (core.len(), core.is_closed())
+            (core.len(), core.capacity(), core.is_closed())
         };
         f.debug_struct(name)
             .field("len", &len)
-            .field("capacity", &self.cap.get())
+            .field("capacity", &cap)
             .field("closed", &closed)
             .finish()
     }

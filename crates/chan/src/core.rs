@@ -122,6 +122,10 @@ impl<T> Core<T> {
         self.closed
     }
 
+    pub(crate) fn capacity(&self) -> Option<usize> {
+        self.cap.get()
+    }
+
     fn has_room(&self) -> bool {
         self.cap.has_room(self.buf.len())
     }

@@ -137,25 +137,19 @@ impl Group {
     }
 }
 
-/// A waiter's membership in a select: the group and the arm it belongs to.
+/// A waiter's membership in a select: the group and the arm it belongs to. A slot keeps the
+/// two as fields of its own, so that the arm's `u32` shares a word with the slot's flags.
 #[derive(Clone, Debug)]
 pub(crate) struct GroupRef {
     pub(crate) group: Arc<Group>,
-    pub(crate) arm: usize,
+    pub(crate) arm: u32,
 }
 
-impl GroupRef {
-    /// Asks to complete this waiter on behalf of an operation whose own select is `me` (a
-    /// pointer used only for identity).
-    pub(crate) fn claim(&self, me: Option<*const Group>) -> Claim {
-        if me == Some(Arc::as_ptr(&self.group)) {
-            return Claim::Own;
-        }
-        self.group.try_claim(self.arm)
+/// Asks to complete the waiter of `arm` in `group` on behalf of an operation whose own select
+/// is `me` (a pointer used only for identity).
+pub(crate) fn claim(group: &Arc<Group>, arm: u32, me: Option<*const Group>) -> Claim {
+    if me == Some(Arc::as_ptr(group)) {
+        return Claim::Own;
     }
-
-    /// Whether this is membership of `arm` in `group`.
-    pub(crate) fn is(&self, group: &Arc<Group>, arm: usize) -> bool {
-        self.arm == arm && Arc::ptr_eq(&self.group, group)
-    }
+    group.try_claim(arm as usize)
 }

@@ -37,6 +37,20 @@ impl Links {
         prev: NIL,
         next: NIL,
     };
+
+    /// The links of a free slot, which is in no queue: `next` threads the free list
+    /// (`u32::MAX` at its end, which makes the last free slot's links [`Links::UNLINKED`]).
+    pub(crate) fn free(next_free: u32) -> Links {
+        Links {
+            prev: NIL,
+            next: next_free,
+        }
+    }
+
+    /// The next free slot of a free slot's links ([`Links::free`]).
+    pub(crate) fn next_free(self) -> u32 {
+        self.next
+    }
 }
 
 /// A slab element that can be queued.

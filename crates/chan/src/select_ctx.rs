@@ -38,7 +38,7 @@ impl SelectCtx {
         let group = self.group.get_or_insert_with(Group::new_polling).clone();
         GroupRef {
             group,
-            arm: self.arm,
+            arm: u32::try_from(self.arm).expect("gort::chan: a select has fewer than 2^32 arms"),
         }
     }
 }

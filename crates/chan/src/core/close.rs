@@ -41,7 +41,7 @@ impl<T> Core<T> {
         while let Some(i) = q.pop_front(slots) {
             let s = &mut slots[i];
             s.queued = false;
-            let claim = s.group.as_ref().map_or(Claim::Won, |g| g.claim(None));
+            let claim = s.claim(None);
             if let Some(w) = s.waker.take() {
                 match claim {
                     // Busy: its owner polls again and sees the close itself.

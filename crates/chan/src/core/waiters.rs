@@ -6,8 +6,10 @@
 use std::ops::{Index, IndexMut};
 use std::task::Waker;
 
+use gort_loom::Arc;
+
 use super::{Core, OpCtx};
-use crate::group::{Claim, Group, GroupRef};
+use crate::group::{claim, Claim, Group, GroupRef};
 use crate::queue::{Linked, Links, Queue};
 use crate::wake::Deferred;
 
@@ -21,12 +23,14 @@ pub(super) struct Slot<T> {
     pub(super) value: Option<T>,
     /// The task to wake when the slot is completed or unlinked.
     pub(super) waker: Option<Waker>,
-    /// The select arm this operation belongs to, if any.
-    pub(super) group: Option<GroupRef>,
-    /// Neighbours in `sendq`/`recvq`.
+    /// The select this operation belongs to, if any ...
+    pub(super) group: Option<Arc<Group>>,
+    /// ... and its arm there (a [`GroupRef`] in two fields: the `u32` packs with the flags).
+    arm: u32,
+    /// Neighbours in `sendq`/`recvq` while queued; while free, `next` links the free list
+    /// ([`NO_SLOT`] at its end): a free slot is in no queue. So a slot is 56 bytes for an
+    /// 8-byte value (a timer's `Instant`), and a timer's channel 16 bytes smaller.
     links: Links,
-    /// The next slot of the free list while this one is free ([`NO_SLOT`] at its end).
-    next_free: u32,
 }
 
 /// The end of the free list of slots. Slot indices are below it (`Slots::push`), so the free
@@ -40,9 +44,22 @@ impl<T> Slot<T> {
         value: None,
         waker: None,
         group: None,
+        arm: 0,
         links: Links::UNLINKED,
-        next_free: NO_SLOT,
     };
+
+    /// Whether a counterparty whose own select is `me` may complete this waiter now.
+    pub(super) fn claim(&self, me: Option<*const Group>) -> Claim {
+        self.group
+            .as_ref()
+            .map_or(Claim::Won, |g| claim(g, self.arm, me))
+    }
+
+    /// Records membership of a select arm.
+    fn join(&mut self, r: GroupRef) {
+        self.group = Some(r.group);
+        self.arm = r.arm;
+    }
 }
 
 impl<T> Linked for Slot<T> {
@@ -146,7 +163,7 @@ impl<T> Core<T> {
         let mut at = q.front();
         while let Some(i) = at {
             at = q.next(slots, i);
-            match slots[i].group.as_ref().map_or(Claim::Won, |g| g.claim(me)) {
+            match slots[i].claim(me) {
                 Claim::Won => {
                     q.remove(slots, i);
                     slots[i].queued = false;
@@ -207,7 +224,8 @@ impl<T> Core<T> {
             self.slots.push()
         } else {
             let i = self.free as usize;
-            self.free = std::mem::replace(&mut self.slots[i].next_free, NO_SLOT);
+            self.free = self.slots[i].links.next_free();
+            self.slots[i].links = Links::UNLINKED;
             i
         };
         *slot = Some(i);
@@ -227,7 +245,8 @@ impl<T> Core<T> {
             d.discard(w);
         }
         s.group = None;
-        s.next_free = self.free;
+        debug_assert_eq!(s.links, Links::UNLINKED, "released a queued slot");
+        s.links = Links::free(self.free);
         // Below `NO_SLOT`: `Slots::push` never makes a larger index.
         self.free = i as u32;
     }
@@ -273,14 +292,26 @@ impl<T> Core<T> {
         match ctx.select.as_deref_mut() {
             None => s.group = None,
             Some(sel) => {
-                let current = sel
-                    .group
-                    .as_ref()
-                    .is_some_and(|g| s.group.as_ref().is_some_and(|mine| mine.is(g, sel.arm)));
+                let current = sel.group.as_ref().is_some_and(|g| {
+                    s.arm as usize == sel.arm
+                        && s.group.as_ref().is_some_and(|mine| Arc::ptr_eq(mine, g))
+                });
                 if !current {
-                    s.group = Some(sel.group_ref());
+                    s.join(sel.group_ref());
                 }
             }
         }
+    }
+}
+
+#[cfg(all(test, not(loom), target_pointer_width = "64"))]
+mod tests {
+    use super::Slot;
+
+    /// A slot of an 8-byte value (a timer's `Instant`) is 56 bytes: the free list shares the
+    /// queue links, the select arm a word with the flags (design/TIMERS.md, "Memory").
+    #[test]
+    fn a_slot_of_a_word_is_seven_words() {
+        assert_eq!(std::mem::size_of::<Slot<u64>>(), 56);
     }
 }
