@@ -1,6 +1,7 @@
 //! A channel's buffer: a FIFO of values with the room for a capacity-1 channel's one value in
 //! place, so that such a channel (a timer's, a ping-pong's) needs no second allocation and
-//! its value shares the core's cache lines.
+//! its value shares the core's cache lines. Any other buffer lives behind one word, so that
+//! the room kept for it in every core is a pointer, not a `VecDeque`'s four words.
 
 use std::collections::VecDeque;
 
@@ -9,8 +10,13 @@ pub(crate) enum Buf<T> {
     /// A capacity-1 channel's buffer. It holds a second value only after a bounce (invariant
     /// 4 of [`crate::core`]), which turns it into `Many` for good.
     One(Option<T>),
-    /// Any other capacity (unbounded, unbuffered, or more than one).
-    Many(VecDeque<T>),
+    /// Any other capacity (unbounded, unbuffered, or more than one): allocated at creation
+    /// for a bounded buffer, with the first value otherwise (an unbuffered channel's buffer
+    /// holds only values bounced back, so most never allocate one).
+    // Boxed on purpose: one word in every core (a timer's channel above all), against a
+    // second allocation and a pointer hop in a channel of any other capacity.
+    #[allow(clippy::box_collection)]
+    Many(Option<Box<VecDeque<T>>>),
 }
 
 impl<T> Buf<T> {
@@ -19,14 +25,15 @@ impl<T> Buf<T> {
     pub(crate) fn new(cap: Option<usize>) -> Self {
         match cap {
             Some(1) => Buf::One(None),
-            cap => Buf::Many(VecDeque::with_capacity(cap.unwrap_or(0))),
+            Some(0) | None => Buf::Many(None),
+            Some(cap) => Buf::Many(Some(Box::new(VecDeque::with_capacity(cap)))),
         }
     }
 
     pub(crate) fn len(&self) -> usize {
         match self {
             Buf::One(v) => usize::from(v.is_some()),
-            Buf::Many(q) => q.len(),
+            Buf::Many(q) => q.as_ref().map_or(0, |q| q.len()),
         }
     }
 
@@ -34,7 +41,7 @@ impl<T> Buf<T> {
         match self {
             Buf::One(slot @ None) => *slot = Some(v),
             Buf::One(Some(_)) => self.spill().push_back(v),
-            Buf::Many(q) => q.push_back(v),
+            Buf::Many(q) => q.get_or_insert_with(Box::default).push_back(v),
         }
     }
 
@@ -42,14 +49,14 @@ impl<T> Buf<T> {
         match self {
             Buf::One(slot @ None) => *slot = Some(v),
             Buf::One(Some(_)) => self.spill().push_front(v),
-            Buf::Many(q) => q.push_front(v),
+            Buf::Many(q) => q.get_or_insert_with(Box::default).push_front(v),
         }
     }
 
     pub(crate) fn pop_front(&mut self) -> Option<T> {
         match self {
             Buf::One(v) => v.take(),
-            Buf::Many(q) => q.pop_front(),
+            Buf::Many(q) => q.as_mut()?.pop_front(),
         }
     }
 
@@ -58,7 +65,7 @@ impl<T> Buf<T> {
     pub(crate) fn take(&mut self) -> Buf<T> {
         match self {
             Buf::One(v) => Buf::One(v.take()),
-            Buf::Many(q) => Buf::Many(std::mem::take(q)),
+            Buf::Many(q) => Buf::Many(q.take()),
         }
     }
 
@@ -66,11 +73,11 @@ impl<T> Buf<T> {
     #[cold]
     fn spill(&mut self) -> &mut VecDeque<T> {
         if let Buf::One(v) = self {
-            *self = Buf::Many(v.take().into_iter().collect());
+            *self = Buf::Many(Some(Box::new(v.take().into_iter().collect())));
         }
         match self {
-            Buf::Many(q) => q,
-            Buf::One(_) => unreachable!("spilled just above"),
+            Buf::Many(Some(q)) => q,
+            _ => unreachable!("spilled just above"),
         }
     }
 }
@@ -104,7 +111,7 @@ impl Capacity {
 impl<T> Default for Buf<T> {
     /// An empty unbounded buffer (allocates nothing).
     fn default() -> Self {
-        Buf::Many(VecDeque::new())
+        Buf::Many(None)
     }
 }
 
@@ -168,9 +175,21 @@ mod tests {
     }
 
     #[test]
-    fn the_one_slot_buffer_adds_no_size() {
-        use std::collections::VecDeque;
-        let size = std::mem::size_of::<Buf<i64>>();
-        assert!(size <= std::mem::size_of::<VecDeque<i64>>() + 8, "{size}");
+    fn a_buffer_of_a_word_is_two_words() {
+        assert_eq!(std::mem::size_of::<Buf<i64>>(), 16);
+    }
+
+    #[test]
+    fn many_allocates_with_its_first_value_unless_bounded() {
+        assert!(matches!(Buf::<u8>::new(None), Buf::Many(None)));
+        assert!(matches!(Buf::<u8>::new(Some(0)), Buf::Many(None)));
+        assert!(matches!(Buf::<u8>::new(Some(3)), Buf::Many(Some(_))));
+        let mut b = Buf::new(None);
+        assert_eq!(b.pop_front(), None);
+        b.push_front(2);
+        b.push_back(3);
+        b.push_front(1);
+        assert_eq!(drain(&mut b), [1, 2, 3]);
+        assert_eq!(b.len(), 0);
     }
 }
