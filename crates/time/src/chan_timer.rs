@@ -129,11 +129,9 @@ impl Heap for Held<'_> {
     }
 }
 
-/// The runtime timer as the arming's other paths drive it (`maybe_run`, `unblock`, `stop`,
-/// `detach`): they only take it out of its heap. `maybe_run`, `stop` and `detach` never call
-/// `add`; `unblock` only lowers the count of waiting receivers, so it never wants the timer in
-/// a heap that was not there (the arming keeps `heaped` equal to what it wants after every
-/// operation).
+/// The runtime timer as the arming's other paths drive it (`maybe_run`, `stop`, `detach`):
+/// none of them puts it in a heap (`maybe_run` sends a due value and never syncs the heap;
+/// `stop` and `detach` only take the timer out).
 impl Heap for ChanTimer {
     type Rt = Option<SyncArc<RtTimer>>;
 

@@ -160,3 +160,35 @@ fn waiting_receivers_are_served_by_the_heap() {
         );
     });
 }
+
+/// The runtime timer exists only while it may be in a heap: a wait given up leaves it stopped
+/// in its heap (kept, and revived by the next wait), a fire frees it (the next wait makes a
+/// new one). Either way each wait gets the instant the timer was due, and nothing stays
+/// pending. (A wait may be served early on a slow machine: then it is the value.)
+#[test]
+fn waits_given_up_and_made_again_get_the_due_instant() {
+    let rt = Runtime::new().unwrap();
+    rt.block_on(async {
+        let base = rt.metrics().timers_pending;
+        let t = Timer::new(Duration::from_secs(3600));
+        for round in 0..3 {
+            let start = Instant::now();
+            // Pending only the first time (armed for an hour); then its value was received.
+            assert_eq!(t.reset(20 * MS), round == 0);
+            let mut got = None;
+            for _ in 0..3 {
+                if let Ok(v) = gort_time::timeout(MS, t.c().recv()).await {
+                    got = v;
+                    break;
+                }
+            }
+            let due = match got {
+                Some(v) => v,
+                None => t.c().recv().await.expect("the timer's value"),
+            };
+            assert!(due >= start + 20 * MS, "a value before its deadline");
+            assert!(t.c().try_recv().is_err(), "one value per arming");
+        }
+        assert_eq!(rt.metrics().timers_pending, base, "a fired timer in a heap");
+    });
+}
