@@ -176,7 +176,7 @@ impl<T> Stream for Receiver<T> {
     }
 }
 
-// A receiver is two words (a timer's handle holds one; issue 20's T9_chan holds 20,000).
+// A receiver is two words: a timer's handle holds one (design/TIMERS.md, "Memory").
 #[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<Receiver<u64>>() == 2 * std::mem::size_of::<usize>());
 
