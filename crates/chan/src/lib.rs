@@ -183,10 +183,11 @@ pub trait RecvHook: Send + Sync {
     /// that a timer can hand one to the heap it enters.
     fn parked(self: std::sync::Arc<Self>);
     /// A parked receive operation ended: it got a value, or it was cancelled or dropped.
+    /// Given a reference of its own, as `parked` is.
     fn unparked(self: std::sync::Arc<Self>);
-    /// The last receiver was dropped: nobody can receive from the channel any more. The
-    /// hook must then let its [`TimerSender`] go: the channel holds the hook strongly, so
-    /// the sender is what keeps the pair alive.
+    /// The last receiver was dropped: nobody can receive from the channel any more. A hook
+    /// that owns the channel's [`TimerSender`] must let it go now: the channel holds the
+    /// hook strongly, so otherwise the two keep each other alive for good.
     fn last_receiver_dropped(&self);
 }
 
