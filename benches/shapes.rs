@@ -13,8 +13,9 @@
 //!
 //! Every (shape, runtime) pair runs in a child process (this binary re-executed with
 //! `--child ID RUNTIME`), so peak RSS is per runtime and a crash or hang of one runtime
-//! (killed after a time limit) costs only its own row. The sub-second shapes and T3_100k
-//! run three children per runtime, T5 eleven, and each figure is the median over them. The
+//! (killed after a time limit) costs only its own row. The sub-second shapes, T3_100k and
+//! the shapes whose tails are bimodal (T3_1M, T4, N5) run three children per runtime, T5
+//! eleven, and each figure is the median over them. The
 //! runtimes take turns (gort, tokio, gort, ... with the order rotated each round), so that
 //! a noisy spell of the machine falls on all of them, not on one runtime's row. Every
 //! runtime uses W = `available_parallelism` workers unless `--workers` says otherwise.
@@ -166,7 +167,7 @@ pub static SHAPES: &[Shape] = &[
         name: "sleep_fanout 1M",
         group: "timer",
         metrics: FANOUT,
-        reps: 1,
+        reps: 3,
         quiet: false,
         gort: timer_gort::t3_1m,
         tokio: timer_tokio::t3_1m,
@@ -176,7 +177,7 @@ pub static SHAPES: &[Shape] = &[
         name: "after_func_storm",
         group: "timer",
         metrics: &["last_fired_ms", "cpu_ms", "late_p99_us"],
-        reps: 1,
+        reps: 3,
         quiet: false,
         gort: timer_gort::t4_after_func_storm,
         tokio: timer_tokio::t4_after_func_storm,
@@ -374,7 +375,7 @@ pub static SHAPES: &[Shape] = &[
             "rss_mib",
             "timed_out",
         ],
-        reps: 1,
+        reps: 3,
         quiet: false,
         gort: net_gort::n5_idle_deadlines,
         tokio: net_tokio::n5_idle_deadlines,

@@ -11,6 +11,7 @@
 use crate::metrics::BusyClock;
 use crate::runq::{self, Global, Lane, Stealer, Take};
 use crate::task::Task;
+use crate::task::{Releases, RELEASE_BATCH};
 use crossbeam_utils::CachePadded;
 use gort_loom::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering::*};
 use gort_timer::{Nanos, Timers};
@@ -49,6 +50,9 @@ pub(crate) struct Local {
     serve_global: bool,
     /// `Global::woken` when this P last served the global queue for a yield.
     seen_woken: usize,
+    /// Tasks finished on this P that are still in the registry (registry.rs, "Who touches a
+    /// shard").
+    releases: Releases,
 }
 
 pub(crate) struct P {
@@ -75,6 +79,9 @@ struct Hot {
     timer_round_at: AtomicI64,
     /// The time Ms have held this P (`Runtime::proc_metrics`), written at its status changes.
     busy: BusyClock,
+    /// How many keys `Local::releases` holds, for `Runtime::metrics` (`tasks_alive`); written
+    /// only by the holder.
+    releases_pending: AtomicU64,
     local: UnsafeCell<Local>,
 }
 
@@ -109,6 +116,7 @@ impl P {
                 stolen: AtomicU64::new(0),
                 timer_round_at: AtomicI64::new(0),
                 busy: BusyClock::new(),
+                releases_pending: AtomicU64::new(0),
                 local: UnsafeCell::new(Local {
                     queue,
                     runnext: None,
@@ -117,6 +125,7 @@ impl P {
                     runnext_streak: 0,
                     serve_global: false,
                     seen_woken: 0,
+                    releases: Releases::default(),
                 }),
             }),
             stealer,
@@ -162,6 +171,41 @@ impl P {
         (runq::LOCAL_CAP / 2)
             .saturating_sub(self.stealer.len())
             .max(1)
+    }
+
+    /// Notes that the task at registry `key` finished on this P. Returns a full batch of such
+    /// keys for the caller to take out of the registry (`Registry::remove_batch`).
+    ///
+    /// # Safety
+    ///
+    /// As [`P::with_local`].
+    pub(crate) unsafe fn defer_release(&self, key: usize) -> Option<[usize; RELEASE_BATCH]> {
+        // SAFETY: forwarded contract.
+        let (batch, held) = unsafe {
+            self.with_local(|l| {
+                let batch = l.releases.push(key);
+                (batch, l.releases.len())
+            })
+        };
+        self.hot.releases_pending.store(held as u64, Relaxed);
+        batch
+    }
+
+    /// Takes every key [`P::defer_release`] holds: the caller takes them out of the registry.
+    ///
+    /// # Safety
+    ///
+    /// As [`P::with_local`].
+    pub(crate) unsafe fn take_releases(&self) -> ([usize; RELEASE_BATCH], usize) {
+        // SAFETY: forwarded contract.
+        let taken = unsafe { self.with_local(|l| l.releases.take()) };
+        self.hot.releases_pending.store(0, Relaxed);
+        taken
+    }
+
+    /// Finished tasks this P has not yet taken out of the registry (a racy read for metrics).
+    pub(crate) fn releases_pending(&self) -> usize {
+        self.hot.releases_pending.load(Relaxed) as usize
     }
 
     /// Tasks stolen by the Ms that held this P (a racy read for metrics).

@@ -289,10 +289,14 @@ impl Runtime {
     /// ```
     pub fn metrics(&self) -> Metrics {
         let s = &self.shared;
+        // Finished tasks a P has yet to take out of the registry are not alive. Read before
+        // the registry: a batch removed in between is then counted as alive at worst, never
+        // twice as gone.
+        let releasing: usize = s.all_ps().map(|p| p.releases_pending()).sum();
         let mut m = Metrics {
             procs: s.nprocs(),
             tasks_spawned: s.registry.spawned(),
-            tasks_alive: s.registry.len() as u64,
+            tasks_alive: s.registry.len().saturating_sub(releasing) as u64,
             task_panics: s.panics.load(Relaxed) + s.blocking.panics(),
             user_panics: s.user_panics.load(Relaxed),
             ..Metrics::default()
@@ -479,7 +483,10 @@ where
     F::Output: Send + 'static,
 {
     let raw = Cell::spawn(future, shared.clone());
-    Cell::<F, Arc<Shared>>::set_slot(&raw, shared.registry.insert(raw.clone()));
+    let p = shared.held_p();
+    // SAFETY: a P this thread holds stays allocated (`allp` keeps every P).
+    let home = (!p.is_null()).then(|| unsafe { (*p).id });
+    Cell::<F, Arc<Shared>>::set_slot(&raw, shared.registry.insert(raw.clone(), home));
     if shared.is_shutdown() {
         raw.clone().shutdown();
     } else {

@@ -218,7 +218,10 @@ impl Shared {
     /// Go's `handoffp`: the holder of `p` is about to block (block_in_place); find `p` a new M
     /// if it has anything to do, else idle it.
     pub(crate) fn handoffp(self: &Arc<Self>, p: Arc<P>) {
-        // SAFETY: the caller held `p` until this call and passes its ownership here.
+        // SAFETY: the caller held `p` until this call and passes its ownership here, from a
+        // task's poll (no `with_local` borrow is live).
+        unsafe { self.flush_releases(&p) };
+        // SAFETY: as above.
         let has_local = unsafe { p.has_runnext() } || p.has_queued();
         if has_local || !self.global.is_empty() {
             return self.startm(Some(p), false);
@@ -248,10 +251,8 @@ impl Shared {
     /// `runnext` when `next`), else on the global queue; then `wakep` if the task is stealable.
     /// `lane`: what overflows to the global queue is new work (a spawn) or started work.
     pub(crate) fn push_task(self: &Arc<Self>, task: Task, next: bool, lane: Lane) {
-        let p = context::current_p();
-        let ours =
-            !p.is_null() && context::with_current(|c| c.is_some_and(|c| Arc::ptr_eq(c, self)));
-        let stealable = if ours {
+        let p = self.held_p();
+        let stealable = if !p.is_null() {
             // SAFETY: this thread holds `p` (context invariant) and no `with_local` borrow is
             // live across a task poll, which is where we are called from.
             unsafe { (*p).push_local(task, next, &self.global, lane) }
@@ -265,6 +266,41 @@ impl Shared {
         // most of gort's CPU time in the sleep fan-out shape T3).
         if stealable {
             self.wakep();
+        }
+    }
+
+    /// The P this thread holds if it is one of this runtime's (a task of this runtime may be
+    /// polled on another's P), else null.
+    #[inline]
+    pub(crate) fn held_p(self: &Arc<Self>) -> *const P {
+        let p = context::current_p();
+        if !p.is_null() && context::with_current(|c| c.is_some_and(|c| Arc::ptr_eq(c, self))) {
+            p
+        } else {
+            std::ptr::null()
+        }
+    }
+
+    /// Takes the finished tasks at `keys` out of the registry; their last references, if
+    /// these are, are dropped with user panics caught (the output's `Drop` is user code).
+    fn remove_released(&self, keys: &mut [usize]) {
+        self.registry.remove_batch(keys, |t| {
+            self.catch_user(|| drop(t));
+        });
+    }
+
+    /// Takes the finished tasks `p` still holds out of the registry: called by its holder
+    /// before the P goes idle, blocks or retires, so that their cells do not wait for the
+    /// P's next holder.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `p` and no `with_local` borrow of it is live.
+    pub(crate) unsafe fn flush_releases(&self, p: &P) {
+        // SAFETY: forwarded contract.
+        let (mut keys, n) = unsafe { p.take_releases() };
+        if n > 0 {
+            self.remove_released(&mut keys[..n]);
         }
     }
 
@@ -388,7 +424,16 @@ impl Schedule for Arc<Shared> {
     }
 
     fn release(&self, slot: usize) {
-        self.registry.remove(slot);
+        let p = self.held_p();
+        if p.is_null() {
+            self.registry.remove(slot);
+            return;
+        }
+        // SAFETY: this thread holds `p` (context invariant), and a task finishes inside its
+        // run, outside every `with_local` borrow (as `push_task`).
+        if let Some(mut keys) = unsafe { (*p).defer_release(slot) } {
+            self.remove_released(&mut keys[..]);
+        }
     }
 
     fn on_panic(&self) {

@@ -98,6 +98,8 @@ impl M {
 
     fn drop_p_on_exit(&mut self, shared: &Arc<Shared>) {
         if let Some(p) = self.take_p() {
+            // SAFETY: this M held `p` until now, between tasks.
+            unsafe { shared.flush_releases(&p) };
             shared.idle.pidleput(p);
         }
     }
@@ -291,6 +293,8 @@ impl M {
     /// loop's first check then ends it).
     fn go_idle(&mut self, shared: &Arc<Shared>, poll_until: Nanos) -> bool {
         let p = self.take_p().expect("gort: M lost its P");
+        // SAFETY: this M held `p` until now, between tasks.
+        unsafe { shared.flush_releases(&p) };
         let spinning = std::mem::take(&mut self.spinning);
         let was_spinning = match park::release_and_recheck(shared, p, spinning) {
             Ok(was_spinning) => was_spinning,
@@ -408,6 +412,8 @@ impl M {
     /// global queue and its timers to a live P, then mark it dead.
     fn retire_p(&mut self, shared: &Arc<Shared>) {
         let p = self.take_p().expect("gort: retire without a P");
+        // SAFETY: this M held `p` until now, between tasks.
+        unsafe { shared.flush_releases(&p) };
         let host = DeferredHost::default();
         // Payloads the move lets go of: dropped after the scheduler lock (user code).
         let mut released = None;

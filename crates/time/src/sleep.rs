@@ -70,6 +70,7 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
         timer: None,
         armed: false,
         yield_first: false,
+        slack_unset: false,
     }
 }
 
@@ -103,6 +104,8 @@ pub struct Sleep {
     armed: bool,
     /// A non-zero `sleep` that is due by its first poll still yields once.
     yield_first: bool,
+    /// A reset moved the pending timer with slack 0: the next poll sets the slack.
+    slack_unset: bool,
 }
 
 impl Sleep {
@@ -129,11 +132,15 @@ impl Sleep {
         let Some(t) = self.timer.as_ref().filter(|_| self.armed) else {
             return;
         };
-        // A pending timer still holds its waker: move it (in a runtime). Otherwise (fired,
-        // or a deadline that needs no timer) stop it; the next poll registers again if it has
-        // to wait.
-        let now = nanotime();
-        if deadline != NEVER && deadline > now && move_pending(t, deadline, now) {
+        // A pending timer still holds its waker: move it in place (in a runtime), without
+        // reading the clock (the caller has just read it to make `deadline`; a second
+        // reading was a third of a reset). A deadline that has passed then runs at the heap's
+        // next check, whose wake-up finds the sleep due, as a poll would have. The slack
+        // needs the clock: 0 (as precise as the runtime can) until the next poll sets it.
+        // Otherwise (fired, or a deadline that never comes) stop it; the next poll registers
+        // again if it has to wait.
+        if deadline != NEVER && move_pending(t, deadline) {
+            self.slack_unset = true;
             return;
         }
         del(t);
@@ -150,17 +157,17 @@ impl Sleep {
     }
 }
 
-/// Moves a pending timer to `deadline` (> `now`) in place (Go's `modtimer`). Returns false if
+/// Moves a pending timer to `deadline` in place (Go's `modtimer`), with no slack. Returns false if
 /// it was not pending (it ran, and its wake-up is spent) or this thread is in no runtime
 /// (`modtimer` finds no runtime before it touches the timer): the caller then stops it.
 /// `is_pending` first keeps a timer that ran out of any heap (re-arming it would insert it
 /// only for the caller's stop to undo); should it run between the two, `modtimer` re-arms it
 /// and says it was not pending, and the caller's stop undoes that.
-fn move_pending(t: &Arc<Timer>, deadline: Nanos, now: Nanos) -> bool {
+fn move_pending(t: &Arc<Timer>, deadline: Nanos) -> bool {
     if !t.is_pending() {
         return false;
     }
-    t.set_slack(slack(deadline - now));
+    t.set_slack(0);
     gort_sched::timer_api::modtimer(t, deadline, 0, None) == Some(true)
 }
 
@@ -197,7 +204,10 @@ impl Future for Sleep {
                 return Poll::Ready(());
             }
             arm(t, this.deadline, 0, slack(this.deadline - now), WHAT);
+        } else if this.slack_unset {
+            t.set_slack(slack(this.deadline - now));
         }
+        this.slack_unset = false;
         Poll::Pending
     }
 }

@@ -134,6 +134,27 @@ fn sleep_reset_moves_the_deadline_both_ways() {
     });
 }
 
+/// A registered sleep reset to a deadline that has passed (the reset moves its timer without
+/// reading the clock) completes at its next poll, and leaves no timer armed in any heap.
+#[test]
+fn sleep_reset_to_a_passed_deadline_completes_at_once_and_leaves_no_timer() {
+    let rt = Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut s = pin!(sleep(Duration::from_secs(3600)));
+        assert!(poll_once(s.as_mut()).is_pending());
+        s.as_mut().reset(Instant::now() - 5 * MS);
+        assert!(s.is_elapsed());
+        assert!(poll_once(s.as_mut()).is_ready());
+        // Again, with the timer left to run first: the wake-up it sends is harmless.
+        s.as_mut().reset(Instant::now() + Duration::from_secs(3600));
+        assert!(poll_once(s.as_mut()).is_pending());
+        s.as_mut().reset(Instant::now());
+        gort_sched::yield_now().await;
+        timeout(Duration::from_secs(10), s.as_mut()).await.unwrap();
+    });
+    assert_eq!(rt.metrics().timers_pending, 0);
+}
+
 #[test]
 fn sleep_polled_from_another_task_wakes_the_new_one() {
     Runtime::new().unwrap().block_on(async {

@@ -24,7 +24,7 @@ pub use id::{id, try_id, Id};
 pub use join::{JoinError, JoinHandle};
 pub use join_set::JoinSet;
 pub(crate) use raw::RawTask;
-pub(crate) use registry::Registry;
+pub(crate) use registry::{Registry, Releases, RELEASE_BATCH};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering::Relaxed;

@@ -1,0 +1,84 @@
+//! Finished tasks leave the registry of live tasks: a P takes its finished tasks out in
+//! batches (registry.rs, "Who touches a shard"), and nothing of a finished task outlives the
+//! P's next idle moment or shows in `Metrics::tasks_alive`.
+
+use gort_sched::{spawn, Builder, Runtime};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A task output that counts its drops (and panics in its `Drop` if asked).
+struct Output {
+    drops: Arc<AtomicUsize>,
+    panic: bool,
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, SeqCst);
+        if self.panic {
+            panic!("an output's Drop panics");
+        }
+    }
+}
+
+/// Waits (up to 10 s) until `done` holds, checking every millisecond.
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Spawns `n` tasks from a task (so from a P), each returning an `Output`, and drops their
+/// join handles: the outputs live in the cells until the registry lets go of them.
+fn spawn_unjoined(rt: &Runtime, n: usize, drops: &Arc<AtomicUsize>, panic: bool) {
+    let drops = drops.clone();
+    rt.block_on(rt.spawn(async move {
+        for _ in 0..n {
+            let drops = drops.clone();
+            drop(spawn(async move { Output { drops, panic } }));
+        }
+    }))
+    .unwrap();
+}
+
+/// Fewer finished tasks than a batch: their cells (and outputs) are freed when their P goes
+/// idle, not at the next batch or at the runtime's end.
+#[test]
+fn the_outputs_of_unjoined_tasks_are_dropped_once_the_ps_go_idle() {
+    let rt = Builder::new().procs(2).build().unwrap();
+    let drops = Arc::new(AtomicUsize::new(0));
+    spawn_unjoined(&rt, 10, &drops, false);
+    wait_until("every output is dropped", || drops.load(SeqCst) == 10);
+    assert_eq!(rt.metrics().tasks_alive, 0);
+    assert_eq!(rt.metrics().tasks_spawned, 11);
+}
+
+/// Many batches: every output is dropped exactly once and `tasks_alive` counts none of the
+/// finished tasks, even those a P still holds.
+#[test]
+fn every_finished_task_leaves_the_registry_exactly_once() {
+    let rt = Builder::new().procs(2).build().unwrap();
+    let drops = Arc::new(AtomicUsize::new(0));
+    spawn_unjoined(&rt, 100_003, &drops, false);
+    wait_until("every output is dropped", || drops.load(SeqCst) == 100_003);
+    assert_eq!(rt.metrics().tasks_alive, 0);
+    drop(rt);
+    assert_eq!(drops.load(SeqCst), 100_003, "an output dropped twice");
+}
+
+/// An output whose `Drop` panics when a batch frees it neither kills the M nor loses the
+/// rest of the batch: the panics are counted and every other output is dropped.
+#[test]
+fn a_panicking_output_drop_in_a_batch_is_caught() {
+    let rt = Builder::new().procs(2).build().unwrap();
+    let drops = Arc::new(AtomicUsize::new(0));
+    spawn_unjoined(&rt, 200, &drops, true);
+    wait_until("every output is dropped", || drops.load(SeqCst) == 200);
+    assert_eq!(rt.metrics().tasks_alive, 0);
+    assert_eq!(rt.metrics().user_panics, 200);
+    // The Ms still run tasks.
+    assert_eq!(rt.block_on(rt.spawn(async { 7 })).unwrap(), 7);
+}
