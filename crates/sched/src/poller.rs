@@ -166,6 +166,16 @@ impl Poller {
         self.fired.fetch_add(n as u64, Relaxed);
     }
 
+    /// The instant a [`Poller::poll`] for `until` (> 0) and `latest` sleeps to, coalescing
+    /// included: what the poller M publishes as `Idle::poll_until` before it polls (park.rs).
+    /// Judges the last timer wake-up first, as the poll does (it judges once).
+    pub(crate) fn target(&self, until: Nanos, latest: Nanos) -> Nanos {
+        let mut guard = self.inner.lock();
+        let g = &mut guard.2;
+        g.judge(self.fired.load(Relaxed));
+        g.target(until, latest).0
+    }
+
     /// Blocks until `until` (0 = no deadline; coalescing may defer it, but not past
     /// `latest`, see `Gap::target`) or a `break_poll`. Returns early on spurious wake-ups;
     /// the caller re-checks everything anyway. The wakers of the tasks it readied are left in

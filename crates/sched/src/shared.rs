@@ -361,6 +361,10 @@ impl Poll for Poller {
         Poller::poll(self, until, latest, readied);
     }
 
+    fn target(&self, until: Nanos, latest: Nanos) -> Nanos {
+        Poller::target(self, until, latest)
+    }
+
     fn wake(&self) {
         self.break_poll();
     }
