@@ -24,9 +24,9 @@
 //!
 //! For timers the poller's side is: `lastpoll.swap(0)` (claim the role), then publish in
 //! `poll_until` the instant it sleeps to, all `SeqCst`; the adder's: publish the timer, fence,
-//! read `lastpoll` and `poll_until`. Either the poller's scan of every heap sees the timer, or
-//! the adder sees the poller and the instant it sleeps to and breaks the poll, or sees no
-//! poller and starts an M.
+//! read `lastpoll` and `poll_until`. Either the poller's look at every heap after its claim
+//! ([`sleep_in_poller`]) sees the timer, or the adder sees the poller and the instant it
+//! sleeps to and breaks the poll, or sees no poller and starts an M.
 //!
 //! That instant is the one the poll really sleeps to (Go's `sched.pollUntil`, "the time to
 //! which the current poll is expected to run"): after coalescing ([`Poll::target`]), up to
