@@ -29,10 +29,12 @@
 //! sleeps to and breaks the poll, or sees no poller and starts an M.
 //!
 //! That instant is the one the poll really sleeps to (Go's `sched.pollUntil`, "the time to
-//! which the current poll is expected to run"): after coalescing ([`Poll::target`]), up to
+//! which the current poll is expected to run"): after coalescing ([`Poll::published`]), up to
 //! `MAX_GAP` past the earliest deadline. Publishing the earliest deadline instead let a timer
 //! armed between the two, later than the deadline but before the coalesced wake-up, wait
-//! for that wake-up whatever its slack (test `poller_deadline.rs`).
+//! for that wake-up whatever its slack (test `poller_deadline.rs`). One exception: when the
+//! poller's minimum gap alone set the instant, no new deadline could move the poll sooner,
+//! and the poller publishes an instant already past, so that no adder breaks it in vain.
 
 use crate::idle::{Idle, IdleP, MHandle, Woken, PARK_BACKSTOP};
 use gort_loom::atomic::{fence, Ordering::SeqCst};
@@ -46,9 +48,12 @@ pub(crate) trait Poll {
     /// late as `latest`) or a [`Poll::wake`], whichever is first. The wakers of the tasks the
     /// poll readied are left in `readied`, for the caller to wake once it holds a P.
     fn poll(&self, until: Nanos, latest: Nanos, readied: &mut Vec<Waker>);
-    /// The instant a [`Poll::poll`] for `until` and `latest` sleeps to (coalescing may defer
-    /// it past `until`, not past `latest`). Only the M that holds the poller role asks.
-    fn target(&self, until: Nanos, _latest: Nanos) -> Nanos {
+    /// What the M that holds the poller role publishes in `poll_until` before a
+    /// [`Poll::poll`] for `until` (> 0) and `latest`: the instant the poll sleeps to
+    /// (coalescing may defer it past `until`, not past `latest`), or an instant already past
+    /// when no new deadline could make the poll end sooner (the poller's minimum gap), so
+    /// that no timer breaks it in vain.
+    fn published(&self, until: Nanos, _latest: Nanos) -> Nanos {
         until
     }
     /// Ends the poll in progress, or the next one if none is (Go's `netpollBreak`).
@@ -256,12 +261,12 @@ fn sleep_in_poller<S: Sched>(
 }
 
 /// What the poller M publishes in `poll_until` for a poll to `until` (0: none) whose earliest
-/// timer tolerates `latest`: the coalesced instant it sleeps to, or `until` itself when that
-/// is due already (no sleep).
+/// timer tolerates `latest` ([`Poll::published`]), or `until` itself when that is due
+/// already (no sleep).
 fn published<S: Sched>(s: &S, until: Nanos, latest: Nanos, now: Nanos) -> Nanos {
     match until {
         0 => 0,
-        _ if until > now => s.poller().target(until, latest.max(until)),
+        _ if until > now => s.poller().published(until, latest.max(until)),
         _ => until,
     }
 }

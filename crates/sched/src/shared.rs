@@ -361,8 +361,8 @@ impl Poll for Poller {
         Poller::poll(self, until, latest, readied);
     }
 
-    fn target(&self, until: Nanos, latest: Nanos) -> Nanos {
-        Poller::target(self, until, latest)
+    fn published(&self, until: Nanos, latest: Nanos) -> Nanos {
+        Poller::published(self, until, latest)
     }
 
     fn wake(&self) {
