@@ -125,7 +125,8 @@ pub(crate) struct Idle<P> {
     /// Go's `sched.lastpoll`: 0 while an M is blocked in the poller; else when it last polled.
     /// `swap(0)` is how an M claims the poller role.
     pub(crate) lastpoll: AtomicI64,
-    /// Go's `sched.pollUntil`: the deadline the blocked poller sleeps to (0 = no deadline).
+    /// Go's `sched.pollUntil`: the instant the blocked poller sleeps to, coalescing included
+    /// (0 = no deadline; park.rs).
     pub(crate) poll_until: AtomicI64,
     /// Go's `sched.sysmonwait`: whether sysmon is parked, believing every P idle.
     sysmon_parked: AtomicBool,

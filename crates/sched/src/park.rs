@@ -22,15 +22,23 @@
 //! here). By the two fences, either the submitter sees the idle P / zero spinners and starts
 //! an M, or the idle M sees the work.
 //!
-//! For timers the poller's side is: `lastpoll.swap(0)` (claim the role), then publish the
-//! deadline in `poll_until`, all `SeqCst`; the adder's: publish the timer, fence, read
-//! `lastpoll` and `poll_until`. Either the poller's scan of every heap (after its claim) sees
-//! the timer, or the adder sees the poller and its deadline and breaks the poll, or sees no
-//! poller and starts an M.
+//! For timers the poller's side is: `lastpoll.swap(0)` (claim the role), then publish in
+//! `poll_until` the instant it sleeps to, all `SeqCst`; the adder's: publish the timer, fence,
+//! read `lastpoll` and `poll_until`. Either the poller's look at every heap after its claim
+//! ([`sleep_in_poller`]) sees the timer, or the adder sees the poller and the instant it
+//! sleeps to and breaks the poll, or sees no poller and starts an M.
+//!
+//! That instant is the one the poll really sleeps to (Go's `sched.pollUntil`, "the time to
+//! which the current poll is expected to run"): after coalescing ([`Poll::published`]), up to
+//! `MAX_GAP` past the earliest deadline. Publishing the earliest deadline instead let a timer
+//! armed between the two, later than the deadline but before the coalesced wake-up, wait
+//! for that wake-up whatever its slack (test `poller_deadline.rs`). One exception: when the
+//! poller's minimum gap alone set the instant, no new deadline could move the poll sooner,
+//! and the poller publishes an instant already past, so that no adder breaks it in vain.
 
 use crate::idle::{Idle, IdleP, MHandle, Woken, PARK_BACKSTOP};
 use gort_loom::atomic::{fence, Ordering::SeqCst};
-use gort_timer::Nanos;
+use gort_timer::{min_nonzero, Nanos};
 use std::sync::Arc;
 use std::task::Waker;
 
@@ -40,6 +48,14 @@ pub(crate) trait Poll {
     /// late as `latest`) or a [`Poll::wake`], whichever is first. The wakers of the tasks the
     /// poll readied are left in `readied`, for the caller to wake once it holds a P.
     fn poll(&self, until: Nanos, latest: Nanos, readied: &mut Vec<Waker>);
+    /// What the M that holds the poller role publishes in `poll_until` before a
+    /// [`Poll::poll`] for `until` (> 0) and `latest`: the instant the poll sleeps to
+    /// (coalescing may defer it past `until`, not past `latest`), or an instant already past
+    /// when no new deadline could make the poll end sooner (the poller's minimum gap), so
+    /// that no timer breaks it in vain.
+    fn published(&self, until: Nanos, _latest: Nanos) -> Nanos {
+        until
+    }
     /// Ends the poll in progress, or the next one if none is (Go's `netpollBreak`).
     fn wake(&self);
 }
@@ -171,11 +187,19 @@ pub(crate) fn poll<S: Sched>(
         return be_the_poller(s, deadline, now, was_spinning, readied);
     }
     // Under a paused clock the poller waits for quiescence, which this M's idling may bring.
-    let theirs = idle.poll_until.load(SeqCst);
-    if s.clock_paused() || (poll_until != 0 && (theirs == 0 || theirs > poll_until)) {
+    if s.clock_paused() || oversleeps(idle.poll_until.load(SeqCst), poll_until, latest) {
         s.poller().wake();
     }
     Polled::Park
+}
+
+/// Whether a poller that sleeps to `theirs` (0 = no deadline) would serve our earliest timer,
+/// due at `until` (0 = none) and tolerating `latest` (its slack), too late. Compared with
+/// `latest`, not `until`: the poller coalesces past the earliest deadline it saw, which is
+/// usually ours too, by no more than that deadline's slack; comparing with `until` would break
+/// every coalesced sleep.
+fn oversleeps(theirs: Nanos, until: Nanos, latest: Nanos) -> bool {
+    until != 0 && (theirs == 0 || theirs > latest.max(until))
 }
 
 /// The M holds the poller role: sleep until `poll_until` or a break, then give the role back
@@ -197,17 +221,53 @@ fn be_the_poller<S: Sched>(
     if s.clock_paused() {
         wait_on_paused_clock(s, readied);
     } else {
-        idle.poll_until.store(poll_until, SeqCst);
-        // `poll_until == 0`: no timer, sockets only; block until readiness or a break.
-        if poll_until > now || poll_until == 0 {
-            s.poller().poll(poll_until, latest.max(poll_until), readied);
-        }
+        sleep_in_poller(s, (poll_until, latest), now, readied);
     }
     idle.poll_until.store(0, SeqCst);
     idle.lastpoll.store(s.now(), SeqCst);
     match reacquire(s, was_spinning) {
         Some(back) => Polled::Holds(back),
         None => Polled::Park,
+    }
+}
+
+/// Publishes the instant the poll sleeps to (module docs), looks at every heap again, then
+/// sleeps unless the deadline is due already. `poll_until == 0`: no timer, sockets only;
+/// block until readiness or a break.
+///
+/// The second look is the claim's half of the hand-off with a timer's adder: the scan that
+/// decided to poll ran before the claim, and an adder that published its timer in between
+/// saw no poller, so it broke no poll (its `wakep` may find the spinning limit closed). After
+/// `lastpoll.swap(0)` and the publication, either this look sees the timer, or the adder sees
+/// the claim and the instant published and breaks the poll if it is later.
+fn sleep_in_poller<S: Sched>(
+    s: &S,
+    (poll_until, latest): (Nanos, Nanos),
+    now: Nanos,
+    readied: &mut Vec<Waker>,
+) {
+    let idle = s.idle();
+    let first = published(s, poll_until, latest, now);
+    idle.poll_until.store(first, SeqCst);
+    let (until, latest_again) = s.run_idle_timers(poll_until, now);
+    let latest = min_nonzero(latest, latest_again);
+    let target = published(s, until, latest, now);
+    if target != first {
+        idle.poll_until.store(target, SeqCst);
+    }
+    if until > now || until == 0 {
+        s.poller().poll(until, latest.max(until), readied);
+    }
+}
+
+/// What the poller M publishes in `poll_until` for a poll to `until` (0: none) whose earliest
+/// timer tolerates `latest` ([`Poll::published`]), or `until` itself when that is due
+/// already (no sleep).
+fn published<S: Sched>(s: &S, until: Nanos, latest: Nanos, now: Nanos) -> Nanos {
+    match until {
+        0 => 0,
+        _ if until > now => s.poller().published(until, latest.max(until)),
+        _ => until,
     }
 }
 
@@ -300,8 +360,8 @@ pub(crate) fn startm<S: Sched>(s: &S, p: Option<Arc<S::P>>, spinning: bool) {
 }
 
 /// Go's `wakeNetPoller(when)`: called after a timer was added or moved earlier to `when`,
-/// makes sure some M wakes up by then: break the poller if it sleeps past `when`, or start an
-/// M if nobody polls.
+/// makes sure some M wakes up by then: break the poller if it sleeps past `when` (the instant
+/// it sleeps to, coalescing included), or start an M if nobody polls.
 pub(crate) fn wake_netpoller<S: Sched>(s: &S, when: Nanos) {
     fence(SeqCst);
     let idle = s.idle();

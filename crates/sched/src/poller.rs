@@ -102,6 +102,19 @@ impl Gap {
         (until.max(coalesced), sparse)
     }
 
+    /// What a break can do to a poll for `target` (from [`Gap::target`]): any deadline
+    /// sooner than the returned instant would move the poll sooner. That is `target` itself,
+    /// unless the minimum gap alone set it: no deadline moves a poll before `MIN_GAP` after
+    /// the last target, so none would gain by a break, and the last target (already past) is
+    /// returned.
+    fn breakable(&self, target: Nanos) -> Nanos {
+        if target > self.last_target.saturating_add(MIN_GAP) {
+            target
+        } else {
+            self.last_target
+        }
+    }
+
     /// A poll for `target` returned at or after it.
     fn woke(&mut self, target: Nanos, fired: u64) {
         self.last_target = target;
@@ -164,6 +177,18 @@ impl Poller {
     /// Counts timers that ran (any M, any P): how big the last wake-up's batch was.
     pub(crate) fn note_fired(&self, n: usize) {
         self.fired.fetch_add(n as u64, Relaxed);
+    }
+
+    /// What the poller M publishes as `Idle::poll_until` before a [`Poller::poll`] for
+    /// `until` (> 0) and `latest` (park.rs): the instant the poll sleeps to, coalescing
+    /// included, or the last target when only the minimum gap set that instant
+    /// (`Gap::breakable`). Judges the last timer wake-up first, as the poll does (it judges
+    /// once).
+    pub(crate) fn published(&self, until: Nanos, latest: Nanos) -> Nanos {
+        let mut guard = self.inner.lock();
+        let g = &mut guard.2;
+        g.judge(self.fired.load(Relaxed));
+        g.breakable(g.target(until, latest).0)
     }
 
     /// Blocks until `until` (0 = no deadline; coalescing may defer it, but not past
@@ -574,6 +599,26 @@ mod tests {
             nanotime() < until - 5_000 * MS,
             "the break did not end the poll"
         );
+    }
+
+    #[test]
+    fn a_poll_set_by_the_minimum_gap_alone_publishes_a_past_instant() {
+        let mut g = Gap::new();
+        g.woke(5 * MS, 0);
+        // A deadline just past the last target: the minimum gap sets the target, and no new
+        // deadline could move it sooner.
+        let t = g.target(5 * MS + 1, 5 * MS + 1).0;
+        assert_eq!(t, 5 * MS + MIN_GAP);
+        assert_eq!(g.breakable(t), 5 * MS);
+        // A deadline past the floor sets the target: anything sooner would move it.
+        let t = g.target(7 * MS, 7 * MS).0;
+        assert_eq!(g.breakable(t), 7 * MS);
+        // Coalesced past the floor by a grown gap and a long slack: the target too.
+        g.judge(2);
+        assert_eq!(g.gap, 2 * MIN_GAP);
+        let t = g.target(5 * MS + 1, 9 * MS).0;
+        assert_eq!(t, 5 * MS + 2 * MIN_GAP);
+        assert_eq!(g.breakable(t), t);
     }
 
     #[test]

@@ -397,6 +397,10 @@ impl Poll for Poller {
         Poller::poll(self, until, latest, readied);
     }
 
+    fn published(&self, until: Nanos, latest: Nanos) -> Nanos {
+        Poller::published(self, until, latest)
+    }
+
     fn wake(&self) {
         self.break_poll();
     }
