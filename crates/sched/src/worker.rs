@@ -30,7 +30,14 @@ struct M {
     watch: Watch,
     /// The wakers of the tasks this M's last blocking poll readied (its capacity is kept).
     readied: Vec<Waker>,
+    /// Scheduling rounds, for the busy M's look at the sockets (`NET_POLL_INTERVAL`).
+    rounds: u32,
 }
+
+/// Every this many scheduling rounds a busy M takes a non-blocking look at the sockets when
+/// tasks wait on them and no M is blocked in the poller (Tokio's `event_interval`, 61; Go
+/// looks only when an M runs out of work, and in sysmon after 10 ms).
+const NET_POLL_INTERVAL: u32 = 61;
 
 /// What one scheduling round has learned about time.
 #[derive(Default)]
@@ -62,6 +69,7 @@ pub(crate) fn m_main(shared: Arc<Shared>, handle: Arc<MHandle<P>>, p: Arc<P>, sp
         rng,
         watch: Watch::default(),
         readied: Vec::new(),
+        rounds: 0,
     };
     // Counted in `live_ms` since `spawn_m`; uncounted however this thread ends, so that
     // shutdown never waits for an M that is gone.
@@ -189,6 +197,10 @@ impl M {
             let mut round = self.run_own_timers(shared, p);
             self.watch
                 .look_at_a_peer(shared, p, round.own_timers, &mut round.now);
+            self.rounds = self.rounds.wrapping_add(1);
+            if self.rounds % NET_POLL_INTERVAL == 0 && shared.poll_net_nonblocking() {
+                // Tasks whose sockets became ready while every M was busy: queued here.
+            }
             if let Some(t) = self.local_work(shared, p) {
                 return Some(t);
             }

@@ -1,0 +1,73 @@
+//! A socket that becomes ready while every P is busy is seen by a busy M's periodic look at
+//! the sockets (every 61 scheduling rounds, Tokio's `event_interval`), not only when an M runs
+//! out of work or sysmon polls after 10 ms.
+
+use gort::net::TcpStream;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
+
+/// Spinners that keep both Ps busy: each yields in a loop, so every M always finds a task
+/// in its own queue and never reaches the look at the sockets it makes before stealing.
+const SPINNERS: usize = 4;
+
+/// Yields all spinners together may make between the write and the read's return. A busy M
+/// looks at the sockets every 61 rounds, so the read returns after a few hundred at most;
+/// waiting for sysmon's 10 ms poll would take tens of thousands (in a debug build, thousands).
+const YIELDS_BOUND: u64 = 1_500;
+
+#[test]
+fn a_socket_ready_while_every_p_is_busy_is_read_within_a_few_rounds() {
+    let rt = gort::Builder::new().procs(2).build().unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut peer = std::net::TcpStream::connect(addr).unwrap();
+    let (server, _) = listener.accept().unwrap();
+    let yields = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let counted = rt.block_on(async {
+        let conn = TcpStream::from_std(server).unwrap();
+        let reading = Arc::new(AtomicBool::new(false));
+        let (r, y) = (reading.clone(), yields.clone());
+        let reader = gort::spawn(async move {
+            let mut buf = [0u8; 8];
+            // Set in the same poll as the read's first attempt, which finds no data and
+            // parks the task on its socket.
+            r.store(true, SeqCst);
+            let n = conn.read(&mut buf).await.unwrap();
+            // Counted here, on an M: the block_on thread, woken next, may wait for a CPU
+            // the spinners hold.
+            (n, y.load(SeqCst))
+        });
+        let spinners: Vec<_> = (0..SPINNERS)
+            .map(|_| {
+                let (yields, stop) = (yields.clone(), stop.clone());
+                gort::spawn(async move {
+                    while !stop.load(SeqCst) {
+                        yields.fetch_add(1, SeqCst);
+                        gort::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        // Let the reader park on its socket and the spinners take both Ps.
+        while !reading.load(SeqCst) || yields.load(SeqCst) < 10_000 {
+            std::hint::spin_loop();
+            gort::yield_now().await;
+        }
+        let before = yields.load(SeqCst);
+        peer.write_all(b"ping").unwrap();
+        let (n, after) = reader.await.unwrap();
+        let counted = after - before;
+        stop.store(true, SeqCst);
+        for s in spinners {
+            s.await.unwrap();
+        }
+        assert_eq!(n, 4);
+        counted
+    });
+    assert!(
+        counted < YIELDS_BOUND,
+        "the read waited {counted} yields of the busy Ps for its socket"
+    );
+}
