@@ -77,6 +77,8 @@ fn a_panicking_output_drop_in_a_batch_is_caught() {
     let drops = Arc::new(AtomicUsize::new(0));
     spawn_unjoined(&rt, 200, &drops, true);
     wait_until("every output is dropped", || drops.load(SeqCst) == 200);
+    // A drop counts itself before it panics; the runtime counts the panic once caught.
+    wait_until("every panic is counted", || rt.metrics().user_panics >= 200);
     assert_eq!(rt.metrics().tasks_alive, 0);
     assert_eq!(rt.metrics().user_panics, 200);
     // The Ms still run tasks.
