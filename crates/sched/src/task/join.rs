@@ -14,7 +14,12 @@ use std::task::{Context, Poll};
 /// An owned permission to await a spawned task's output; returned by [`spawn`](crate::spawn).
 ///
 /// Awaiting it yields `Ok(output)`, or a [`JoinError`] if the task panicked or was aborted.
-/// Dropping it detaches the task: the task keeps running and its output is dropped.
+/// Dropping it detaches the task: the task keeps running and its output is dropped. The
+/// future (with everything it captured) is dropped the moment the task completes; the output
+/// of a detached task goes with the task's slot in the runtime's registry, which a P gives
+/// back in batches: at once for a task finished off the Ps, else within 64 completions on its
+/// P or when that P goes idle. An output whose drop matters (a guard, a sender) belongs in
+/// the future's body, not in its return value.
 ///
 /// # Examples
 ///
