@@ -6,7 +6,8 @@
 //! registered the waker neither loses the wake-up nor queues the task twice; the future is
 //! dropped exactly once and the cell freed once, after the last of the run queue's, the
 //! waker's, the registry's and the `JoinHandle`'s references, in any order; an abort racing
-//! a wake still drops the future once and reports cancellation.
+//! a wake still drops the future once and reports cancellation; a `JoinHandle` dropped while
+//! the task completes has the output dropped exactly once, before the registry lets go.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p gort-sched --test loom_task`
 #![cfg(loom)]
@@ -188,5 +189,50 @@ fn abort_races_a_wake() {
         assert!(out.is_err() || out.unwrap() == 2);
         assert_eq!(dropped.load(SeqCst), 1);
         drop(registry);
+    });
+}
+
+/// An output that counts its drops.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// Ready on its first poll with its output.
+struct ReadyWith(Option<Counted>);
+
+impl Future for ReadyWith {
+    type Output = Counted;
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Counted> {
+        Poll::Ready(self.0.take().expect("polled after Ready"))
+    }
+}
+
+/// The JoinHandle is dropped on another thread while the task completes: the output is
+/// dropped exactly once, by the completion or by the drop, before the registry lets go of
+/// the cell (a P may keep a finished task's slot for a while).
+#[test]
+fn a_handle_dropped_racing_completion_drops_the_output_once() {
+    loom::model(|| {
+        let q = Arc::new(Queue::default());
+        let drops = Arc::new(AtomicUsize::new(0));
+        let raw = Cell::spawn(ReadyWith(Some(Counted(drops.clone()))), q.clone());
+        let registry = raw.clone();
+        q.schedule(Task::Raw(raw.clone()));
+        // SAFETY: the future's output is `Counted`.
+        let join = unsafe { JoinHandle::<Counted>::new(raw) };
+        let dropper = thread::spawn(move || drop(join));
+        q.run_all();
+        dropper.join().unwrap();
+        assert_eq!(
+            drops.load(SeqCst),
+            1,
+            "the output outlived its task and its handle"
+        );
+        drop(registry);
+        assert_eq!(drops.load(SeqCst), 1, "the output was dropped twice");
     });
 }

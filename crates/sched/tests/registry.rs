@@ -84,3 +84,58 @@ fn a_panicking_output_drop_in_a_batch_is_caught() {
     // The Ms still run tasks.
     assert_eq!(rt.block_on(rt.spawn(async { 7 })).unwrap(), 7);
 }
+
+/// Keeps both Ps of `rt` busy (so none goes idle and gives back its finished tasks) until the
+/// returned flag is set.
+fn keep_ps_busy(rt: &Runtime) -> Arc<std::sync::atomic::AtomicBool> {
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for _ in 0..2 {
+        let stop = stop.clone();
+        drop(rt.spawn(async move {
+            while !stop.load(SeqCst) {
+                gort_sched::yield_now().await;
+            }
+        }));
+    }
+    stop
+}
+
+/// A detached task's output is dropped when the task completes, even while its P stays busy
+/// and keeps the task's registry slot for a later batch (Tokio drops it then too).
+#[test]
+fn a_detached_tasks_output_is_dropped_when_it_completes() {
+    let rt = Builder::new().procs(2).build().unwrap();
+    let stop = keep_ps_busy(&rt);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let d = drops.clone();
+    drop(rt.spawn(async move {
+        gort_sched::yield_now().await;
+        Output {
+            drops: d,
+            panic: false,
+        }
+    }));
+    wait_until("the detached output is dropped", || drops.load(SeqCst) == 1);
+    stop.store(true, SeqCst);
+}
+
+/// A `JoinHandle` dropped after its task completed drops the output then, not when the
+/// registry lets go of the cell.
+#[test]
+fn dropping_the_handle_of_a_completed_task_drops_its_output() {
+    let rt = Builder::new().procs(2).build().unwrap();
+    let stop = keep_ps_busy(&rt);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let d = drops.clone();
+    let handle = rt.spawn(async move {
+        Output {
+            drops: d,
+            panic: false,
+        }
+    });
+    wait_until("the task completes", || handle.is_finished());
+    assert_eq!(drops.load(SeqCst), 0, "the output went before its handle");
+    drop(handle);
+    assert_eq!(drops.load(SeqCst), 1);
+    stop.store(true, SeqCst);
+}

@@ -48,6 +48,7 @@ where
         shutdown: Self::shutdown,
         schedule: Self::schedule,
         poll_join: Self::poll_join,
+        drop_output: Self::drop_output,
         dealloc: Self::dealloc,
     };
 
@@ -98,7 +99,13 @@ where
             // SAFETY: as above.
             unsafe { *stage = Stage::Finished(output) };
         });
-        self.header.state.complete();
+        if !self.header.state.complete() {
+            // Detached: nobody will read the output; it goes now (invariant 4 of state.rs),
+            // not with the cell, which the registry may keep a while (a P's batch).
+            // SAFETY: as above; the JoinHandle is gone, so nobody else reads the stage.
+            self.stage
+                .with_mut(|stage| catch_user_here(|| unsafe { *stage = Stage::Consumed }));
+        }
         let waker = self.join_waker.lock().take();
         if let Some(w) = waker {
             // The joiner's waker is user code (any executor's); the lock is released.
@@ -188,6 +195,17 @@ where
             Stage::Finished(res) => unsafe { *out = Poll::Ready(res) },
             _ => panic!("gort: JoinHandle polled after it returned Ready"),
         }
+    }
+
+    /// `Vtable::drop_output`: the JoinHandle is dropped after the task completed.
+    unsafe fn drop_output(ptr: NonNull<Header>) {
+        // SAFETY: the vtable is this type's.
+        let this = unsafe { Self::from_header(ptr) };
+        this.stage.with_mut(|stage| {
+            // SAFETY: COMPLETE was observed (AcqRel): the runner is done with the stage, and
+            // the dropping JoinHandle was its only reader.
+            catch_user_here(|| unsafe { *stage = Stage::Consumed });
+        });
     }
 
     /// `Vtable::dealloc`.

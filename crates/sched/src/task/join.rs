@@ -14,12 +14,8 @@ use std::task::{Context, Poll};
 /// An owned permission to await a spawned task's output; returned by [`spawn`](crate::spawn).
 ///
 /// Awaiting it yields `Ok(output)`, or a [`JoinError`] if the task panicked or was aborted.
-/// Dropping it detaches the task: the task keeps running and its output is dropped. The
-/// future (with everything it captured) is dropped the moment the task completes; the output
-/// of a detached task goes with the task's slot in the runtime's registry, which a P gives
-/// back in batches: at once for a task finished off the Ps, else within 64 completions on its
-/// P or when that P goes idle. An output whose drop matters (a guard, a sender) belongs in
-/// the future's body, not in its return value.
+/// Dropping it detaches the task: the task keeps running, and its output is dropped when it
+/// completes (or at once, if it has).
 ///
 /// # Examples
 ///
@@ -107,6 +103,18 @@ impl<T> Future for JoinHandle<T> {
             )
         };
         out
+    }
+}
+
+impl<T> Drop for JoinHandle<T> {
+    /// Detaches the task; if it has completed, drops its output now (else the task drops it
+    /// when it completes).
+    fn drop(&mut self) {
+        if self.raw.header().state.drop_join_interest() {
+            let drop_output = self.raw.header().vtable.drop_output;
+            // SAFETY: this handle's reference keeps the cell alive; COMPLETE was observed.
+            unsafe { drop_output(self.raw.ptr()) };
+        }
     }
 }
 

@@ -28,6 +28,8 @@ pub(crate) struct Vtable {
     pub(crate) schedule: unsafe fn(RawTask),
     /// Polls for the output: writes a `Poll<Result<F::Output, JoinError>>` to `out`.
     pub(crate) poll_join: unsafe fn(NonNull<Header>, out: *mut (), cx: &mut Context<'_>),
+    /// Drops the output of a completed task that no `JoinHandle` will read.
+    pub(crate) drop_output: unsafe fn(NonNull<Header>),
     /// Drops the cell and frees its memory (the last reference went).
     pub(crate) dealloc: unsafe fn(NonNull<Header>),
 }

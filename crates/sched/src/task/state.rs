@@ -6,6 +6,7 @@
 //! | `RUNNING`   | `run` when it starts a poll    | `run` when the poll returns   |
 //! | `COMPLETE`  | `run`/`cancel`, once, final    | never                         |
 //! | `CANCELLED` | `abort` or runtime shutdown    | never                         |
+//! | `JOIN_INTEREST` | set at creation            | the `JoinHandle`'s drop       |
 //!
 //! Invariants:
 //! 1. `SCHEDULED` set means exactly one reference to the task sits in a run queue (or is about
@@ -15,6 +16,9 @@
 //! 2. Only the thread that moved the task to `RUNNING` touches the future.
 //! 3. The output slot is written once before `COMPLETE` is published (Release) and read only by
 //!    the `JoinHandle` after it observed `COMPLETE` (Acquire).
+//! 4. A detached task's output is dropped once, by whichever of `complete` and the
+//!    `JoinHandle`'s drop comes second: `complete` that finds `JOIN_INTEREST` gone, or the
+//!    drop that finds `COMPLETE` set (Tokio's rule: the output never outlives both).
 
 use gort_loom::atomic::{AtomicUsize, Ordering::*};
 
@@ -22,6 +26,7 @@ pub(crate) const SCHEDULED: usize = 1;
 pub(crate) const RUNNING: usize = 1 << 1;
 pub(crate) const COMPLETE: usize = 1 << 2;
 pub(crate) const CANCELLED: usize = 1 << 3;
+pub(crate) const JOIN_INTEREST: usize = 1 << 4;
 
 /// What a waker must do after marking the task.
 #[derive(Debug, PartialEq, Eq)]
@@ -45,9 +50,9 @@ pub(crate) enum AfterPoll {
 pub(crate) struct State(AtomicUsize);
 
 impl State {
-    /// A new task starts scheduled: `spawn` queues it at once.
+    /// A new task starts scheduled (`spawn` queues it at once), with a `JoinHandle`.
     pub(crate) fn new_scheduled() -> State {
-        State(AtomicUsize::new(SCHEDULED))
+        State(AtomicUsize::new(SCHEDULED | JOIN_INTEREST))
     }
 
     pub(crate) fn load(&self) -> usize {
@@ -105,12 +110,25 @@ impl State {
         }
     }
 
-    /// The output is stored: publish it.
-    pub(crate) fn complete(&self) {
-        // Release pairs with the Acquire in `load` by the JoinHandle.
-        let _ = self.0.fetch_update(AcqRel, Acquire, |cur| {
-            Some((cur | COMPLETE) & !(RUNNING | SCHEDULED))
-        });
+    /// The output is stored: publish it. Returns whether a `JoinHandle` still wants it
+    /// (invariant 4: if not, the caller drops it).
+    pub(crate) fn complete(&self) -> bool {
+        // Release pairs with the Acquire in `load` by the JoinHandle; Acquire pairs with the
+        // Release of `drop_join_interest`.
+        let prev = self
+            .0
+            .fetch_update(AcqRel, Acquire, |cur| {
+                Some((cur | COMPLETE) & !(RUNNING | SCHEDULED))
+            })
+            .unwrap_or_else(|cur| cur);
+        prev & JOIN_INTEREST != 0
+    }
+
+    /// The `JoinHandle` is dropped. Returns whether the task has completed (invariant 4: the
+    /// caller then drops the output).
+    pub(crate) fn drop_join_interest(&self) -> bool {
+        // AcqRel: the output's writes happen-before our drop of it when COMPLETE is seen.
+        self.0.fetch_and(!JOIN_INTEREST, AcqRel) & COMPLETE != 0
     }
 
     /// Marks the task cancelled. Returns whether the caller must queue it so that a runner
