@@ -325,6 +325,28 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 
+    /// A P gives back its finished tasks' registry slots when it goes idle, not only when a
+    /// batch of 64 fills: the cells (each holding a handle to the runtime) are freed then.
+    #[test]
+    fn an_idle_p_gives_back_its_finished_tasks_slots() {
+        let rt = crate::Builder::new().procs(2).build().unwrap();
+        rt.block_on(rt.spawn(async {
+            for _ in 0..10 {
+                drop(crate::spawn(async {}));
+            }
+        }))
+        .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while rt.handle.shared.registry.len() > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} finished tasks still in the registry with every P idle",
+                rt.handle.shared.registry.len()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     /// Guards `enter` on a worker: a guard of the own runtime must leave the P alone when
     /// it drops. Here the task gives its P away inside the guard (`block_in_place`, while a
     /// spinning task keeps that P busy on another M, so none is idle to take back); the
