@@ -138,8 +138,11 @@ async fn move_deadlines(ctx: Arc<Ctx>, c: Arc<Conn>, i: u64) {
             1 => Some(rng.duration(Duration::from_micros(200), Duration::from_millis(1))),
             _ => None,
         };
-        c.set(&ctx, d, false);
+        // Counted before it takes effect: a read that times out at the moved deadline must
+        // see the move, or it would measure its lateness against its own, later deadline
+        // (a false "observed before it was due" in one run of the default selection).
         c.moves.fetch_add(1, Relaxed);
+        c.set(&ctx, d, false);
         ctx.counts.reset.fetch_add(1, Relaxed);
     }
 }
