@@ -36,12 +36,18 @@ struct Conn {
 }
 
 impl Conn {
-    /// Sets the read deadline `d` ahead (`None`: clears it), keeping `floor`.
-    fn set(&self, ctx: &Ctx, d: Option<Duration>, reset_floor: bool) -> Option<u64> {
+    /// Sets the read deadline `d` ahead (`None`: clears it), keeping `floor`: for the reader
+    /// at the start of a read (`reset_floor`), else for the mover, which counts the move.
+    /// Returns the deadline and the moves counted so far, both under the floor's lock, so a
+    /// read that times out at a moved deadline always sees the move.
+    fn set(&self, ctx: &Ctx, d: Option<Duration>, reset_floor: bool) -> (Option<u64>, u64) {
         let mut floor = self.floor.lock().unwrap_or_else(|e| e.into_inner());
         if reset_floor {
             *floor = u64::MAX;
+        } else {
+            self.moves.fetch_add(1, Relaxed);
         }
+        let moves = self.moves.load(Relaxed);
         let deadline = d.map(|d| Instant::now() + d);
         let due = deadline.map(|t| ctx.ns(t));
         if let Some(due) = due {
@@ -50,7 +56,7 @@ impl Conn {
         if let Err(e) = self.stream.set_read_deadline(deadline) {
             ctx.violation(format!("set_read_deadline failed: {e}"));
         }
-        due
+        (due, moves)
     }
 
     fn floor(&self) -> u64 {
@@ -138,10 +144,10 @@ async fn move_deadlines(ctx: Arc<Ctx>, c: Arc<Conn>, i: u64) {
             1 => Some(rng.duration(Duration::from_micros(200), Duration::from_millis(1))),
             _ => None,
         };
-        // Counted before it takes effect: a read that times out at the moved deadline must
-        // see the move, or it would measure its lateness against its own, later deadline
-        // (a false "observed before it was due" in one run of the default selection).
-        c.moves.fetch_add(1, Relaxed);
+        // Counted under the floor's lock with the move: a read that times out at the moved
+        // deadline must see the move, or it would measure its lateness against its own,
+        // later deadline (false "observed before it was due" reports; the earliest-deadline
+        // invariant held).
         c.set(&ctx, d, false);
         ctx.counts.reset.fetch_add(1, Relaxed);
     }
@@ -160,8 +166,7 @@ async fn read_stream(ctx: Arc<Ctx>, c: Arc<Conn>, i: u64) {
         } else {
             rng.duration(Duration::from_micros(500), Duration::from_millis(6))
         };
-        let moves = c.moves.load(Relaxed);
-        let due = c.set(&ctx, Some(d), true);
+        let (due, moves) = c.set(&ctx, Some(d), true);
         ctx.counts.started.fetch_add(1, Relaxed);
         match c.stream.read(&mut buf).await {
             Ok(0) => break,
