@@ -492,7 +492,7 @@ where
     } else {
         // Go's newproc: the new task goes to runnext. What it pushes out of a full ring is
         // new work, behind started work in the global queue (runq.rs, "Two lanes").
-        shared.push_task(Task::Raw(raw.clone()), true, Lane::Fresh);
+        shared.push_task_from(p, Task::Raw(raw.clone()), true, Lane::Fresh);
     }
     // SAFETY: the cell's future is an `F`.
     unsafe { JoinHandle::new(raw) }

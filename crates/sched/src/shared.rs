@@ -251,7 +251,18 @@ impl Shared {
     /// `runnext` when `next`), else on the global queue; then `wakep` if the task is stealable.
     /// `lane`: what overflows to the global queue is new work (a spawn) or started work.
     pub(crate) fn push_task(self: &Arc<Self>, task: Task, next: bool, lane: Lane) {
-        let p = self.held_p();
+        self.push_task_from(self.held_p(), task, next, lane);
+    }
+
+    /// [`Shared::push_task`] by a caller that has looked up `p`, this thread's P of this
+    /// runtime or null ([`Shared::held_p`]): a spawn needs it for the registry too.
+    pub(crate) fn push_task_from(
+        self: &Arc<Self>,
+        p: *const P,
+        task: Task,
+        next: bool,
+        lane: Lane,
+    ) {
         let stealable = if !p.is_null() {
             // SAFETY: this thread holds `p` (context invariant) and no `with_local` borrow is
             // live across a task poll, which is where we are called from.
