@@ -17,7 +17,9 @@
 //!   read-modify-write, and takes the lock only when the bit is set. Both act on the one
 //!   word, so one comes first: either the poller sees the bit (and finds the waker under the
 //!   lock) or the task sees the edge (and retries). An edge with nobody waiting (the write
-//!   direction gets one on most ACKs) costs one atomic add, no lock.
+//!   direction gets one on most ACKs) costs one atomic add, no lock. A release leaves the
+//!   bit set (the task it wakes mostly blocks again, and then needs only a load); the next
+//!   edge that finds no waiter clears it.
 //! - `deadline` (Go's `rd`/`wd`): the deadline in effect, 0 for none, and like Go's negative
 //!   once it has passed (`-deadline`): every operation then fails with `TimedOut` at once,
 //!   before any syscall, until the deadline is moved or cleared. While it is positive the
@@ -88,7 +90,8 @@ struct State {
     armed: Nanos,
 }
 
-/// `Half::ready`'s bit 0: the waiter list is not empty (set and cleared under the lock).
+/// `Half::ready`'s bit 0: set whenever the waiter list is not empty, and possibly while it is
+/// empty after a release; set and cleared only under the lock.
 const WAITING: usize = 1;
 /// One readiness edge in `Half::ready` (the count lives above `WAITING`).
 const EDGE: usize = 2;
@@ -96,8 +99,9 @@ const EDGE: usize = 2;
 /// One direction of a poll descriptor.
 #[derive(Debug)]
 pub struct Half {
-    /// Readiness edges so far times [`EDGE`] (wrapping), plus [`WAITING`] while `state` holds
-    /// a waiter. The poller adds edges without the lock; the bit changes only under it.
+    /// Readiness edges so far times [`EDGE`] (wrapping), plus [`WAITING`] (set at least
+    /// while `state` holds a waiter). The poller adds edges without the lock; the bit changes
+    /// only under it.
     ready: AtomicUsize,
     closed: AtomicBool,
     /// The deadline in effect: 0 = none; `d > 0` pending, with the timer armed for `d` or
@@ -169,7 +173,20 @@ impl Half {
     /// comes either before it (`Retry`: the edge is seen) or after it (the poller sees the
     /// bit and takes the lock, where it finds the waker that the caller adds before
     /// unlocking). On `Retry` the bit is taken back unless other waiters hold it.
+    ///
+    /// When the bit is set already (left by the last release, or other waiters), a load
+    /// does: the bit changes only under the lock, so every add after the value read sees it
+    /// and locks after this task; every add that saw it clear came before the RMW that set
+    /// it, so the value read counts that edge.
     fn announce(&self, st: &State, seen: Edges) -> Wait {
+        let current = self.ready.load(Relaxed);
+        if current & WAITING != 0 {
+            return if current & !WAITING == seen.0 {
+                Wait::Pending
+            } else {
+                Wait::Retry
+            };
+        }
         // Relaxed: the handshake rests on the order of the read-modify-writes of this one
         // word, not on what they publish. On `Retry`, `prepare`'s acquire load reads this
         // value or a later one (coherence), so the retried syscall sees the new edge's
@@ -197,7 +214,12 @@ impl Half {
             return;
         }
         let mut st = self.state.lock();
-        release(&mut st, &self.ready, out, count);
+        if st.waiters.is_empty() {
+            // Left set by the last release: nobody blocked again, so later edges can skip
+            // the lock. A read-modify-write, not a store: another M's edge may be adding.
+            self.ready.fetch_and(!WAITING, Relaxed);
+        }
+        release(&mut st, out, count);
     }
 
     /// Go's `netpolldeadlineimpl` for a timer armed for `when`: unless stale, marks the
@@ -237,7 +259,7 @@ impl Half {
             }
         }
         st.armed = 0;
-        release(&mut st, &self.ready, out, count);
+        release(&mut st, out, count);
         true
     }
 
@@ -279,7 +301,7 @@ impl Half {
         }
         self.deadline.store(-deadline, SeqCst);
         if deadline != 0 {
-            release(&mut st, &self.ready, out, count);
+            release(&mut st, out, count);
         }
     }
 
@@ -291,7 +313,7 @@ impl Half {
         let mut st = self.state.lock();
         st.armed = 0;
         self.deadline.store(0, SeqCst);
-        release(&mut st, &self.ready, out, count);
+        release(&mut st, out, count);
     }
 
     /// The lock-free part of [`Half::set_deadline`] (which calls it first): records
@@ -324,12 +346,11 @@ impl Half {
     }
 }
 
-/// Moves every waiter of `st` into `out`, keeping the waiter count, and clears `WAITING` in
-/// `ready` (under the lock, as every change of the bit): later edges take no lock until a
-/// task registers again.
-fn release(st: &mut State, ready: &AtomicUsize, out: &mut Vec<Waker>, count: &dyn Count) {
+/// Moves every waiter of `st` into `out`, keeping the waiter count. `WAITING` stays set: a
+/// task that blocks again (the common case) registers with a plain load, and the next edge
+/// that finds the list empty clears it ([`Half::set_ready`]).
+fn release(st: &mut State, out: &mut Vec<Waker>, count: &dyn Count) {
     if !st.waiters.is_empty() {
-        ready.fetch_and(!WAITING, Relaxed);
         count.remove();
         out.append(&mut st.waiters);
     }
