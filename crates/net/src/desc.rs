@@ -4,8 +4,8 @@
 //! Each direction (read, write) is a [`Half`]:
 //!
 //! - `ready` (what Go's `pdReady` in `rg`/`wg` is for): the count of readiness edges (bits 1
-//!   and up, bumped by the poller) and the `WAITING` bit (bit 0: the waiter list is not
-//!   empty), one atomic word. The task reads the count just before it tries the syscall
+//!   and up, bumped by the poller) and the `WAITING` bit (bit 0: set while a task waits,
+//!   and kept after a release until the next edge), one atomic word. The task reads the count just before it tries the syscall
 //!   ([`Half::prepare`] returns it as an [`Edges`] ticket) and, when the syscall would block,
 //!   registers only if no edge came since ([`Half::wait`]): an edge before the read is data
 //!   the syscall finds; one after it makes the task retry. An edge the syscall already
