@@ -130,14 +130,32 @@ impl Shared {
     }
 
     /// [`Shared::run_timers`] for a helper that does not wait for the heap's lock
-    /// (`Timers::try_check`); counted for the poller the same way, panics caught the same way.
-    /// At most `max` timers run, as [`Shared::run_timers_at_most`].
+    /// (`Timers::try_check`, which also gives way between timers); counted for the poller
+    /// the same way, panics caught the same way. At most `max` timers run, as
+    /// [`Shared::run_timers_at_most`].
     pub(crate) fn try_run_timers(&self, timers: &Timers, now: Nanos, max: usize) {
         match self.catch_user(|| timers.try_check_at_most(now, max)) {
             Some(Some(c)) if c.ran > 0 => self.poller.note_fired(c.ran),
             Some(_) => {}
             None => self.poller.note_fired(1),
         }
+    }
+
+    /// [`Shared::run_timers`] for sysmon, the backstop of a P stuck in one task: it waits
+    /// for the heap's lock once, then gives way to whoever takes it between two timers
+    /// (`Timers::check_giving_way`; the rest wait for that holder or sysmon's next look).
+    pub(crate) fn run_timers_giving_way(&self, timers: &Timers, now: Nanos) -> Checked {
+        crate::arena::tick(now);
+        let c = self
+            .catch_user(|| timers.check_giving_way(now))
+            .unwrap_or_else(|| Checked {
+                next: timers.wake_time(),
+                ran: 1,
+            });
+        if c.ran > 0 {
+            self.poller.note_fired(c.ran);
+        }
+        c
     }
 
     /// Runs `f`, user code the runtime calls outside a task poll (a waker, the `Drop` of a
