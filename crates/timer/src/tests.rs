@@ -277,7 +277,7 @@ fn a_helper_gives_way_to_a_lock_holder_between_two_timers() {
                 let _ = release_rx.recv_timeout(Duration::from_secs(2));
                 drop(h);
             });
-            let c = check(&ts);
+            let c = check(ts);
             let _ = release_tx.send(()); // the holder may have given up waiting
             c
         });

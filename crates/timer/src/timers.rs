@@ -29,7 +29,7 @@ pub struct Checked {
 /// How a batch of due timers takes the heap's lock back after each payload.
 #[derive(Clone, Copy)]
 enum Relock {
-    /// The owning P's round, and a P-less M about to sleep: they must run what is due.
+    /// The owning P's round, a stealing M and a P-less M about to sleep run what is due.
     Wait,
     /// A helper: stops when someone else holds the lock ([`Timers::check_giving_way`]).
     GiveWay,
@@ -508,16 +508,12 @@ impl Timers {
                         }
                         drop(keep);
                         ran += 1;
-                        h = match self.relock(relock) {
-                            Some(h) => h,
+                        let Some(relocked) = self.relock(relock) else {
                             // Given way: the rest stay due, for the holder or a next look.
-                            None => {
-                                return Checked {
-                                    next: self.wake_time(),
-                                    ran,
-                                }
-                            }
+                            let next = self.wake_time();
+                            return Checked { next, ran };
                         };
+                        h = relocked;
                         if ran >= max {
                             // The rest stay due in the heap: `next` asks for another round.
                             next = h.root_when();
