@@ -130,9 +130,8 @@ impl Shared {
     }
 
     /// [`Shared::run_timers`] for a helper that does not wait for the heap's lock
-    /// (`Timers::try_check`, which also gives way between timers); counted for the poller
-    /// the same way, panics caught the same way. At most `max` timers run, as
-    /// [`Shared::run_timers_at_most`].
+    /// (`Timers::try_check`); counted for the poller the same way, panics caught the same way.
+    /// At most `max` timers run, as [`Shared::run_timers_at_most`].
     pub(crate) fn try_run_timers(&self, timers: &Timers, now: Nanos, max: usize) {
         match self.catch_user(|| timers.try_check_at_most(now, max)) {
             Some(Some(c)) if c.ran > 0 => self.poller.note_fired(c.ran),

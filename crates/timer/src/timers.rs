@@ -29,9 +29,10 @@ pub struct Checked {
 /// How a batch of due timers takes the heap's lock back after each payload.
 #[derive(Clone, Copy)]
 enum Relock {
-    /// The owning P's round, a stealing M and a P-less M about to sleep run what is due.
+    /// Runs what is due: the owning P's round, the peers' and the stealers' helping hands
+    /// (two Ms firing one heap in parallel), a P-less M about to sleep.
     Wait,
-    /// A helper: stops when someone else holds the lock ([`Timers::check_giving_way`]).
+    /// Stops when someone else holds the lock ([`Timers::check_giving_way`]).
     GiveWay,
 }
 
@@ -450,7 +451,7 @@ impl Timers {
 
     /// [`Timers::check`] by a helper (never `local`) that backs off when the heap is locked:
     /// whoever holds the lock is already running or changing these timers. Returns `None`
-    /// then. It backs off between timers too ([`Timers::check_giving_way`]).
+    /// then.
     pub fn try_check(&self, now: Nanos) -> Option<Checked> {
         self.try_check_at_most(now, usize::MAX)
     }
@@ -462,16 +463,16 @@ impl Timers {
             return Some(Checked { next, ran: 0 });
         }
         let h = Locked::new(self.shared.heap.try_lock()?);
-        Some(self.check_locked(h, now, false, max, Relock::GiveWay))
+        Some(self.check_locked(h, now, false, max, Relock::Wait))
     }
 
     /// [`Timers::check`] by a thread that does not hold the owning P (never `local`): it
     /// waits for the lock once, so that every call runs at least the earliest due timer,
     /// but after each timer it takes the lock back only if it is free. A holder then is
-    /// the P's own M (changing a timer, or in its own round) or another helper; the
+    /// the P's own M (changing a timer, or in its own round) or a helper running them; the
     /// timers left due stay in the heap, in deadline order, for it or for this caller's
     /// next look (`next` is then already due). Waiting there instead made a P-less
-    /// backstop and a P that arms timers trade the lock timer by timer.
+    /// backstop (sysmon) and a P that arms timers trade the lock timer by timer.
     pub fn check_giving_way(&self, now: Nanos) -> Checked {
         let next = self.wake_time();
         if next == 0 || now < next {
