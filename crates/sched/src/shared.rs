@@ -140,6 +140,23 @@ impl Shared {
         }
     }
 
+    /// [`Shared::run_timers`] for sysmon, the backstop of a P stuck in one task: it waits
+    /// for the heap's lock once, then gives way to whoever takes it between two timers
+    /// (`Timers::check_giving_way`; the rest wait for that holder or sysmon's next look).
+    pub(crate) fn run_timers_giving_way(&self, timers: &Timers, now: Nanos) -> Checked {
+        crate::arena::tick(now);
+        let c = self
+            .catch_user(|| timers.check_giving_way(now))
+            .unwrap_or_else(|| Checked {
+                next: timers.wake_time(),
+                ran: 1,
+            });
+        if c.ran > 0 {
+            self.poller.note_fired(c.ran);
+        }
+        c
+    }
+
     /// Runs `f`, user code the runtime calls outside a task poll (a waker, the `Drop` of a
     /// future, payload or callback): a panic in it must not unwind into an M, a blocking
     /// thread or shutdown. `None` if it panicked, counted in `Metrics::user_panics`.

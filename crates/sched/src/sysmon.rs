@@ -9,6 +9,8 @@
 //!   overdue by more than `GRACE` and that began no scheduling round since they came due,
 //!   runs them itself (timer callbacks only queue tasks and send
 //!   on channels, so this is cheap and never blocks); the woken tasks go to the global queue.
+//!   It gives way to the P's own M between two timers (`Timers::check_giving_way`): a task
+//!   that arms timers in a loop and sysmon otherwise traded the heap's lock timer by timer.
 //! - Sockets. Go's non-blocking look when tasks wait on them and nobody has polled for 10 ms
 //!   (`netpoll.rs`), so ready sockets are not left behind busy Ps.
 //!
@@ -175,8 +177,9 @@ impl Sysmon {
 }
 
 /// One look: runs the timers overdue by more than `GRACE` of the Ps that began no scheduling
-/// round since they came due, polls the sockets if nobody has for 10 ms; returns how long to
-/// sleep before the next look.
+/// round since they came due (giving way to anyone who takes the heap's lock between two of
+/// them: what is left stays overdue for the next look, 500 µs on), polls the sockets if
+/// nobody has for 10 ms; returns how long to sleep before the next look.
 ///
 /// A P whose holder makes rounds runs its own timers, at most its ring's room per round
 /// (`P::timer_room`), so an overdue timer alone does not prove it stuck: taking its
@@ -189,7 +192,7 @@ fn look(shared: &Shared, quiet: &mut u32) -> Duration {
     for p in shared.all_ps() {
         let mut w = p.timers.wake_time();
         if w != 0 && w.saturating_add(GRACE) <= now && p.no_round_since(w) {
-            w = shared.run_timers(&p.timers, now, false).next;
+            w = shared.run_timers_giving_way(&p.timers, now).next;
             acted = true;
         }
         if w != 0 {

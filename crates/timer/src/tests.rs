@@ -212,6 +212,7 @@ fn the_spec_names_every_status_and_operation() {
         "reset",
         "check",
         "try_check",
+        "check_giving_way",
         "move_to",
         "drain",
         "wake_time",
@@ -226,4 +227,58 @@ fn the_spec_names_every_status_and_operation() {
         let named = spec.contains(&format!("`{op}`")) || spec.contains(&format!("{op}("));
         assert!(named, "design/TIMERS.md never names {op}");
     }
+}
+
+/// `check_giving_way` (sysmon's) stops when, between two timers, the heap's lock is held: the
+/// holder (the owning P arming a timer, or its round) is not made to trade the lock with it
+/// timer by timer, and the rest stay due, in order. A holder thread takes the lock while the
+/// first timer's payload runs and keeps it until the batch returns (or 2 s).
+#[test]
+fn checking_while_giving_way_stops_at_a_lock_taken_between_two_timers() {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::mpsc::channel;
+    use std::sync::Mutex as StdMutex;
+    use std::time::Duration;
+
+    let ts = Timers::new(0);
+    let (take_tx, take_rx) = channel::<()>();
+    let (taken_tx, taken_rx) = channel::<()>();
+    let (release_tx, release_rx) = channel::<()>();
+    // The first payload to run asks the holder to take the lock, and returns once it has.
+    let handshake = Arc::new(StdMutex::new(Some((take_tx, taken_rx))));
+    let fired = Arc::new(AtomicUsize::new(0));
+    let timers: Vec<_> = (0..3)
+        .map(|i| {
+            let t = Timer::new();
+            let (fired, handshake) = (fired.clone(), handshake.clone());
+            t.set_fire(std::sync::Arc::new(move |_| {
+                fired.fetch_add(1, Relaxed);
+                if let Some((take, taken)) = handshake.lock().unwrap().take() {
+                    take.send(()).unwrap();
+                    taken.recv().unwrap();
+                }
+            }));
+            ts.add(&t, 10 + i, 0, &|_| {});
+            t
+        })
+        .collect();
+    let c = std::thread::scope(|s| {
+        let ts = &ts;
+        s.spawn(move || {
+            take_rx.recv().unwrap();
+            let h = ts.lock();
+            taken_tx.send(()).unwrap();
+            let _ = release_rx.recv_timeout(Duration::from_secs(2));
+            drop(h);
+        });
+        let c = ts.check_giving_way(100);
+        let _ = release_tx.send(()); // the holder may have given up waiting
+        c
+    });
+    assert_eq!(c.ran, 1, "ran past a held lock");
+    assert_eq!(fired.load(Relaxed), 1);
+    assert_eq!((c.next, ts.len()), (11, 2), "the rest stay due");
+    let c = ts.check(100, false);
+    assert_eq!((c.ran, c.next, ts.len()), (2, 0, 0));
+    drop(timers);
 }

@@ -26,6 +26,16 @@ pub struct Checked {
     pub ran: usize,
 }
 
+/// How a batch of due timers takes the heap's lock back after each payload.
+#[derive(Clone, Copy)]
+enum Relock {
+    /// Runs what is due: the owning P's round, the peers' and the stealers' helping hands
+    /// (two Ms firing one heap in parallel), a P-less M about to sleep.
+    Wait,
+    /// Stops when someone else holds the lock ([`Timers::check_giving_way`]).
+    GiveWay,
+}
+
 /// Counters of one [`Timers`], for tests and benchmarks. A snapshot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TimerStats {
@@ -436,7 +446,7 @@ impl Timers {
             return Checked { next, ran: 0 };
         }
         let h = self.lock();
-        self.check_locked(h, now, local, max)
+        self.check_locked(h, now, local, max, Relock::Wait)
     }
 
     /// [`Timers::check`] by a helper (never `local`) that backs off when the heap is locked:
@@ -453,7 +463,23 @@ impl Timers {
             return Some(Checked { next, ran: 0 });
         }
         let h = Locked::new(self.shared.heap.try_lock()?);
-        Some(self.check_locked(h, now, false, max))
+        Some(self.check_locked(h, now, false, max, Relock::Wait))
+    }
+
+    /// [`Timers::check`] by a thread that does not hold the owning P (never `local`): it
+    /// waits for the lock once, so that every call runs at least the earliest due timer,
+    /// but after each timer it takes the lock back only if it is free. A holder then is
+    /// the P's own M (changing a timer, or in its own round) or a helper running them; the
+    /// timers left due stay in the heap, in deadline order, for it or for this caller's
+    /// next look (`next` is then already due). Waiting there instead made a P-less
+    /// backstop (sysmon) and a P that arms timers trade the lock timer by timer.
+    pub fn check_giving_way(&self, now: Nanos) -> Checked {
+        let next = self.wake_time();
+        if next == 0 || now < next {
+            return Checked { next, ran: 0 };
+        }
+        let h = self.lock();
+        self.check_locked(h, now, false, usize::MAX, Relock::GiveWay)
     }
 
     fn check_locked<'a>(
@@ -462,6 +488,7 @@ impl Timers {
         now: Nanos,
         local: bool,
         max: usize,
+        relock: Relock,
     ) -> Checked {
         let s = &*self.shared;
         let mut ran = 0;
@@ -482,7 +509,12 @@ impl Timers {
                         }
                         drop(keep);
                         ran += 1;
-                        h = self.lock();
+                        let Some(relocked) = self.relock(relock) else {
+                            // Given way: the rest stay due, for the holder or a next look.
+                            let next = self.wake_time();
+                            return Checked { next, ran };
+                        };
+                        h = relocked;
                         if ran >= max {
                             // The rest stay due in the heap: `next` asks for another round.
                             next = h.root_when();
@@ -505,6 +537,15 @@ impl Timers {
         Checked {
             next: min_nonzero(next, s.modified_earliest.load(SeqCst)),
             ran,
+        }
+    }
+
+    /// Takes the lock back after a payload ran: waits for it, or gives way to a holder.
+    #[inline]
+    fn relock(&self, relock: Relock) -> Option<Locked<'_>> {
+        match relock {
+            Relock::Wait => Some(self.lock()),
+            Relock::GiveWay => self.shared.heap.try_lock().map(Locked::new),
         }
     }
 

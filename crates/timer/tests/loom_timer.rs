@@ -279,6 +279,31 @@ fn owner_vs_stealer() {
     });
 }
 
+/// sysmon's check (`check_giving_way`) vs the owner arming a timer and then making its round:
+/// the helper runs at least the earliest, gives way whenever the owner holds the lock between
+/// two timers, and the owner's round runs what it left: each timer runs exactly once.
+#[test]
+fn giving_way_vs_owner_arming() {
+    loom::model(|| {
+        let ts = Arc::new(Timers::new(0));
+        let (a, pa, _) = timer_with_probe();
+        let (b, pb, _) = timer_with_probe();
+        ts.add(&a, 5, 0, &nohost());
+        ts.add(&b, 6, 0, &nohost());
+        let ts2 = ts.clone();
+        let h = thread::spawn(move || ts2.check_giving_way(10).ran);
+        let (c, pc, _) = timer_with_probe();
+        ts.add(&c, 7, 0, &nohost());
+        let helper = h.join().unwrap();
+        assert!(helper >= 1, "a look runs at least the earliest");
+        let ran = helper + ts.check(10, true).ran;
+        assert_eq!(ran, 3);
+        let fired = [&pa, &pb, &pc].map(|p| p.fired.load(SeqCst));
+        assert_eq!(fired, [1, 1, 1]);
+        assert!(ts.is_empty());
+    });
+}
+
 /// del racing modify (a caller race the code tolerates): the last one wins.
 #[test]
 fn del_vs_modify() {
