@@ -3,17 +3,23 @@
 //!
 //! Each direction (read, write) is a [`Half`]:
 //!
-//! - `edges` (what Go's `pdReady` in `rg`/`wg` is for): the count of readiness edges,
-//!   bumped by the poller under the lock. The task reads it just before it tries the
-//!   syscall ([`Half::prepare`] returns it as an [`Edges`] ticket) and, when the syscall
-//!   would block, registers only if no edge came since ([`Half::wait`]): an edge before the
-//!   read is data the syscall finds; one after it makes the task retry. An edge the syscall
-//!   already consumed never causes a retry, so a read that would block costs one syscall
-//!   per readiness edge, not two.
+//! - `ready` (what Go's `pdReady` in `rg`/`wg` is for): the count of readiness edges (bits 1
+//!   and up, bumped by the poller) and the `WAITING` bit (bit 0: set while a task waits,
+//!   and kept after a release until the next edge), one atomic word. The task reads the count just before it tries the syscall
+//!   ([`Half::prepare`] returns it as an [`Edges`] ticket) and, when the syscall would block,
+//!   registers only if no edge came since ([`Half::wait`]): an edge before the read is data
+//!   the syscall finds; one after it makes the task retry. An edge the syscall already
+//!   consumed never causes a retry, so a read that would block costs one syscall per
+//!   readiness edge, not two.
 //! - `waiters` (Go's goroutine pointer in `rg`/`wg`): the wakers of the tasks blocked in this
-//!   direction. The poller bumps `edges` and releases the waiters under the lock; a task
-//!   compares `edges` with its ticket and registers under the same lock; so either the
-//!   poller finds the waker or the task finds the edge.
+//!   direction, under the lock. A task sets `WAITING` and reads the count in one
+//!   read-modify-write under the lock; the poller adds its edge and reads `WAITING` in one
+//!   read-modify-write, and takes the lock only when the bit is set. Both act on the one
+//!   word, so one comes first: either the poller sees the bit (and finds the waker under the
+//!   lock) or the task sees the edge (and retries). An edge with nobody waiting (the write
+//!   direction gets one on most ACKs) costs one atomic add, no lock. A release leaves the
+//!   bit set (the task it wakes mostly blocks again, and then needs only a load); the next
+//!   edge that finds no waiter clears it.
 //! - `deadline` (Go's `rd`/`wd`): the deadline in effect, 0 for none, and like Go's negative
 //!   once it has passed (`-deadline`): every operation then fails with `TimedOut` at once,
 //!   before any syscall, until the deadline is moved or cleared. While it is positive the
@@ -30,7 +36,7 @@
 //! directions runtime-wide (Go's `netpollWaiters`) is kept under the lock too, so it never
 //! goes below zero.
 
-use gort_loom::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering::SeqCst};
+use gort_loom::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering::*};
 use gort_loom::Mutex;
 use std::task::Waker;
 
@@ -84,11 +90,19 @@ struct State {
     armed: Nanos,
 }
 
+/// `Half::ready`'s bit 0: set whenever the waiter list is not empty, and possibly while it is
+/// empty after a release; set and cleared only under the lock.
+const WAITING: usize = 1;
+/// One readiness edge in `Half::ready` (the count lives above `WAITING`).
+const EDGE: usize = 2;
+
 /// One direction of a poll descriptor.
 #[derive(Debug)]
 pub struct Half {
-    /// Readiness edges so far; bumped only under `state`'s lock (wrapping).
-    edges: AtomicUsize,
+    /// Readiness edges so far times [`EDGE`] (wrapping), plus [`WAITING`] (set at least
+    /// while `state` holds a waiter). The poller adds edges without the lock; the bit changes
+    /// only under it.
+    ready: AtomicUsize,
     closed: AtomicBool,
     /// The deadline in effect: 0 = none; `d > 0` pending, with the timer armed for `d` or
     /// earlier (`State::armed`); `-d` passed. Written under the lock, except a move later of a
@@ -102,7 +116,7 @@ pub struct Half {
 impl Default for Half {
     fn default() -> Half {
         Half {
-            edges: AtomicUsize::new(0),
+            ready: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             deadline: AtomicI64::new(0),
             state: Mutex::new(State::default()),
@@ -121,15 +135,16 @@ impl Half {
         if self.is_expired() {
             return Err(Fail::TimedOut);
         }
-        // Reading the poller's bump (acquire) orders the syscall after the edge it counted.
-        Ok(Edges(self.edges.load(SeqCst)))
+        // Acquire: reading the poller's release of an edge orders the syscall after the
+        // readiness that edge counted.
+        Ok(Edges(self.ready.load(Acquire) & !WAITING))
     }
 
     /// Go's `netpollblock` after a syscall said `WouldBlock`: registers `waker` unless
     /// readiness (an edge after `seen`, the ticket of [`Half::prepare`]), the deadline or a
     /// close came meanwhile.
     pub fn wait(&self, seen: Edges, waker: &Waker, count: &dyn Count) -> Wait {
-        if self.edges.load(SeqCst) != seen.0 {
+        if self.ready.load(Acquire) & !WAITING != seen.0 {
             return Wait::Retry;
         }
         let mine = waker.clone(); // user code: outside the lock
@@ -138,10 +153,8 @@ impl Half {
             Wait::Fail(Fail::Closed)
         } else if self.is_expired() {
             Wait::Fail(Fail::TimedOut)
-        } else if self.edges.load(SeqCst) != seen.0 {
-            Wait::Retry
         } else {
-            Wait::Pending
+            self.announce(&st, seen)
         };
         let mut unused = Some(mine);
         if outcome == Wait::Pending && !st.waiters.iter().any(|w| w.will_wake(waker)) {
@@ -155,14 +168,57 @@ impl Half {
         outcome
     }
 
+    /// The task's half of the handshake with [`Half::set_ready`], under the lock: sets
+    /// `WAITING` and reads the edge count in one read-modify-write, so the poller's add
+    /// comes either before it (`Retry`: the edge is seen) or after it (the poller sees the
+    /// bit and takes the lock, where it finds the waker that the caller adds before
+    /// unlocking). On `Retry` the bit is taken back unless other waiters hold it.
+    ///
+    /// When the bit is set already (left by the last release, or other waiters), a load
+    /// does: the bit changes only under the lock, so every add after the value read sees it
+    /// and locks after this task; every add that saw it clear came before the RMW that set
+    /// it, so the value read counts that edge.
+    fn announce(&self, st: &State, seen: Edges) -> Wait {
+        let current = self.ready.load(Relaxed);
+        if current & WAITING != 0 {
+            return if current & !WAITING == seen.0 {
+                Wait::Pending
+            } else {
+                Wait::Retry
+            };
+        }
+        // Relaxed: the handshake rests on the order of the read-modify-writes of this one
+        // word, not on what they publish. On `Retry`, `prepare`'s acquire load reads this
+        // value or a later one (coherence), so the retried syscall sees the new edge's
+        // readiness; on `Pending` nothing is read. (A separate load and store here, in place
+        // of the one RMW, loses wake-ups: loom_desc.rs `readiness_is_never_lost`.)
+        let now = self.ready.fetch_or(WAITING, Relaxed);
+        if now & !WAITING == seen.0 {
+            return Wait::Pending;
+        }
+        if st.waiters.is_empty() {
+            self.ready.fetch_and(!WAITING, Relaxed);
+        }
+        Wait::Retry
+    }
+
     /// Go's `netpollready` for this direction: counts the edge and releases the waiters into
     /// `out`.
     pub fn set_ready(&self, out: &mut Vec<Waker>, count: &dyn Count) {
-        // Under the lock: a task registering under it either comes after (and sees the new
-        // count) or before (and its waker is released here).
+        // Release: a task whose `prepare` (acquire) reads this edge then sees the readiness
+        // (the kernel's state) the poller saw before counting it. The add and the read of
+        // `WAITING` are one read-modify-write, ordered with the task's in `announce` on this
+        // one word: without the bit, no task is registered, and none can register without
+        // seeing this edge.
+        if self.ready.fetch_add(EDGE, Release) & WAITING == 0 {
+            return;
+        }
         let mut st = self.state.lock();
-        let edges = self.edges.load(SeqCst);
-        self.edges.store(edges.wrapping_add(1), SeqCst);
+        if st.waiters.is_empty() {
+            // Left set by the last release: nobody blocked again, so later edges can skip
+            // the lock. A read-modify-write, not a store: another M's edge may be adding.
+            self.ready.fetch_and(!WAITING, Relaxed);
+        }
         release(&mut st, out, count);
     }
 
@@ -290,7 +346,9 @@ impl Half {
     }
 }
 
-/// Moves every waiter of `st` into `out`, keeping the waiter count.
+/// Moves every waiter of `st` into `out`, keeping the waiter count. `WAITING` stays set: a
+/// task that blocks again (the common case) registers with a plain load, and the next edge
+/// that finds the list empty clears it ([`Half::set_ready`]).
 fn release(st: &mut State, out: &mut Vec<Waker>, count: &dyn Count) {
     if !st.waiters.is_empty() {
         count.remove();

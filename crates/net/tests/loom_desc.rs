@@ -125,6 +125,61 @@ fn readiness_is_never_lost() {
     });
 }
 
+/// An edge with no task waiting takes no lock (`WAITING` clear); a release by expiry clears
+/// the bit while the task, its deadline cleared, registers again and the poller reports
+/// readiness: the re-registered task is still woken.
+///
+/// Guards the lock-free path of `set_ready`: the bit that a release clears and a
+/// registration sets again must be seen by every edge that comes after the registration.
+#[test]
+fn a_waiter_released_by_expiry_and_registered_again_gets_the_next_edge() {
+    loom::model(|| {
+        let s = setup();
+        let mut out = Vec::new();
+        // An edge with nobody waiting: counted, nothing released.
+        s.half.set_ready(&mut out, &s.count);
+        assert!(out.is_empty());
+        s.half.set_deadline(10, 0, &mut out, &s.count, |_| {});
+        let flag = Arc::new(Flag::default());
+        let waker = Waker::from(flag.clone());
+        assert_eq!(op(&s.half, &s.data, &waker, &s.count), Outcome::Pending);
+        let timer = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let mut out = Vec::new();
+                s.half.expire(10, &mut out, &s.count, |_| {});
+                wake_all(out);
+            })
+        };
+        let poller = {
+            let s = s.clone();
+            thread::spawn(move || {
+                s.data.store(true, SeqCst);
+                let mut out = Vec::new();
+                s.half.set_ready(&mut out, &s.count);
+                wake_all(out);
+            })
+        };
+        // The task clears its deadline and polls again: it may still be registered (the fire
+        // has not come), time out (it has; clearing the deadline came after), or register anew.
+        let mut out = Vec::new();
+        s.half.set_deadline(0, 5, &mut out, &s.count, |_| {});
+        wake_all(out);
+        let again = Arc::new(Flag::default());
+        let second = op(&s.half, &s.data, &Waker::from(again.clone()), &s.count);
+        timer.join().unwrap();
+        poller.join().unwrap();
+        if second == Outcome::Pending {
+            assert!(
+                again.0.load(SeqCst),
+                "lost wake-up: the re-registered task missed the edge"
+            );
+        }
+        assert_eq!(op(&s.half, &s.data, &waker, &s.count), Outcome::Done);
+        assert_eq!(s.count.0.load(SeqCst), 0);
+    });
+}
+
 /// The deadline timer fires while the task blocks: the task times out (now or when woken).
 #[test]
 fn deadline_expiry_wakes_the_blocked_task() {
