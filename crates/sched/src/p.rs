@@ -55,6 +55,90 @@ pub(crate) struct Local {
     releases: Releases,
 }
 
+impl Local {
+    /// [`P::next_local`]'s pick.
+    fn next(&mut self, global: &Global<Task>, thieves: &dyn Thieves) -> Option<Task> {
+        self.tick = self.tick.wrapping_add(1);
+        if self.tick % GLOBAL_QUEUE_INTERVAL == 0 {
+            // Every other check serves the global queue's `Fresh` lane first, so that
+            // new tasks get in however many woken ones keep arriving (runq.rs).
+            let first = if (self.tick / GLOBAL_QUEUE_INTERVAL) % 2 == 0 {
+                Lane::Ready
+            } else {
+                Lane::Fresh
+            };
+            if let Some(t) = self.queue.refill(global, 1, Take::First(first)) {
+                return Some(self.passing_over_runnext(t, global, thieves));
+            }
+        }
+        // After the fairness check, which alone serves the `Fresh` lane first.
+        if std::mem::take(&mut self.serve_global) {
+            if let Some(t) = self.queue.refill(global, 1, Take::First(Lane::Ready)) {
+                return Some(self.passing_over_runnext(t, global, thieves));
+            }
+        }
+        if let Some(next) = self.runnext.take() {
+            if self.runnext_streak < MAX_RUNNEXT_STREAK {
+                self.runnext_streak += 1;
+                return Some(next);
+            }
+            // The streak limit: the ring's oldest task goes first.
+            self.runnext_streak = 0;
+            return match self.queue.pop() {
+                Some(t) => {
+                    self.runnext = Some(next);
+                    Some(self.passing_over_runnext(t, global, thieves))
+                }
+                None => Some(next),
+            };
+        }
+        self.runnext_streak = 0;
+        self.queue.pop()
+    }
+
+    /// `t` is picked ahead of `runnext`: a task there goes to the ring's tail when a thief
+    /// may need it (see [`P::next_local`]). Returns `t`.
+    #[inline]
+    fn passing_over_runnext(
+        &mut self,
+        t: Task,
+        global: &Global<Task>,
+        thieves: &dyn Thieves,
+    ) -> Task {
+        if self.runnext.is_some() {
+            self.hand_runnext_to_thieves(global, thieves);
+        }
+        t
+    }
+
+    /// Moves `runnext`'s task to the ring's tail and wakes a thief, when the ring is left
+    /// empty (the task is then next anyway, and nothing else is there to steal) or a P idles.
+    /// Otherwise it stays: every P is busy, and behind a long ring it would lose its turn
+    /// (R3 slowed when it always moved). Out of line, so that the pick's hot path keeps
+    /// none of this code (inlined, it slowed R2's yields; design/PERFORMANCE-LOG.md,
+    /// "runnext passed over").
+    #[cold]
+    #[inline(never)]
+    fn hand_runnext_to_thieves(&mut self, global: &Global<Task>, thieves: &dyn Thieves) {
+        if !self.queue.is_empty() && !thieves.any_idle() {
+            return;
+        }
+        if let Some(next) = self.runnext.take() {
+            self.queue.push(next, global, self.runnext_lane);
+            thieves.wake_one();
+        }
+    }
+}
+
+/// What [`P::next_local`] needs from the scheduler to hand a passed-over `runnext` task to
+/// another M.
+pub(crate) trait Thieves {
+    /// Whether some P idles (a racy hint).
+    fn any_idle(&self) -> bool;
+    /// Go's `wakep`; touches no P's local state (it runs inside `with_local`).
+    fn wake_one(&self);
+}
+
 pub(crate) struct P {
     pub(crate) id: usize,
     status: AtomicU8,
@@ -240,42 +324,24 @@ impl P {
 
     /// Go's `runqget`, preceded by the global-queue fairness check of `schedule`.
     ///
+    /// A pick other than `runnext` (the fairness check, a served global queue, the streak
+    /// limit) would leave `runnext`'s task behind for as long as the picked one runs, and no
+    /// other M takes from `runnext` (Go's thieves do: `runqgrab`'s `stealRunNextG`): a task
+    /// that spins would keep it from starting while another P idles. When a thief may need
+    /// it (a P idles, or nothing else is left in the ring) it moves to the ring's tail
+    /// instead, and `thieves` wakes one, as a push would (work conservation; test
+    /// `a_task_passed_over_in_runnext_is_stolen`).
+    ///
     /// # Safety
     ///
     /// As [`P::with_local`].
-    pub(crate) unsafe fn next_local(&self, global: &Global<Task>) -> Option<Task> {
+    pub(crate) unsafe fn next_local(
+        &self,
+        global: &Global<Task>,
+        thieves: &dyn Thieves,
+    ) -> Option<Task> {
         // SAFETY: forwarded contract.
-        unsafe {
-            self.with_local(|l| {
-                l.tick = l.tick.wrapping_add(1);
-                if l.tick % GLOBAL_QUEUE_INTERVAL == 0 {
-                    // Every other check serves the global queue's `Fresh` lane first, so that
-                    // new tasks get in however many woken ones keep arriving (runq.rs).
-                    let first = if (l.tick / GLOBAL_QUEUE_INTERVAL) % 2 == 0 {
-                        Lane::Ready
-                    } else {
-                        Lane::Fresh
-                    };
-                    if let Some(t) = l.queue.refill(global, 1, Take::First(first)) {
-                        return Some(t);
-                    }
-                }
-                // After the fairness check, which alone serves the `Fresh` lane first.
-                if std::mem::take(&mut l.serve_global) {
-                    if let Some(t) = l.queue.refill(global, 1, Take::First(Lane::Ready)) {
-                        return Some(t);
-                    }
-                }
-                if l.runnext_streak < MAX_RUNNEXT_STREAK {
-                    if let Some(t) = l.runnext.take() {
-                        l.runnext_streak += 1;
-                        return Some(t);
-                    }
-                }
-                l.runnext_streak = 0;
-                l.queue.pop().or_else(|| l.runnext.take())
-            })
-        }
+        unsafe { self.with_local(|l| l.next(global, thieves)) }
     }
 
     /// A task of this P yielded: if a task was readied into the global queue since this P

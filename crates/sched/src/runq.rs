@@ -270,6 +270,11 @@ impl<T> Local<T> {
         self.ready_to = to;
     }
 
+    /// Whether the ring is empty (exact for the owner, who alone adds tasks).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ring.len() == 0
+    }
+
     /// Go's `runqget`: the oldest task. A CAS, because thieves move `real` too.
     pub(crate) fn pop(&mut self) -> Option<T> {
         let r = &*self.ring;

@@ -434,6 +434,16 @@ impl Poll for Poller {
     }
 }
 
+impl crate::p::Thieves for Arc<Shared> {
+    fn any_idle(&self) -> bool {
+        self.idle.npidle() > 0
+    }
+
+    fn wake_one(&self) {
+        self.wakep();
+    }
+}
+
 impl Schedule for Arc<Shared> {
     fn schedule(&self, task: Task) {
         if self.is_shutdown() {

@@ -5,7 +5,7 @@
 
 use crate::context;
 use crate::idle::MHandle;
-use crate::p::{PStatus, P};
+use crate::p::{PStatus, Thieves, P};
 use crate::park::{self, Back, Polled};
 use crate::peers::Watch;
 use crate::runq::{Lane, Take};
@@ -255,9 +255,9 @@ impl M {
 
     /// Phase 2, the local queue: `runnext`, the P's ring, and every 61st tick the global queue
     /// first so that it cannot starve (`P::next_local`).
-    fn local_work(&self, shared: &Shared, p: &P) -> Option<Task> {
+    fn local_work(&self, shared: &Arc<Shared>, p: &P) -> Option<Task> {
         // SAFETY: this M holds `p`.
-        unsafe { p.next_local(&shared.global) }
+        unsafe { p.next_local(&shared.global, shared) }
     }
 
     /// Phase 3, Go's `globrunqget(pp, 0)`: a share of the global queue's started work, at most
@@ -385,8 +385,11 @@ impl M {
                     if c.ran > 0 {
                         ran = true;
                         now = nanotime();
+                        // A task this leaves stealable is woken for by `reset_spinning`
+                        // (this M spins), which sees it in the ring.
+                        let spinning = SpinningThief(shared);
                         // SAFETY: this M holds `p`.
-                        if let Some(t) = unsafe { p.next_local(&shared.global) } {
+                        if let Some(t) = unsafe { p.next_local(&shared.global, &spinning) } {
                             return (Some(t), next, ran);
                         }
                     }
@@ -476,4 +479,16 @@ fn gcd(mut a: usize, mut b: usize) -> usize {
         (a, b) = (b, a % b);
     }
     a
+}
+
+/// [`Thieves`] for a spinning M: it wakes nobody itself, since `reset_spinning` does once it
+/// runs what it found, seeing a task moved to its ring.
+struct SpinningThief<'a>(&'a Shared);
+
+impl Thieves for SpinningThief<'_> {
+    fn any_idle(&self) -> bool {
+        self.0.idle.npidle() > 0
+    }
+
+    fn wake_one(&self) {}
 }

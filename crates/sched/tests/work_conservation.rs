@@ -46,3 +46,55 @@ fn two_tasks_spawned_together_both_start() {
         "a task waited behind a spinning one while the other P idled"
     );
 }
+
+/// A pick other than `runnext` (here the limit on `runnext` picks in a row, which a task that
+/// spawns pairs and waits for them reaches every few rounds) left `runnext`'s task behind the
+/// picked one; only its own P takes from `runnext`, so while the picked task spun waiting for
+/// it the other P idled, for as long as the spinner ran (1-3 % of rounds; up to the give-up).
+/// Now the passed-over task goes to the ring, where the idle P's M steals it.
+#[test]
+fn a_task_passed_over_in_runnext_is_stolen() {
+    const ROUNDS: usize = 300;
+    let rt = Builder::new().procs(2).build().unwrap();
+    let stranded = rt.block_on(async {
+        spawn(async {
+            let mut stranded = 0;
+            for _ in 0..ROUNDS {
+                let started = [
+                    Arc::new(AtomicBool::new(false)),
+                    Arc::new(AtomicBool::new(false)),
+                ];
+                let pair: Vec<_> = (0..2)
+                    .map(|i| {
+                        let me = started[i].clone();
+                        let other = started[1 - i].clone();
+                        spawn(async move { spin_until_started(&me, &other) })
+                    })
+                    .collect();
+                for h in pair {
+                    stranded += usize::from(!h.await.unwrap());
+                }
+            }
+            stranded
+        })
+        .await
+        .unwrap()
+    });
+    assert_eq!(
+        stranded, 0,
+        "a task waited in runnext behind a spinning one while the other P idled"
+    );
+}
+
+/// Marks `me` started, then spins until `other` has started (true) or 2 s passed (false).
+fn spin_until_started(me: &AtomicBool, other: &AtomicBool) -> bool {
+    me.store(true, SeqCst);
+    let give_up = Instant::now() + Duration::from_secs(2);
+    while !other.load(SeqCst) {
+        if Instant::now() > give_up {
+            return false;
+        }
+        std::hint::spin_loop();
+    }
+    true
+}
