@@ -22,17 +22,7 @@ fn two_tasks_spawned_together_both_start() {
             .map(|i| {
                 let me = started[i].clone();
                 let other = started[1 - i].clone();
-                spawn(async move {
-                    me.store(true, SeqCst);
-                    let give_up = Instant::now() + Duration::from_secs(20);
-                    while !other.load(SeqCst) {
-                        if Instant::now() > give_up {
-                            return false;
-                        }
-                        std::hint::spin_loop();
-                    }
-                    true
-                })
+                spawn(async move { spin_until_started(&me, &other, Duration::from_secs(20)) })
             })
             .collect();
         let mut met = true;
@@ -68,7 +58,9 @@ fn a_task_passed_over_in_runnext_is_stolen() {
                     .map(|i| {
                         let me = started[i].clone();
                         let other = started[1 - i].clone();
-                        spawn(async move { spin_until_started(&me, &other) })
+                        spawn(
+                            async move { spin_until_started(&me, &other, Duration::from_secs(2)) },
+                        )
                     })
                     .collect();
                 for h in pair {
@@ -86,10 +78,11 @@ fn a_task_passed_over_in_runnext_is_stolen() {
     );
 }
 
-/// Marks `me` started, then spins until `other` has started (true) or 2 s passed (false).
-fn spin_until_started(me: &AtomicBool, other: &AtomicBool) -> bool {
+/// Marks `me` started, then spins until `other` has started (true) or `patience` passed
+/// (false), so that a regression fails instead of hanging.
+fn spin_until_started(me: &AtomicBool, other: &AtomicBool, patience: Duration) -> bool {
     me.store(true, SeqCst);
-    let give_up = Instant::now() + Duration::from_secs(2);
+    let give_up = Instant::now() + patience;
     while !other.load(SeqCst) {
         if Instant::now() > give_up {
             return false;
