@@ -80,6 +80,22 @@ struct Setup {
     count: Waiters,
 }
 
+impl Setup {
+    /// The peer's data arrives and the poller reports the edge, waking what it released.
+    fn data_arrives(&self) {
+        self.data.store(true, SeqCst);
+        let mut out = Vec::new();
+        self.half.set_ready(&mut out, &self.count);
+        wake_all(out);
+    }
+}
+
+/// A poller thread running [`Setup::data_arrives`].
+fn spawn_poller(s: &Arc<Setup>) -> thread::JoinHandle<()> {
+    let s = s.clone();
+    thread::spawn(move || s.data_arrives())
+}
+
 fn setup() -> Arc<Setup> {
     Arc::new(Setup {
         half: Half::default(),
@@ -101,15 +117,7 @@ fn readiness_is_never_lost() {
         let s = setup();
         let flag = Arc::new(Flag::default());
         let waker = Waker::from(flag.clone());
-        let poller = {
-            let s = s.clone();
-            thread::spawn(move || {
-                s.data.store(true, SeqCst);
-                let mut out = Vec::new();
-                s.half.set_ready(&mut out, &s.count);
-                wake_all(out);
-            })
-        };
+        let poller = spawn_poller(&s);
         let first = op(&s.half, &s.data, &waker, &s.count);
         poller.join().unwrap();
         if first == Outcome::Pending {
@@ -151,15 +159,7 @@ fn a_waiter_released_by_expiry_and_registered_again_gets_the_next_edge() {
                 wake_all(out);
             })
         };
-        let poller = {
-            let s = s.clone();
-            thread::spawn(move || {
-                s.data.store(true, SeqCst);
-                let mut out = Vec::new();
-                s.half.set_ready(&mut out, &s.count);
-                wake_all(out);
-            })
-        };
+        let poller = spawn_poller(&s);
         // The task clears its deadline and polls again: it may still be registered (the fire
         // has not come), time out (it has; clearing the deadline came after), or register anew.
         let mut out = Vec::new();
@@ -247,10 +247,7 @@ fn a_cleared_deadline_makes_its_fire_harmless() {
             !s.half.is_expired(),
             "a cleared deadline left the direction timed out"
         );
-        s.data.store(true, SeqCst);
-        let mut out = Vec::new();
-        s.half.set_ready(&mut out, &s.count);
-        wake_all(out);
+        s.data_arrives();
         if first == Outcome::Pending {
             assert!(flag.0.load(SeqCst));
         }
@@ -338,15 +335,7 @@ fn readiness_and_expiry_together_wake_the_task_once_released() {
         let waker = Waker::from(flag.clone());
         let first = op(&s.half, &s.data, &waker, &s.count);
         assert_eq!(first, Outcome::Pending);
-        let poller = {
-            let s = s.clone();
-            thread::spawn(move || {
-                s.data.store(true, SeqCst);
-                let mut out = Vec::new();
-                s.half.set_ready(&mut out, &s.count);
-                wake_all(out);
-            })
-        };
+        let poller = spawn_poller(&s);
         let mut out = Vec::new();
         s.half.expire(10, &mut out, &s.count, |_| {});
         wake_all(out);
