@@ -436,6 +436,11 @@ impl Timers {
     /// in the heap keeps its place in deadline order, a woken task that overflows the run
     /// queue waits behind newer work (design/TIMERS.md, "Bounded rounds").
     pub fn check_at_most(&self, now: Nanos, local: bool, max: usize) -> Checked {
+        self.check_with(now, local, max, Relock::Wait)
+    }
+
+    /// The body of [`Timers::check_at_most`] and [`Timers::check_giving_way`].
+    fn check_with(&self, now: Nanos, local: bool, max: usize, relock: Relock) -> Checked {
         let s = &*self.shared;
         let next = self.wake_time();
         if next == 0 {
@@ -446,7 +451,7 @@ impl Timers {
             return Checked { next, ran: 0 };
         }
         let h = self.lock();
-        self.check_locked(h, now, local, max, Relock::Wait)
+        self.check_locked(h, now, local, max, relock)
     }
 
     /// [`Timers::check`] by a helper (never `local`) that backs off when the heap is locked:
@@ -474,12 +479,7 @@ impl Timers {
     /// next look (`next` is then already due). Waiting there instead made a P-less
     /// backstop (sysmon) and a P that arms timers trade the lock timer by timer.
     pub fn check_giving_way(&self, now: Nanos) -> Checked {
-        let next = self.wake_time();
-        if next == 0 || now < next {
-            return Checked { next, ran: 0 };
-        }
-        let h = self.lock();
-        self.check_locked(h, now, false, usize::MAX, Relock::GiveWay)
+        self.check_with(now, false, usize::MAX, Relock::GiveWay)
     }
 
     fn check_locked<'a>(
