@@ -30,7 +30,9 @@ pub struct TcpListener {
 
 impl TcpListener {
     /// Binds a listener to `addr` (the first of its addresses that binds). Host names are
-    /// resolved on the blocking pool.
+    /// resolved on the blocking pool. As in Go, the accept queue is the longest the kernel
+    /// allows (`net.core.somaxconn` on Linux), not std's 128, so that a burst of connects
+    /// waits in the queue instead of stalling on a dropped handshake.
     ///
     /// # Errors
     ///
@@ -38,7 +40,9 @@ impl TcpListener {
     pub async fn bind(addr: impl ToSocketAddrs + Send + 'static) -> io::Result<TcpListener> {
         let addrs = resolve(addr).await?;
         first_ok(addrs, |a| async move {
-            let io = Io::new(mio::net::TcpListener::bind(a)?)?;
+            let listener = mio::net::TcpListener::bind(a)?;
+            raise_backlog(&listener)?;
+            let io = Io::new(listener)?;
             Ok(TcpListener { io })
         })
         .await
@@ -86,6 +90,33 @@ impl TcpListener {
         let io = Io::new(mio::net::TcpListener::from_std(listener))?;
         Ok(TcpListener { io })
     }
+}
+
+/// Go's listen backlog: the kernel's cap (`net.core.somaxconn` on Linux, read once), at most
+/// 65535 as older kernels keep it in 16 bits. mio binds with std's 128, which a burst of a few
+/// hundred connects overflows: the kernel then drops their handshakes and each such connect
+/// stalls for a one-second SYN retransmission.
+fn listen_backlog() -> libc::c_int {
+    static BACKLOG: std::sync::OnceLock<libc::c_int> = std::sync::OnceLock::new();
+    *BACKLOG.get_or_init(|| {
+        let kernel_cap = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .ok()
+            .and_then(|s| s.trim().parse::<libc::c_int>().ok())
+            .filter(|&n| n > 0);
+        kernel_cap.unwrap_or(libc::SOMAXCONN).min(65535)
+    })
+}
+
+/// Listens again with [`listen_backlog`]: on a listening socket, `listen` only resizes its
+/// accept queue.
+fn raise_backlog(listener: &mio::net::TcpListener) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `listen` takes a socket descriptor and an int; `listener` owns the descriptor
+    // and keeps it open for the duration of the call.
+    if unsafe { libc::listen(listener.as_raw_fd(), listen_backlog()) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// A TCP connection (Go's `net.TCPConn`).
