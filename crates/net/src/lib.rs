@@ -52,7 +52,9 @@
 //! ```
 //!
 //! Cargo features `tokio-io` and `futures-io` implement tokio's and futures-io's
-//! `AsyncRead`/`AsyncWrite` for [`TcpStream`] and `&TcpStream`.
+//! `AsyncRead`/`AsyncWrite` for [`TcpStream`] and `&TcpStream`, and `AsyncRead` for
+//! [`OwnedReadHalf`] and `AsyncWrite` for [`OwnedWriteHalf`] ([`TcpStream::into_split`]), for
+//! a codec's reader and writer in different tasks.
 
 #![warn(missing_docs)]
 
@@ -62,8 +64,10 @@ mod compat;
 pub mod desc;
 mod io;
 mod resolve;
+mod split;
 mod tcp;
 mod udp;
 
+pub use split::{OwnedReadHalf, OwnedWriteHalf};
 pub use tcp::{TcpListener, TcpStream};
 pub use udp::UdpSocket;
