@@ -80,6 +80,11 @@ impl TcpListener {
         self.io.set_deadline(Dir::Read, deadline)
     }
 
+    /// The registered socket (for `AsRawFd` and `AsFd`).
+    pub(crate) fn source(&self) -> &mio::net::TcpListener {
+        self.io.source()
+    }
+
     /// Wraps a std listener, making it non-blocking.
     ///
     /// # Errors
@@ -292,6 +297,11 @@ impl TcpStream {
     #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
     pub(crate) fn io(&self) -> &Io<mio::net::TcpStream> {
         &self.io
+    }
+
+    /// The registered socket (for `AsRawFd` and `AsFd`).
+    pub(crate) fn source(&self) -> &mio::net::TcpStream {
+        self.io.source()
     }
 
     /// Wraps a connected std stream, making it non-blocking.

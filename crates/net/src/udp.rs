@@ -113,6 +113,11 @@ impl UdpSocket {
         self.io.source().local_addr()
     }
 
+    /// The registered socket (for `AsRawFd` and `AsFd`).
+    pub(crate) fn source(&self) -> &mio::net::UdpSocket {
+        self.io.source()
+    }
+
     /// Sets both deadlines (Go's `SetDeadline`).
     ///
     /// # Errors
