@@ -266,3 +266,40 @@ fn block_on_waiting_on_a_socket_gets_a_poller_without_waiting_for_sysmon() {
     let took = t0.elapsed();
     assert!(took < Duration::from_secs(1), "200 accepts took {took:?}");
 }
+
+#[test]
+fn udp_peer_addr_is_the_connected_peer() {
+    run(async {
+        let server = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        assert_eq!(
+            client.peer_addr().unwrap_err().kind(),
+            ErrorKind::NotConnected
+        );
+        client.connect(server.local_addr().unwrap()).await.unwrap();
+        assert_eq!(client.peer_addr().unwrap(), server.local_addr().unwrap());
+    });
+}
+
+#[test]
+fn udp_from_std_socket_waits_on_the_netpoller() {
+    run(async {
+        let std_socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        std_socket.set_broadcast(true).unwrap();
+        let socket = Arc::new(UdpSocket::from_std(std_socket).unwrap());
+        let addr = socket.local_addr().unwrap();
+        // A receive that has to wait: the datagram comes later, from another task.
+        let receiver = {
+            let socket = socket.clone();
+            gort::spawn(async move {
+                let mut buf = [0; 8];
+                let (n, _) = socket.recv_from(&mut buf).await.unwrap();
+                buf[..n].to_vec()
+            })
+        };
+        gort::time::sleep(10 * MS).await;
+        let sender = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        sender.send_to(b"later", addr).await.unwrap();
+        assert_eq!(receiver.await.unwrap(), b"later");
+    });
+}
