@@ -8,7 +8,11 @@ use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 
 /// A TCP socket server, listening for connections (Go's `net.TCPListener`).
 ///
-/// Dropping it closes the socket.
+/// Dropping it closes the socket. Go stops an accept loop by closing its listener from
+/// another goroutine; while a task waits in [`accept`](Self::accept) the listener cannot be
+/// dropped, so stop it with a deadline in the past instead (`set_deadline(Some(Instant::now()))`:
+/// the pending accept fails with `TimedOut`), or select on `accept()` and a `context`'s
+/// `done()`.
 ///
 /// # Examples
 ///
@@ -130,6 +134,11 @@ fn raise_backlog(listener: &mio::net::TcpListener) -> io::Result<()> {
 /// an `Arc`). Deadlines are Go's: a passed deadline fails pending and later operations in its
 /// direction with [`io::ErrorKind::TimedOut`] without consuming or sending anything, until
 /// it is moved or cleared. Dropping the stream closes the socket.
+///
+/// Go unblocks a goroutine's `Read` by closing the connection from another one; here the
+/// blocked task holds the stream, so call [`shutdown(Shutdown::Both)`](Self::shutdown)
+/// instead (the pending read returns `Ok(0)`, a pending write fails), or set a deadline in
+/// the past (the pending operation fails with `TimedOut`).
 ///
 /// # Examples
 ///

@@ -303,3 +303,29 @@ fn udp_from_std_socket_waits_on_the_netpoller() {
         assert_eq!(receiver.await.unwrap(), b"later");
     });
 }
+
+/// Go's idiom of closing a connection to unblock another goroutine's read and write, as the
+/// `TcpStream` docs give it: `shutdown(Both)` from another task.
+#[test]
+fn shutdown_from_another_task_ends_a_blocked_read_and_a_blocked_write() {
+    run(async {
+        let (c, s) = pair().await;
+        let c = Arc::new(c);
+        let reader = {
+            let c = c.clone();
+            gort::spawn(async move { c.read(&mut [0; 8]).await.unwrap() })
+        };
+        let writer = {
+            let c = c.clone();
+            // The peer never reads: this write fills both buffers and blocks.
+            gort::spawn(async move { c.write_all(&vec![0; 64 << 20]).await })
+        };
+        gort::time::sleep(20 * MS).await;
+        c.shutdown(Shutdown::Both).unwrap();
+        let read = gort::time::timeout(Duration::from_secs(10), reader).await;
+        assert_eq!(read.unwrap().unwrap(), 0);
+        let written = gort::time::timeout(Duration::from_secs(10), writer).await;
+        assert!(written.unwrap().unwrap().is_err());
+        drop(s);
+    });
+}
