@@ -95,6 +95,7 @@ mod split;
 mod tcp;
 mod udp;
 
+pub use resolve::ToSocketAddrs;
 pub use split::{OwnedReadHalf, OwnedWriteHalf};
 pub use tcp::{TcpListener, TcpStream};
 pub use udp::UdpSocket;
