@@ -96,6 +96,16 @@ pub fn timeout_at<F: Future>(deadline: Instant, future: F) -> Timeout<F> {
 ///
 /// A future that never returns from `poll` (it blocks the thread, or loops forever inside one
 /// poll) cannot be timed out: the deadline is only looked at between polls.
+///
+/// It does nothing until awaited: dropping it unawaited is an `unused_must_use` warning.
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// async fn forgot() {
+///     gort::time::timeout(std::time::Duration::from_secs(1), async {}); // forgot .await
+/// }
+/// ```
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Timeout<F> {
     future: F,
     deadline: Nanos,
