@@ -120,6 +120,30 @@ impl Local {
         t
     }
 
+    /// A push into `runnext` found it occupied: the task it pushed out (the old one, or its
+    /// own if a thief is taking the old one) goes to the ring. Returns true (the ring grew).
+    #[cold]
+    #[inline(never)]
+    fn runnext_pushed_out(
+        &mut self,
+        pushed: Pushed<Task>,
+        global: &Global<Task>,
+        lane: Lane,
+    ) -> bool {
+        match pushed {
+            Pushed::Filled => return false,
+            // A kicked-out task keeps its own lane: a woken task that a spawn replaces is
+            // still started work if its ring overflows.
+            Pushed::Kicked(old) => {
+                let old_lane = std::mem::replace(&mut self.runnext_lane, lane);
+                self.queue.push(old, global, old_lane);
+            }
+            // A thief is taking the old task: this one goes to the ring.
+            Pushed::Busy(task) => self.queue.push(task, global, lane),
+        }
+        true
+    }
+
     /// Puts `next`, just taken from `runnext`, back there (nobody fills the slot but its
     /// holder, so it is still empty).
     fn put_back(&mut self, next: Task, runnext: &RunNext<Task>, global: &Global<Task>) {
@@ -171,6 +195,10 @@ pub(crate) struct P {
     /// that other Ms reading `status`, `stealer` and `timers` (stealing, the poller's look
     /// at every P's timers) do not bounce it.
     hot: CachePadded<Hot>,
+    /// Go's `p.runnext`: the task the holder runs next, which thieves may take (runnext.rs).
+    /// On a line of its own: thieves and sysmon read it, and the holder writes it only when
+    /// a task is readied or run from it.
+    runnext: CachePadded<RunNext<Task>>,
     pub(crate) stealer: Stealer<Task>,
     pub(crate) timers: Timers,
 }
@@ -192,8 +220,6 @@ struct Hot {
     /// only by the holder.
     releases_pending: AtomicU64,
     local: UnsafeCell<Local>,
-    /// Go's `p.runnext`: the task the holder runs next, which thieves may take (runnext.rs).
-    runnext: RunNext<Task>,
 }
 
 // SAFETY: `local` is touched only by the M that holds the P (see the module docs: P hand-offs
@@ -237,8 +263,8 @@ impl P {
                     seen_woken: 0,
                     releases: Releases::default(),
                 }),
-                runnext: RunNext::new(),
             }),
+            runnext: CachePadded::new(RunNext::new()),
             stealer,
             timers: Timers::new(id),
         }
@@ -368,7 +394,7 @@ impl P {
         thieves: &dyn Thieves,
     ) -> Option<Task> {
         // SAFETY: forwarded contract.
-        unsafe { self.with_local(|l| l.next(&self.hot.runnext, global, thieves)) }
+        unsafe { self.with_local(|l| l.next(&self.runnext, global, thieves)) }
     }
 
     /// A task of this P yielded: if a task was readied into the global queue since this P
@@ -408,6 +434,7 @@ impl P {
     /// # Safety
     ///
     /// As [`P::with_local`].
+    #[inline]
     pub(crate) unsafe fn push_local(
         &self,
         task: Task,
@@ -415,34 +442,31 @@ impl P {
         global: &Global<Task>,
         lane: Lane,
     ) -> bool {
+        if next {
+            // SAFETY: forwarded contract.
+            return unsafe { self.push_runnext(task, global, lane) };
+        }
         // SAFETY: forwarded contract.
-        unsafe {
-            self.with_local(|l| {
-                if next {
-                    // SAFETY: the holder's push.
-                    match self.hot.runnext.push(task) {
-                        Pushed::Filled => {
-                            l.runnext_lane = lane;
-                            false
-                        }
-                        // A kicked-out task keeps its own lane: a woken task that a spawn
-                        // replaces is still started work if its ring overflows.
-                        Pushed::Kicked(old) => {
-                            let old_lane = std::mem::replace(&mut l.runnext_lane, lane);
-                            l.queue.push(old, global, old_lane);
-                            true
-                        }
-                        // A thief is taking the old task: this one goes to the ring.
-                        Pushed::Busy(task) => {
-                            l.queue.push(task, global, lane);
-                            true
-                        }
-                    }
-                } else {
-                    l.queue.push(task, global, lane);
-                    true
-                }
-            })
+        unsafe { self.with_local(|l| l.queue.push(task, global, lane)) };
+        true
+    }
+
+    /// [`P::push_local`] into `runnext`.
+    ///
+    /// # Safety
+    ///
+    /// As [`P::with_local`].
+    #[inline]
+    unsafe fn push_runnext(&self, task: Task, global: &Global<Task>, lane: Lane) -> bool {
+        // SAFETY: the holder's push (forwarded contract).
+        match unsafe { self.runnext.push(task) } {
+            Pushed::Filled => {
+                // SAFETY: forwarded contract.
+                unsafe { self.with_local(|l| l.runnext_lane = lane) };
+                false
+            }
+            // SAFETY: forwarded contract.
+            pushed => unsafe { self.with_local(|l| l.runnext_pushed_out(pushed, global, lane)) },
         }
     }
 
@@ -461,7 +485,7 @@ impl P {
         unsafe {
             self.with_local(|l| {
                 // SAFETY: the holder's take (or the scheduler lock's, for an idle P).
-                if let Some(t) = self.hot.runnext.pop() {
+                if let Some(t) = self.runnext.pop() {
                     sink(t);
                 }
                 while let Some(t) = l.queue.pop() {
@@ -474,19 +498,19 @@ impl P {
     /// Whether the `runnext` slot is occupied (a racy hint for anyone; exact for the holder
     /// but for a thief taking its task meanwhile).
     pub(crate) fn has_runnext(&self) -> bool {
-        self.hot.runnext.is_full()
+        self.runnext.is_full()
     }
 
     /// The fill of `runnext` now, if it holds a task, for a thief to take later with
     /// [`P::steal_runnext`].
     pub(crate) fn runnext_seen(&self) -> Option<Fill> {
-        self.hot.runnext.seen()
+        self.runnext.seen()
     }
 
     /// A thief's take of `runnext`'s task (Go's `runqgrab` with `stealRunNextG`): only the
     /// fill `seen`, if it is still there, so that a holder that ran it and queued another
     /// keeps the new one.
     pub(crate) fn steal_runnext(&self, seen: Fill) -> Option<Task> {
-        self.hot.runnext.steal(seen)
+        self.runnext.steal(seen)
     }
 }

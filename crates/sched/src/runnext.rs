@@ -76,26 +76,41 @@ impl<T> RunNext<T> {
     ///
     /// Only the slot's holder (the M that holds the P) calls `push` and [`RunNext::pop`], one
     /// holder at a time, hand-offs ordered by a lock (p.rs).
+    #[inline]
     pub(crate) unsafe fn push(&self, task: T) -> Pushed<T> {
         let s = self.state.load(Acquire);
-        match s & TAG {
+        if s & TAG == EMPTY {
             // SAFETY: forwarded contract.
-            EMPTY => unsafe { self.fill(s, task) },
-            FULL => {
-                // SAFETY: forwarded contract.
-                match unsafe { self.pop() } {
-                    Some(old) => {
-                        // SAFETY: forwarded contract; `pop` left the slot `EMPTY`, and only
-                        // the holder makes it anything else.
-                        unsafe { self.fill(self.state.load(Relaxed), task) };
-                        Pushed::Kicked(old)
-                    }
-                    // A thief claimed it since the load.
-                    // SAFETY: forwarded contract.
-                    None => unsafe { self.push(task) },
-                }
-            }
-            _ => Pushed::Busy(task),
+            unsafe { self.fill(s, task) }
+        } else {
+            // SAFETY: forwarded contract.
+            unsafe { self.push_into_occupied(task) }
+        }
+    }
+
+    /// [`RunNext::push`] when the slot was not empty: kicks the old task out, unless a thief
+    /// is taking it. Out of line: a push usually fills the slot its own M emptied.
+    ///
+    /// # Safety
+    ///
+    /// As [`RunNext::push`].
+    #[cold]
+    #[inline(never)]
+    unsafe fn push_into_occupied(&self, task: T) -> Pushed<T> {
+        // SAFETY: forwarded contract.
+        if let Some(old) = unsafe { self.pop() } {
+            // SAFETY: forwarded contract; `pop` left the slot `EMPTY`, and only the holder
+            // makes it anything else.
+            unsafe { self.fill(self.state.load(Relaxed), task) };
+            return Pushed::Kicked(old);
+        }
+        // Empty (a thief took the task since `push` looked) or a thief is taking it.
+        let s = self.state.load(Acquire);
+        if s & TAG == EMPTY {
+            // SAFETY: forwarded contract.
+            unsafe { self.fill(s, task) }
+        } else {
+            Pushed::Busy(task)
         }
     }
 
@@ -104,6 +119,7 @@ impl<T> RunNext<T> {
     /// # Safety
     ///
     /// As [`RunNext::push`], and the slot is `EMPTY` (no thief touches it then).
+    #[inline]
     unsafe fn fill(&self, s: u32, task: T) -> Pushed<T> {
         debug_assert_eq!(s & TAG, EMPTY);
         // SAFETY: the slot is empty and only the holder writes it; a thief's move out of the
@@ -156,6 +172,7 @@ impl<T> RunNext<T> {
     /// # Safety
     ///
     /// `s` is a `FULL` state; with `via == EMPTY`, the caller is the holder.
+    #[inline]
     unsafe fn claim(&self, s: u32, via: u32) -> Option<T> {
         let held = (s & !TAG) | via;
         self.state

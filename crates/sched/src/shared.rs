@@ -272,6 +272,7 @@ impl Shared {
 
     /// [`Shared::push_task`] by a caller that has looked up `p`, this thread's P of this
     /// runtime or null ([`Shared::held_p`]): a spawn needs it for the registry too.
+    #[inline]
     pub(crate) fn push_task_from(
         self: &Arc<Self>,
         p: *const P,

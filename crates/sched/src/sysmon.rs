@@ -126,11 +126,17 @@ impl Sysmon {
         let mut quiet = 0u32;
         // Each P's `runnext` fill at the previous look.
         let mut runnexts = Vec::new();
+        // Whether this look is the quick second look at a `runnext` (`take_stuck_runnext`).
+        let mut second_look = false;
         while !self.state.lock().stop {
             self.looks.fetch_add(1, Relaxed);
-            let tick = look(&shared, &mut quiet);
-            if shared.idle.npidle() > 0 {
-                take_stuck_runnext(&shared, &mut runnexts);
+            let mut tick = look(&shared, &mut quiet);
+            let look_again = shared.idle.npidle() > 0 && take_stuck_runnext(&shared, &mut runnexts);
+            // At most every other look is a quick one: a holder that keeps refilling its
+            // `runnext` (a chain of spawns) doubles sysmon's looks at most.
+            second_look = look_again && !second_look;
+            if second_look {
+                tick = tick.min(BUSY_TICK);
             }
             if every_p_idle_and_covered(&shared) {
                 self.park(&shared);
@@ -228,16 +234,24 @@ fn look(shared: &Shared, quiet: &mut u32) -> Duration {
 /// `runnext` since the previous look (`seen`: the fills seen then, by P id). The holder began
 /// no scheduling round meanwhile (each round takes `runnext` or leaves it to thieves), so it
 /// is stuck in one task while some P idles (module docs).
+///
+/// Returns whether a running P's `runnext` holds a task seen for the first time: the next
+/// look may come after `BUSY_TICK` rather than `IDLE_TICK`, so that a stuck task waits about
+/// one idle tick, not two (a holder that runs it meanwhile has refilled or emptied the slot,
+/// and nothing is taken).
 #[cold]
 #[inline(never)]
-fn take_stuck_runnext(shared: &Arc<Shared>, seen: &mut Vec<Option<Fill>>) {
+fn take_stuck_runnext(shared: &Arc<Shared>, seen: &mut Vec<Option<Fill>>) -> bool {
+    let mut look_again = false;
     seen.resize(shared.nallp(), None);
     for p in shared.all_ps() {
         let Some(last) = seen.get_mut(p.id) else {
             continue;
         };
         let now = p.runnext_seen();
-        let stuck = now.is_some() && now == *last && p.status() == PStatus::Running;
+        let running = p.status() == PStatus::Running;
+        let stuck = now.is_some() && now == *last && running;
+        look_again |= now.is_some() && !stuck && running;
         *last = now;
         if let Some(task) = now.filter(|_| stuck).and_then(|f| p.steal_runnext(f)) {
             // Off every P: to the global queue's started-work lane, then `wakep`.
@@ -245,6 +259,7 @@ fn take_stuck_runnext(shared: &Arc<Shared>, seen: &mut Vec<Option<Fill>>) {
             *last = None;
         }
     }
+    look_again
 }
 
 /// Whether sysmon has nothing to do until a P is taken: every P idle (by the count the takers

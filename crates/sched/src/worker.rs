@@ -414,7 +414,7 @@ impl M {
                     }
                 }
                 // Go's `stealRunNextG`: in the last round, a P with nothing else to steal.
-                if last && p2.has_runnext() && !p2.has_queued() {
+                if last && !p2.has_queued() && p2.has_runnext() {
                     if let Some(t) = steal_runnext(p2) {
                         p.note_stolen(1);
                         return (Some(t), next, ran);
