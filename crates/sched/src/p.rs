@@ -120,30 +120,6 @@ impl Local {
         t
     }
 
-    /// A push into `runnext` found it occupied: the task it pushed out (the old one, or its
-    /// own if a thief is taking the old one) goes to the ring. Returns true (the ring grew).
-    #[cold]
-    #[inline(never)]
-    fn runnext_pushed_out(
-        &mut self,
-        pushed: Pushed<Task>,
-        global: &Global<Task>,
-        lane: Lane,
-    ) -> bool {
-        match pushed {
-            Pushed::Filled => return false,
-            // A kicked-out task keeps its own lane: a woken task that a spawn replaces is
-            // still started work if its ring overflows.
-            Pushed::Kicked(old) => {
-                let old_lane = std::mem::replace(&mut self.runnext_lane, lane);
-                self.queue.push(old, global, old_lane);
-            }
-            // A thief is taking the old task: this one goes to the ring.
-            Pushed::Busy(task) => self.queue.push(task, global, lane),
-        }
-        true
-    }
-
     /// Puts `next`, just taken from `runnext`, back there (nobody fills the slot but its
     /// holder, so it is still empty).
     fn put_back(&mut self, next: Task, runnext: &RunNext<Task>, global: &Global<Task>) {
@@ -465,8 +441,21 @@ impl P {
                 unsafe { self.with_local(|l| l.runnext_lane = lane) };
                 false
             }
+            // A kicked-out task keeps its own lane: a woken task that a spawn replaces is
+            // still started work if its ring overflows.
+            Pushed::Kicked(old) => {
+                // SAFETY: forwarded contract.
+                unsafe {
+                    self.with_local(|l| {
+                        let old_lane = std::mem::replace(&mut l.runnext_lane, lane);
+                        l.queue.push(old, global, old_lane);
+                    })
+                };
+                true
+            }
+            // A thief is taking the old task: this one goes to the ring.
             // SAFETY: forwarded contract.
-            pushed => unsafe { self.with_local(|l| l.runnext_pushed_out(pushed, global, lane)) },
+            Pushed::Busy(task) => unsafe { self.push_local(task, false, global, lane) },
         }
     }
 

@@ -81,22 +81,8 @@ impl<T> RunNext<T> {
         let s = self.state.load(Acquire);
         if s & TAG == EMPTY {
             // SAFETY: forwarded contract.
-            unsafe { self.fill(s, task) }
-        } else {
-            // SAFETY: forwarded contract.
-            unsafe { self.push_into_occupied(task) }
+            return unsafe { self.fill(s, task) };
         }
-    }
-
-    /// [`RunNext::push`] when the slot was not empty: kicks the old task out, unless a thief
-    /// is taking it. Out of line: a push usually fills the slot its own M emptied.
-    ///
-    /// # Safety
-    ///
-    /// As [`RunNext::push`].
-    #[cold]
-    #[inline(never)]
-    unsafe fn push_into_occupied(&self, task: T) -> Pushed<T> {
         // SAFETY: forwarded contract.
         if let Some(old) = unsafe { self.pop() } {
             // SAFETY: forwarded contract; `pop` left the slot `EMPTY`, and only the holder
@@ -104,7 +90,19 @@ impl<T> RunNext<T> {
             unsafe { self.fill(self.state.load(Relaxed), task) };
             return Pushed::Kicked(old);
         }
-        // Empty (a thief took the task since `push` looked) or a thief is taking it.
+        // SAFETY: forwarded contract.
+        unsafe { self.push_past_a_thief(task) }
+    }
+
+    /// [`RunNext::push`] when a thief claimed the slot's task since `push` looked: fills the
+    /// slot if the thief is done, else hands the task back. Out of line: thieves are rare.
+    ///
+    /// # Safety
+    ///
+    /// As [`RunNext::push`].
+    #[cold]
+    #[inline(never)]
+    unsafe fn push_past_a_thief(&self, task: T) -> Pushed<T> {
         let s = self.state.load(Acquire);
         if s & TAG == EMPTY {
             // SAFETY: forwarded contract.
