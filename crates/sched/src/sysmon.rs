@@ -1,7 +1,7 @@
-//! The monitor thread: Go's `sysmon`, reduced to its two duties in gort, and parked while
+//! The monitor thread: Go's `sysmon`, reduced to its three duties in gort, and parked while
 //! every P is idle.
 //!
-//! Its duties, both for while some P runs:
+//! Its duties, all for while some P runs:
 //! - Timers. Timers run inside the scheduler: each P runs its own in every scheduling round,
 //!   and idle Ms run everyone's. When every M is busy in a long poll (or blocked), nobody
 //!   gets there and timers go late (go#38860, go#45632: Go since 1.16 has no backstop for
