@@ -5,8 +5,8 @@
 //! - `hot.local` (queue owner side, tick counters): only the M that holds the P. A P
 //!   changes hands only through the scheduler lock (`idle.rs`: pidle list) or an M's hand-off
 //!   slot, both mutexes, which order the old holder's accesses before the new holder's.
-//! - `hot.runnext`: filled and emptied by the holder, emptied by thieves and sysmon too (Go's
-//!   stealable `runnext`, runnext.rs).
+//! - `runnext`: filled by the holder (or under the scheduler lock), emptied by the holder,
+//!   thieves and sysmon, by CAS (Go's stealable `runnext`, runnext.rs).
 //! - `stealer`: anyone (the ring's stealing half, runq.rs).
 //! - `timers`: under its own lock, by anyone (Go's `timersLock`).
 
