@@ -29,6 +29,7 @@ mod paused;
 mod peers;
 mod poller;
 mod procs;
+mod runnext;
 mod runq;
 pub mod runtime;
 mod shared;

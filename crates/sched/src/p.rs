@@ -2,13 +2,16 @@
 //! and the P's timers.
 //!
 //! Who touches what:
-//! - `hot.local` (queue owner side, `runnext`, tick counters): only the M that holds the P. A P
+//! - `hot.local` (queue owner side, tick counters): only the M that holds the P. A P
 //!   changes hands only through the scheduler lock (`idle.rs`: pidle list) or an M's hand-off
 //!   slot, both mutexes, which order the old holder's accesses before the new holder's.
+//! - `runnext`: filled by the holder (or under the scheduler lock), emptied by the holder,
+//!   thieves and sysmon, by CAS (Go's stealable `runnext`, runnext.rs).
 //! - `stealer`: anyone (the ring's stealing half, runq.rs).
 //! - `timers`: under its own lock, by anyone (Go's `timersLock`).
 
 use crate::metrics::BusyClock;
+use crate::runnext::{Fill, Pushed, RunNext};
 use crate::runq::{self, Global, Lane, Stealer, Take};
 use crate::task::Task;
 use crate::task::{Releases, RELEASE_BATCH};
@@ -40,7 +43,6 @@ pub(crate) const GLOBAL_QUEUE_INTERVAL: u32 = 61;
 
 pub(crate) struct Local {
     pub(crate) queue: runq::Local<Task>,
-    pub(crate) runnext: Option<Task>,
     /// The lane of the task in `runnext`: the one it keeps when a newer task kicks it out.
     runnext_lane: Lane,
     pub(crate) tick: u32,
@@ -57,7 +59,12 @@ pub(crate) struct Local {
 
 impl Local {
     /// [`P::next_local`]'s pick.
-    fn next(&mut self, global: &Global<Task>, thieves: &dyn Thieves) -> Option<Task> {
+    fn next(
+        &mut self,
+        runnext: &RunNext<Task>,
+        global: &Global<Task>,
+        thieves: &dyn Thieves,
+    ) -> Option<Task> {
         self.tick = self.tick.wrapping_add(1);
         if self.tick % GLOBAL_QUEUE_INTERVAL == 0 {
             // Every other check serves the global queue's `Fresh` lane first, so that
@@ -68,16 +75,17 @@ impl Local {
                 Lane::Fresh
             };
             if let Some(t) = self.queue.refill(global, 1, Take::First(first)) {
-                return Some(self.passing_over_runnext(t, global, thieves));
+                return Some(self.passing_over_runnext(t, runnext, global, thieves));
             }
         }
         // After the fairness check, which alone serves the `Fresh` lane first.
         if std::mem::take(&mut self.serve_global) {
             if let Some(t) = self.queue.refill(global, 1, Take::First(Lane::Ready)) {
-                return Some(self.passing_over_runnext(t, global, thieves));
+                return Some(self.passing_over_runnext(t, runnext, global, thieves));
             }
         }
-        if let Some(next) = self.runnext.take() {
+        // SAFETY: the holder's take (`Local` is the holder's).
+        if let Some(next) = unsafe { runnext.pop() } {
             if self.runnext_streak < MAX_RUNNEXT_STREAK {
                 self.runnext_streak += 1;
                 return Some(next);
@@ -86,8 +94,8 @@ impl Local {
             self.runnext_streak = 0;
             return match self.queue.pop() {
                 Some(t) => {
-                    self.runnext = Some(next);
-                    Some(self.passing_over_runnext(t, global, thieves))
+                    self.put_back(next, runnext, global);
+                    Some(self.passing_over_runnext(t, runnext, global, thieves))
                 }
                 None => Some(next),
             };
@@ -102,13 +110,24 @@ impl Local {
     fn passing_over_runnext(
         &mut self,
         t: Task,
+        runnext: &RunNext<Task>,
         global: &Global<Task>,
         thieves: &dyn Thieves,
     ) -> Task {
-        if self.runnext.is_some() {
-            self.hand_runnext_to_thieves(global, thieves);
+        if runnext.is_full() {
+            self.hand_runnext_to_thieves(runnext, global, thieves);
         }
         t
+    }
+
+    /// Puts `next`, just taken from `runnext`, back there (nobody fills the slot but its
+    /// holder, so it is still empty).
+    fn put_back(&mut self, next: Task, runnext: &RunNext<Task>, global: &Global<Task>) {
+        // SAFETY: the holder's push.
+        if let Pushed::Kicked(t) | Pushed::Busy(t) = unsafe { runnext.push(next) } {
+            debug_assert!(false, "runnext filled by someone other than its holder");
+            self.queue.push(t, global, self.runnext_lane);
+        }
     }
 
     /// Moves `runnext`'s task to the ring's tail and wakes a thief, when the ring is left
@@ -119,11 +138,17 @@ impl Local {
     /// "runnext passed over").
     #[cold]
     #[inline(never)]
-    fn hand_runnext_to_thieves(&mut self, global: &Global<Task>, thieves: &dyn Thieves) {
+    fn hand_runnext_to_thieves(
+        &mut self,
+        runnext: &RunNext<Task>,
+        global: &Global<Task>,
+        thieves: &dyn Thieves,
+    ) {
         if !self.queue.is_empty() && !thieves.any_idle() {
             return;
         }
-        if let Some(next) = self.runnext.take() {
+        // SAFETY: the holder's take.
+        if let Some(next) = unsafe { runnext.pop() } {
             self.queue.push(next, global, self.runnext_lane);
             thieves.wake_one();
         }
@@ -146,6 +171,10 @@ pub(crate) struct P {
     /// that other Ms reading `status`, `stealer` and `timers` (stealing, the poller's look
     /// at every P's timers) do not bounce it.
     hot: CachePadded<Hot>,
+    /// Go's `p.runnext`: the task the holder runs next, which thieves may take (runnext.rs).
+    /// On a line of its own: thieves and sysmon read it, and the holder writes it only when
+    /// a task is readied or run from it.
+    runnext: CachePadded<RunNext<Task>>,
     pub(crate) stealer: Stealer<Task>,
     pub(crate) timers: Timers,
 }
@@ -203,7 +232,6 @@ impl P {
                 releases_pending: AtomicU64::new(0),
                 local: UnsafeCell::new(Local {
                     queue,
-                    runnext: None,
                     runnext_lane: Lane::Ready,
                     tick: 0,
                     runnext_streak: 0,
@@ -212,6 +240,7 @@ impl P {
                     releases: Releases::default(),
                 }),
             }),
+            runnext: CachePadded::new(RunNext::new()),
             stealer,
             timers: Timers::new(id),
         }
@@ -341,7 +370,7 @@ impl P {
         thieves: &dyn Thieves,
     ) -> Option<Task> {
         // SAFETY: forwarded contract.
-        unsafe { self.with_local(|l| l.next(global, thieves)) }
+        unsafe { self.with_local(|l| l.next(&self.runnext, global, thieves)) }
     }
 
     /// A task of this P yielded: if a task was readied into the global queue since this P
@@ -381,6 +410,7 @@ impl P {
     /// # Safety
     ///
     /// As [`P::with_local`].
+    #[inline]
     pub(crate) unsafe fn push_local(
         &self,
         task: Task,
@@ -388,25 +418,44 @@ impl P {
         global: &Global<Task>,
         lane: Lane,
     ) -> bool {
+        if next {
+            // SAFETY: forwarded contract.
+            return unsafe { self.push_runnext(task, global, lane) };
+        }
         // SAFETY: forwarded contract.
-        unsafe {
-            self.with_local(|l| {
-                if next {
-                    // A kicked-out task keeps its own lane: a woken task that a spawn
-                    // replaces is still started work if its ring overflows.
-                    let old_lane = std::mem::replace(&mut l.runnext_lane, lane);
-                    match l.runnext.replace(task) {
-                        Some(old) => {
-                            l.queue.push(old, global, old_lane);
-                            true
-                        }
-                        None => false,
-                    }
-                } else {
-                    l.queue.push(task, global, lane);
-                    true
-                }
-            })
+        unsafe { self.with_local(|l| l.queue.push(task, global, lane)) };
+        true
+    }
+
+    /// [`P::push_local`] into `runnext`.
+    ///
+    /// # Safety
+    ///
+    /// As [`P::with_local`].
+    #[inline]
+    unsafe fn push_runnext(&self, task: Task, global: &Global<Task>, lane: Lane) -> bool {
+        // SAFETY: the holder's push (forwarded contract).
+        match unsafe { self.runnext.push(task) } {
+            Pushed::Filled => {
+                // SAFETY: forwarded contract.
+                unsafe { self.with_local(|l| l.runnext_lane = lane) };
+                false
+            }
+            // A kicked-out task keeps its own lane: a woken task that a spawn replaces is
+            // still started work if its ring overflows.
+            Pushed::Kicked(old) => {
+                // SAFETY: forwarded contract.
+                unsafe {
+                    self.with_local(|l| {
+                        let old_lane = std::mem::replace(&mut l.runnext_lane, lane);
+                        l.queue.push(old, global, old_lane);
+                    })
+                };
+                true
+            }
+            // A thief is taking the old task: this one goes to the ring.
+            // SAFETY: forwarded contract.
+            Pushed::Busy(task) => unsafe { self.push_local(task, false, global, lane) },
         }
     }
 
@@ -424,7 +473,8 @@ impl P {
         // SAFETY: forwarded contract.
         unsafe {
             self.with_local(|l| {
-                if let Some(t) = l.runnext.take() {
+                // SAFETY: the holder's take (or the scheduler lock's, for an idle P).
+                if let Some(t) = self.runnext.pop() {
                     sink(t);
                 }
                 while let Some(t) = l.queue.pop() {
@@ -434,13 +484,22 @@ impl P {
         }
     }
 
-    /// Whether the holder's `runnext` slot is occupied.
-    ///
-    /// # Safety
-    ///
-    /// As [`P::with_local`].
-    pub(crate) unsafe fn has_runnext(&self) -> bool {
-        // SAFETY: forwarded contract.
-        unsafe { self.with_local(|l| l.runnext.is_some()) }
+    /// Whether the `runnext` slot is occupied (a racy hint for anyone; exact for the holder
+    /// but for a thief taking its task meanwhile).
+    pub(crate) fn has_runnext(&self) -> bool {
+        self.runnext.is_full()
+    }
+
+    /// The fill of `runnext` now, if it holds a task, for a thief to take later with
+    /// [`P::steal_runnext`].
+    pub(crate) fn runnext_seen(&self) -> Option<Fill> {
+        self.runnext.seen()
+    }
+
+    /// A thief's take of `runnext`'s task (Go's `runqgrab` with `stealRunNextG`): only the
+    /// fill `seen`, if it is still there, so that a holder that ran it and queued another
+    /// keeps the new one.
+    pub(crate) fn steal_runnext(&self, seen: Fill) -> Option<Task> {
+        self.runnext.steal(seen)
     }
 }

@@ -139,7 +139,7 @@ impl Shared {
         if self.all_ps().any(|p| p.status() == PStatus::Running) {
             return Quiet::Busy;
         }
-        if !self.global.is_empty() || self.all_ps().any(|p| p.has_queued()) {
+        if !self.global.is_empty() || self.all_ps().any(|p| p.has_queued() || p.has_runnext()) {
             return Quiet::Work;
         }
         // Holds taken while we looked (a block_on woken by a blocking job's last act).

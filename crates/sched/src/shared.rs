@@ -238,8 +238,7 @@ impl Shared {
         // SAFETY: the caller held `p` until this call and passes its ownership here, from a
         // task's poll (no `with_local` borrow is live).
         unsafe { self.flush_releases(&p) };
-        // SAFETY: as above.
-        let has_local = unsafe { p.has_runnext() } || p.has_queued();
+        let has_local = p.has_runnext() || p.has_queued();
         if has_local || !self.global.is_empty() {
             return self.startm(Some(p), false);
         }
@@ -273,6 +272,7 @@ impl Shared {
 
     /// [`Shared::push_task`] by a caller that has looked up `p`, this thread's P of this
     /// runtime or null ([`Shared::held_p`]): a spawn needs it for the registry too.
+    #[inline]
     pub(crate) fn push_task_from(
         self: &Arc<Self>,
         p: *const P,

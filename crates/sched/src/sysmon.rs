@@ -1,7 +1,7 @@
-//! The monitor thread: Go's `sysmon`, reduced to its two duties in gort, and parked while
+//! The monitor thread: Go's `sysmon`, reduced to its three duties in gort, and parked while
 //! every P is idle.
 //!
-//! Its duties, both for while some P runs:
+//! Its duties, all for while some P runs:
 //! - Timers. Timers run inside the scheduler: each P runs its own in every scheduling round,
 //!   and idle Ms run everyone's. When every M is busy in a long poll (or blocked), nobody
 //!   gets there and timers go late (go#38860, go#45632: Go since 1.16 has no backstop for
@@ -13,6 +13,11 @@
 //!   that arms timers in a loop and sysmon otherwise traded the heap's lock timer by timer.
 //! - Sockets. Go's non-blocking look when tasks wait on them and nobody has polled for 10 ms
 //!   (`netpoll.rs`), so ready sockets are not left behind busy Ps.
+//! - `runnext`. A task that spawns or wakes another and then computes without yielding
+//!   leaves it in its P's `runnext`, which wakes no M (`Shared::push_task`); while some P
+//!   idles, sysmon takes a task that sat there between two of its looks (the holder is stuck
+//!   in one task: Go's `retake` tells so by `schedtick`) to the global queue and wakes an M
+//!   (`take_stuck_runnext`). Spinning thieves take it sooner if one looks (`worker.rs`).
 //!
 //! Go's other sysmon duties are not sysmon's here: `block_in_place` hands its P off before it
 //! blocks (Go's sysmon retakes Ps from syscalls), and a task woken off every P is served
@@ -47,6 +52,8 @@
 mod alarm;
 
 use crate::p::PStatus;
+use crate::runnext::Fill;
+use crate::runq::Lane;
 use crate::shared::Shared;
 use alarm::Alarm;
 use gort_timer::nanotime;
@@ -117,9 +124,20 @@ impl Sysmon {
         let _ctx = crate::context::enter(shared.clone());
         // Wake-ups in a row that found no timer overdue (Go's sysmon `idle` count).
         let mut quiet = 0u32;
+        // Each P's `runnext` fill at the previous look.
+        let mut runnexts = Vec::new();
+        // Whether this look is the quick second look at a `runnext` (`take_stuck_runnext`).
+        let mut second_look = false;
         while !self.state.lock().stop {
             self.looks.fetch_add(1, Relaxed);
-            let tick = look(&shared, &mut quiet);
+            let mut tick = look(&shared, &mut quiet);
+            let look_again = shared.idle.npidle() > 0 && take_stuck_runnext(&shared, &mut runnexts);
+            // At most every other look is a quick one: a holder that keeps refilling its
+            // `runnext` (a chain of spawns) doubles sysmon's looks at most.
+            second_look = look_again && !second_look;
+            if second_look {
+                tick = tick.min(BUSY_TICK);
+            }
             if every_p_idle_and_covered(&shared) {
                 self.park(&shared);
             } else {
@@ -210,6 +228,38 @@ fn look(shared: &Shared, quiet: &mut u32) -> Duration {
     } else {
         Duration::from_nanos(until_overdue).clamp(backoff(*quiet), IDLE_TICK)
     }
+}
+
+/// Moves to the global queue, and wakes an M for, each task that sat in a running P's
+/// `runnext` since the previous look (`seen`: the fills seen then, by P id). The holder began
+/// no scheduling round meanwhile (each round takes `runnext` or leaves it to thieves), so it
+/// is stuck in one task while some P idles (module docs).
+///
+/// Returns whether a running P's `runnext` holds a task seen for the first time: the next
+/// look may come after `BUSY_TICK` rather than `IDLE_TICK`, so that a stuck task waits about
+/// one idle tick, not two (a holder that runs it meanwhile has refilled or emptied the slot,
+/// and nothing is taken).
+#[cold]
+#[inline(never)]
+fn take_stuck_runnext(shared: &Arc<Shared>, seen: &mut Vec<Option<Fill>>) -> bool {
+    let mut look_again = false;
+    seen.resize(shared.nallp(), None);
+    for p in shared.all_ps() {
+        let Some(last) = seen.get_mut(p.id) else {
+            continue;
+        };
+        let now = p.runnext_seen();
+        let running = p.status() == PStatus::Running;
+        let stuck = now.is_some() && now == *last && running;
+        look_again |= now.is_some() && !stuck && running;
+        *last = now;
+        if let Some(task) = now.filter(|_| stuck).and_then(|f| p.steal_runnext(f)) {
+            // Off every P: to the global queue's started-work lane, then `wakep`.
+            shared.push_task(task, false, Lane::Ready);
+            *last = None;
+        }
+    }
+    look_again
 }
 
 /// Whether sysmon has nothing to do until a P is taken: every P idle (by the count the takers

@@ -19,6 +19,11 @@ use std::task::Waker;
 /// checked in the last round only, as Go does, so that a spinning M first looks for tasks.
 const STEAL_TRIES: usize = 4;
 
+/// How long a thief waits before it takes a running P's `runnext` (Go's `usleep(3)` in
+/// `runqgrab`): a task that readies another and then blocks at once lets its own P run it,
+/// rather than have it move between Ps. Go's `ready` takes ~50 ns, so 3 µs is ample.
+const RUNNEXT_PAUSE: std::time::Duration = std::time::Duration::from_micros(3);
+
 /// An M's own state. The runtime's `Shared` is passed to every method rather than kept as
 /// a field: cloning its `Arc` in the scheduling loop would bounce the reference count's cache
 /// line, shared by every M, on every round.
@@ -408,6 +413,13 @@ impl M {
                         return (t, next, ran);
                     }
                 }
+                // Go's `stealRunNextG`: in the last round, a P with nothing else to steal.
+                if last && !p2.has_queued() && p2.has_runnext() {
+                    if let Some(t) = steal_runnext(p2) {
+                        p.note_stolen(1);
+                        return (Some(t), next, ran);
+                    }
+                }
             }
         }
         (None, next, ran)
@@ -459,6 +471,22 @@ impl M {
             }
         }
     }
+}
+
+/// Takes `victim`'s `runnext` task, after [`RUNNEXT_PAUSE`] if a holder may be about to run
+/// it: only the fill seen before the pause, so that a holder that ran it and queued another
+/// keeps the new one. Out of line: the steal loop's common path keeps none of this.
+#[cold]
+#[inline(never)]
+fn steal_runnext(victim: &P) -> Option<Task> {
+    let seen = victim.runnext_seen()?;
+    if victim.status() == PStatus::Running {
+        let until = std::time::Instant::now() + RUNNEXT_PAUSE;
+        while std::time::Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+    victim.steal_runnext(seen)
 }
 
 /// A stride coprime with `n`, so that `start + i * stride` visits every index once (Go's

@@ -1,0 +1,130 @@
+//! Loom models of the stealable `runnext` slot (`src/runnext.rs`): the real source, compiled
+//! here against loom's atomics and cells (`gort_loom` under `--cfg loom`).
+//!
+//! Each model checks that every task put in the slot comes out exactly once (taken by the
+//! holder, kicked out by its next push, handed back by a push that found a thief at work,
+//! stolen, or dropped with the slot), whatever the interleaving of the holder with thieves,
+//! and loom's cells check that no thief reads the cell while the holder writes it.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p gort-sched --test loom_runnext`
+#![cfg(loom)]
+
+#[allow(dead_code)]
+#[path = "../src/runnext.rs"]
+mod runnext;
+
+use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use loom::sync::Arc;
+use loom::thread;
+use runnext::{Pushed, RunNext};
+
+/// A task that counts its drops, so a task lost or duplicated shows up in the totals.
+struct Token {
+    id: usize,
+    dropped: Arc<AtomicUsize>,
+}
+
+impl Drop for Token {
+    fn drop(&mut self) {
+        self.dropped.fetch_add(1, SeqCst);
+    }
+}
+
+/// The ids that came out, asserting none twice.
+#[derive(Default)]
+struct Seen(Vec<usize>);
+
+impl Seen {
+    fn add(&mut self, t: Token) {
+        assert!(!self.0.contains(&t.id), "task {} came out twice", t.id);
+        self.0.push(t.id);
+    }
+
+    fn merge(&mut self, ids: Vec<usize>) {
+        for id in ids {
+            assert!(!self.0.contains(&id), "task {id} came out twice");
+            self.0.push(id);
+        }
+    }
+
+    /// What the holder's push handed back, if anything.
+    fn pushed(&mut self, p: Pushed<Token>) {
+        match p {
+            Pushed::Filled => {}
+            Pushed::Kicked(t) | Pushed::Busy(t) => self.add(t),
+        }
+    }
+}
+
+fn token(id: usize, dropped: &Arc<AtomicUsize>) -> Token {
+    Token {
+        id,
+        dropped: dropped.clone(),
+    }
+}
+
+/// A thief: sees the slot, then takes that fill if it is still there.
+fn thief(slot: Arc<RunNext<Token>>) -> thread::JoinHandle<Vec<usize>> {
+    thread::spawn(move || {
+        let mut seen = Seen::default();
+        if let Some(t) = slot.seen().and_then(|f| slot.steal(f)) {
+            seen.add(t);
+        }
+        seen.0
+    })
+}
+
+/// The holder fills the slot, kicks the task out with a second push, and takes what is
+/// there, while a thief takes what it saw.
+#[test]
+fn holder_push_kick_pop_against_a_thief() {
+    loom::model(|| {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let slot = Arc::new(RunNext::new());
+        let mut seen = Seen::default();
+        // SAFETY: this thread is the only holder.
+        seen.pushed(unsafe { slot.push(token(0, &dropped)) });
+        let thief = thief(slot.clone());
+        // SAFETY: as above.
+        seen.pushed(unsafe { slot.push(token(1, &dropped)) });
+        // SAFETY: as above.
+        if let Some(t) = unsafe { slot.pop() } {
+            seen.add(t);
+        }
+        seen.merge(thief.join().unwrap());
+        // SAFETY: as above; the thief is done.
+        if let Some(t) = unsafe { slot.pop() } {
+            seen.add(t);
+        }
+        seen.0.sort();
+        assert_eq!(seen.0, vec![0, 1]);
+        assert_eq!(dropped.load(SeqCst), 2);
+    });
+}
+
+/// Two thieves race for one fill while the holder refills after a take: each task comes out
+/// once, and one left in the slot is dropped with it.
+#[test]
+fn two_thieves_and_the_holder_refilling() {
+    loom::model(|| {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let slot = Arc::new(RunNext::new());
+        let mut seen = Seen::default();
+        // SAFETY: this thread is the only holder.
+        seen.pushed(unsafe { slot.push(token(0, &dropped)) });
+        let thieves: Vec<_> = (0..2).map(|_| thief(slot.clone())).collect();
+        // SAFETY: as above.
+        if let Some(t) = unsafe { slot.pop() } {
+            seen.add(t);
+        }
+        // SAFETY: as above.
+        seen.pushed(unsafe { slot.push(token(1, &dropped)) });
+        for t in thieves {
+            seen.merge(t.join().unwrap());
+        }
+        let left = usize::from(slot.seen().is_some());
+        drop(slot);
+        assert_eq!(seen.0.len() + left, 2, "tasks lost: saw {:?}", seen.0);
+        assert_eq!(dropped.load(SeqCst), 2);
+    });
+}
