@@ -285,3 +285,62 @@ fn the_current_id_follows_the_task_across_awaits_and_is_none_outside_tasks() {
     let id = blocking.id();
     assert_eq!(rt.block_on(blocking).unwrap(), Some(id));
 }
+
+#[test]
+fn try_join_next_returns_only_finished_tasks_without_waiting() {
+    runtime().block_on(async {
+        let mut set = JoinSet::new();
+        assert!(set.try_join_next().is_none()); // empty
+        let (tx, rx) = gort::chan::bounded::<()>(0);
+        set.spawn(async move {
+            rx.recv().await;
+            "late"
+        });
+        for _ in 0..3 {
+            set.spawn(async { "early" });
+        }
+        let mut early = 0;
+        while early < 3 {
+            match set.try_join_next() {
+                Some(res) => {
+                    assert_eq!(res.unwrap(), "early");
+                    early += 1;
+                }
+                None => gort::time::sleep(Duration::from_millis(1)).await,
+            }
+        }
+        assert!(set.try_join_next().is_none()); // the last one still waits
+        assert_eq!(set.len(), 1);
+        drop(tx);
+        // Its join waker was registered by try_join_next: join_next still sees it finish.
+        assert_eq!(set.join_next().await.unwrap().unwrap(), "late");
+        assert!(set.try_join_next().is_none());
+    });
+}
+
+#[test]
+fn shutdown_aborts_every_task_and_waits_for_them_to_stop() {
+    runtime().block_on(async {
+        struct Count(Arc<AtomicUsize>);
+        impl Drop for Count {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, SeqCst);
+            }
+        }
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let mut set = JoinSet::new();
+        for _ in 0..8 {
+            let guard = Count(dropped.clone());
+            set.spawn(async move {
+                let _guard = guard;
+                std::future::pending::<()>().await;
+            });
+        }
+        set.spawn(async {});
+        set.shutdown().await;
+        assert!(set.is_empty());
+        assert_eq!(dropped.load(SeqCst), 8); // every future was dropped before shutdown returned
+        set.spawn(async {});
+        assert!(set.join_next().await.unwrap().is_ok()); // the set is usable again
+    });
+}

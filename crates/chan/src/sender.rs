@@ -288,6 +288,43 @@ pub struct SendFuture<'a, T> {
 // No field is ever pinned: the value is moved in and out freely.
 impl<T> Unpin for SendFuture<'_, T> {}
 
+impl<T> SendFuture<'_, T> {
+    /// Withdraws the send and gives the value back if no receiver has taken it; it is then
+    /// never delivered. `None` if a receiver took it (the send happened: the exception in
+    /// [`Sender::send`]'s cancellation note) or the future already completed.
+    ///
+    /// Go keeps the value of a `case ch <- v:` that another case beat; here the value moves
+    /// into the future, so a select that must keep it polls `&mut` the future in its arm
+    /// and cancels it when another arm wins. Within [`select!`](crate::select!), a losing
+    /// arm's value is never taken, so `cancel` always gives it back.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let rt = gort::Runtime::new().unwrap();
+    /// rt.block_on(async {
+    ///     let (tx, rx) = gort::chan::bounded::<String>(0); // nobody receives yet
+    ///     let mut send = tx.send(String::from("report"));
+    ///     let value = gort::select! {
+    ///         _ = &mut send => None,
+    ///         _ = gort::time::sleep(Duration::from_millis(5)) => send.cancel(),
+    ///     };
+    ///     assert_eq!(value.as_deref(), Some("report")); // kept for the next try
+    ///     assert!(rx.try_recv().is_err());
+    /// });
+    /// ```
+    pub fn cancel(mut self) -> Option<T> {
+        if self.slot.is_none() {
+            return self.value.take();
+        }
+        let slot = &mut self.slot;
+        // The slot is released here, so `Drop` finds nothing left to withdraw.
+        self.tx.chan.with(|core, d| core.cancel_send(slot, d))
+    }
+}
+
 impl<T> Future for SendFuture<'_, T> {
     type Output = Result<(), SendError<T>>;
 

@@ -261,3 +261,67 @@ fn dropped_recv_future_puts_its_value_back_at_the_front() {
     assert_eq!(rx.try_recv(), Ok(1));
     assert_eq!(rx.try_recv(), Ok(2));
 }
+
+#[test]
+fn cancel_gives_back_a_value_never_offered_or_offered_and_not_taken() {
+    let (tx, rx) = bounded::<String>(0);
+    // Never polled: the value was never offered.
+    assert_eq!(tx.send("a".into()).cancel().as_deref(), Some("a"));
+    // Parked, offered to receivers, not taken.
+    let mut fut = tx.send("b".into());
+    assert!(poll_once(&mut fut).is_pending());
+    assert_eq!(fut.cancel().as_deref(), Some("b"));
+    assert!(
+        rx.try_recv().is_err(),
+        "a withdrawn value is never delivered"
+    );
+    let mut recv = rx.recv();
+    assert!(poll_once(&mut recv).is_pending());
+    assert!(tx.try_send("c".into()).is_ok());
+    assert_eq!(poll_once(&mut recv), Poll::Ready(Some("c".into())));
+}
+
+#[test]
+fn cancel_after_a_receiver_took_the_value_reports_it_sent() {
+    let (tx, rx) = bounded::<u8>(0);
+    let mut fut = tx.send(7);
+    assert!(poll_once(&mut fut).is_pending());
+    assert_eq!(rx.try_recv(), Ok(7)); // taken from the parked sender
+    assert_eq!(fut.cancel(), None);
+    // A completed future has nothing to give back either.
+    let (tx, _rx) = bounded::<u8>(1);
+    let mut fut = tx.send(8);
+    assert_eq!(poll_once(&mut fut), Poll::Ready(Ok(())));
+    assert_eq!(fut.cancel(), None);
+}
+
+#[test]
+fn cancel_keeps_the_value_of_a_send_arm_that_lost_a_select() {
+    block_on(async {
+        let (tx, rx) = bounded::<Vec<u8>>(0);
+        let (quit_tx, quit_rx) = unbounded::<()>();
+        quit_tx.try_send(()).unwrap();
+        let mut pending = Some(vec![1, 2, 3]);
+        let mut rounds = 0;
+        while let Some(v) = pending.take() {
+            rounds += 1;
+            let mut send = tx.send(v);
+            select! {
+                res = &mut send => res.unwrap(),
+                _ = quit_rx.recv() => pending = send.cancel(),
+            }
+            if rounds == 1 {
+                assert_eq!(
+                    pending.as_deref(),
+                    Some(&[1, 2, 3][..]),
+                    "quit won: value kept"
+                );
+                assert!(rx.try_recv().is_err(), "and never delivered");
+                // Now a receiver waits, and the value goes out on the next round.
+                let rx = rx.clone();
+                std::thread::spawn(move || block_on(rx.recv()));
+            }
+        }
+        assert_eq!(rounds, 2);
+    });
+}

@@ -1,4 +1,4 @@
-//! The ecosystem's I/O traits for [`TcpStream`] and `&TcpStream`: tokio's
+//! The ecosystem's I/O traits for [`TcpStream`], `&TcpStream` and the owned halves: tokio's
 //! `AsyncRead`/`AsyncWrite` (feature `tokio-io`) and futures-io's (feature `futures-io`), so
 //! that crates built on them (codecs, HTTP, WebSocket libraries) run on gort. Both are thin
 //! poll-based views of [`TcpStream::read`] and [`TcpStream::write`], with the same deadlines
@@ -6,12 +6,17 @@
 //! shuts the write half down.
 
 use crate::io::Dir;
-use crate::TcpStream;
+use crate::{OwnedReadHalf, OwnedWriteHalf, TcpStream};
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::task::{Context, Poll};
 
 impl TcpStream {
+    /// Itself, as the halves' `stream()` gives theirs: one path for the trait macros.
+    fn stream(&self) -> &TcpStream {
+        self
+    }
+
     fn poll_read_some(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
         self.io().poll_op(Dir::Read, cx, &mut |mut s| s.read(buf))
     }
@@ -41,7 +46,7 @@ mod tokio_io {
         Poll::Ready(Ok(()))
     }
 
-    macro_rules! impl_tokio {
+    macro_rules! impl_tokio_read {
         ($t:ty) => {
             impl AsyncRead for $t {
                 fn poll_read(
@@ -49,17 +54,21 @@ mod tokio_io {
                     cx: &mut Context<'_>,
                     buf: &mut ReadBuf<'_>,
                 ) -> Poll<io::Result<()>> {
-                    poll_read(&self, cx, buf)
+                    poll_read(self.stream(), cx, buf)
                 }
             }
+        };
+    }
 
+    macro_rules! impl_tokio_write {
+        ($t:ty) => {
             impl AsyncWrite for $t {
                 fn poll_write(
                     self: Pin<&mut Self>,
                     cx: &mut Context<'_>,
                     buf: &[u8],
                 ) -> Poll<io::Result<usize>> {
-                    self.poll_write_some(cx, buf)
+                    self.stream().poll_write_some(cx, buf)
                 }
 
                 fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -70,14 +79,18 @@ mod tokio_io {
                     self: Pin<&mut Self>,
                     _: &mut Context<'_>,
                 ) -> Poll<io::Result<()>> {
-                    Poll::Ready(self.shutdown(Shutdown::Write))
+                    Poll::Ready(self.stream().shutdown(Shutdown::Write))
                 }
             }
         };
     }
 
-    impl_tokio!(TcpStream);
-    impl_tokio!(&TcpStream);
+    impl_tokio_read!(TcpStream);
+    impl_tokio_write!(TcpStream);
+    impl_tokio_read!(&TcpStream);
+    impl_tokio_write!(&TcpStream);
+    impl_tokio_read!(OwnedReadHalf);
+    impl_tokio_write!(OwnedWriteHalf);
 }
 
 #[cfg(feature = "futures-io")]
@@ -86,7 +99,7 @@ mod futures_io_impls {
     use futures_io::{AsyncRead, AsyncWrite};
     use std::pin::Pin;
 
-    macro_rules! impl_futures {
+    macro_rules! impl_futures_read {
         ($t:ty) => {
             impl AsyncRead for $t {
                 fn poll_read(
@@ -94,17 +107,21 @@ mod futures_io_impls {
                     cx: &mut Context<'_>,
                     buf: &mut [u8],
                 ) -> Poll<io::Result<usize>> {
-                    self.poll_read_some(cx, buf)
+                    self.stream().poll_read_some(cx, buf)
                 }
             }
+        };
+    }
 
+    macro_rules! impl_futures_write {
+        ($t:ty) => {
             impl AsyncWrite for $t {
                 fn poll_write(
                     self: Pin<&mut Self>,
                     cx: &mut Context<'_>,
                     buf: &[u8],
                 ) -> Poll<io::Result<usize>> {
-                    self.poll_write_some(cx, buf)
+                    self.stream().poll_write_some(cx, buf)
                 }
 
                 fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -112,12 +129,16 @@ mod futures_io_impls {
                 }
 
                 fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-                    Poll::Ready(self.shutdown(Shutdown::Write))
+                    Poll::Ready(self.stream().shutdown(Shutdown::Write))
                 }
             }
         };
     }
 
-    impl_futures!(TcpStream);
-    impl_futures!(&TcpStream);
+    impl_futures_read!(TcpStream);
+    impl_futures_write!(TcpStream);
+    impl_futures_read!(&TcpStream);
+    impl_futures_write!(&TcpStream);
+    impl_futures_read!(OwnedReadHalf);
+    impl_futures_write!(OwnedWriteHalf);
 }

@@ -51,8 +51,36 @@
 //! });
 //! ```
 //!
+//! Each socket implements `AsRawFd` and `AsFd` (Go's `SyscallConn`), for the socket options
+//! it has no method for: through `libc` or `socket2::SockRef::from(&stream)`. Go turns TCP
+//! keep-alive on for every connection; gort leaves it to the program:
+//!
+//! ```
+//! use gort::net::{TcpListener, TcpStream};
+//! use std::os::fd::AsRawFd;
+//!
+//! fn keep_alive(conn: &TcpStream) -> std::io::Result<()> {
+//!     let on: libc::c_int = 1;
+//!     let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+//!     let opt = (&on as *const libc::c_int).cast();
+//!     // SAFETY: `on` is valid for reads of `len` bytes for the call.
+//!     let rc = unsafe {
+//!         libc::setsockopt(conn.as_raw_fd(), libc::SOL_SOCKET, libc::SO_KEEPALIVE, opt, len)
+//!     };
+//!     if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+//! }
+//!
+//! gort::Runtime::new().unwrap().block_on(async {
+//!     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+//!     let conn = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+//!     keep_alive(&conn).unwrap();
+//! });
+//! ```
+//!
 //! Cargo features `tokio-io` and `futures-io` implement tokio's and futures-io's
-//! `AsyncRead`/`AsyncWrite` for [`TcpStream`] and `&TcpStream`.
+//! `AsyncRead`/`AsyncWrite` for [`TcpStream`] and `&TcpStream`, and `AsyncRead` for
+//! [`OwnedReadHalf`] and `AsyncWrite` for [`OwnedWriteHalf`] ([`TcpStream::into_split`]), for
+//! a codec's reader and writer in different tasks.
 
 #![warn(missing_docs)]
 
@@ -60,10 +88,14 @@
 mod compat;
 #[doc(hidden)]
 pub mod desc;
+mod fd;
 mod io;
 mod resolve;
+mod split;
 mod tcp;
 mod udp;
 
+pub use resolve::ToSocketAddrs;
+pub use split::{OwnedReadHalf, OwnedWriteHalf};
 pub use tcp::{TcpListener, TcpStream};
 pub use udp::UdpSocket;

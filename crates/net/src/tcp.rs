@@ -1,14 +1,18 @@
 //! TCP: Go's `TCPListener` and `TCPConn` on the netpoller.
 
 use crate::io::{Dir, Io};
-use crate::resolve::{first_ok, resolve};
+use crate::resolve::{first_ok, resolve, ToSocketAddrs};
 use gort_time::Instant;
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::net::{Shutdown, SocketAddr};
 
 /// A TCP socket server, listening for connections (Go's `net.TCPListener`).
 ///
-/// Dropping it closes the socket.
+/// Dropping it closes the socket. Go stops an accept loop by closing its listener from
+/// another goroutine; while a task waits in [`accept`](Self::accept) the listener cannot be
+/// dropped, so stop it with a deadline in the past instead (`set_deadline(Some(Instant::now()))`:
+/// the pending accept fails with `TimedOut`), or select on `accept()` and a `context`'s
+/// `done()`.
 ///
 /// # Examples
 ///
@@ -30,15 +34,19 @@ pub struct TcpListener {
 
 impl TcpListener {
     /// Binds a listener to `addr` (the first of its addresses that binds). Host names are
-    /// resolved on the blocking pool.
+    /// resolved on the blocking pool. As in Go, the accept queue is the longest the kernel
+    /// allows (`net.core.somaxconn` on Linux), not std's 128, so that a burst of connects
+    /// waits in the queue instead of stalling on a dropped handshake.
     ///
     /// # Errors
     ///
     /// When no address binds, or outside a gort runtime.
-    pub async fn bind(addr: impl ToSocketAddrs + Send + 'static) -> io::Result<TcpListener> {
-        let addrs = resolve(addr).await?;
+    pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
+        let addrs = resolve(&addr).await?;
         first_ok(addrs, |a| async move {
-            let io = Io::new(mio::net::TcpListener::bind(a)?)?;
+            let listener = mio::net::TcpListener::bind(a)?;
+            raise_backlog(&listener)?;
+            let io = Io::new(listener)?;
             Ok(TcpListener { io })
         })
         .await
@@ -76,6 +84,11 @@ impl TcpListener {
         self.io.set_deadline(Dir::Read, deadline)
     }
 
+    /// The registered socket (for `AsRawFd` and `AsFd`).
+    pub(crate) fn source(&self) -> &mio::net::TcpListener {
+        self.io.source()
+    }
+
     /// Wraps a std listener, making it non-blocking.
     ///
     /// # Errors
@@ -88,12 +101,44 @@ impl TcpListener {
     }
 }
 
+/// Go's listen backlog: the kernel's cap (`net.core.somaxconn` on Linux, read once), at most
+/// 65535 as older kernels keep it in 16 bits. mio binds with std's 128, which a burst of a few
+/// hundred connects overflows: the kernel then drops their handshakes and each such connect
+/// stalls for a one-second SYN retransmission.
+fn listen_backlog() -> libc::c_int {
+    static BACKLOG: std::sync::OnceLock<libc::c_int> = std::sync::OnceLock::new();
+    *BACKLOG.get_or_init(|| {
+        let kernel_cap = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .ok()
+            .and_then(|s| s.trim().parse::<libc::c_int>().ok())
+            .filter(|&n| n > 0);
+        kernel_cap.unwrap_or(libc::SOMAXCONN).min(65535)
+    })
+}
+
+/// Listens again with [`listen_backlog`]: on a listening socket, `listen` only resizes its
+/// accept queue.
+fn raise_backlog(listener: &mio::net::TcpListener) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `listen` takes a socket descriptor and an int; `listener` owns the descriptor
+    // and keeps it open for the duration of the call.
+    if unsafe { libc::listen(listener.as_raw_fd(), listen_backlog()) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// A TCP connection (Go's `net.TCPConn`).
 ///
 /// Every method takes `&self`: one task may read while another writes (share the stream in
 /// an `Arc`). Deadlines are Go's: a passed deadline fails pending and later operations in its
 /// direction with [`io::ErrorKind::TimedOut`] without consuming or sending anything, until
 /// it is moved or cleared. Dropping the stream closes the socket.
+///
+/// Go unblocks a goroutine's `Read` by closing the connection from another one; here the
+/// blocked task holds the stream, so call [`shutdown(Shutdown::Both)`](Self::shutdown)
+/// instead (the pending read returns `Ok(0)`, a pending write fails), or set a deadline in
+/// the past (the pending operation fails with `TimedOut`).
 ///
 /// # Examples
 ///
@@ -132,8 +177,8 @@ impl TcpStream {
     /// # Errors
     ///
     /// The last address's error, or outside a gort runtime.
-    pub async fn connect(addr: impl ToSocketAddrs + Send + 'static) -> io::Result<TcpStream> {
-        let addrs = resolve(addr).await?;
+    pub async fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
+        let addrs = resolve(&addr).await?;
         first_ok(addrs, |a| async move {
             let io = Io::new(mio::net::TcpStream::connect(a)?)?;
             // A non-blocking connect completes when the socket turns writable.
@@ -261,6 +306,11 @@ impl TcpStream {
     #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
     pub(crate) fn io(&self) -> &Io<mio::net::TcpStream> {
         &self.io
+    }
+
+    /// The registered socket (for `AsRawFd` and `AsFd`).
+    pub(crate) fn source(&self) -> &mio::net::TcpStream {
+        self.io.source()
     }
 
     /// Wraps a connected std stream, making it non-blocking.

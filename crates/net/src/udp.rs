@@ -1,10 +1,10 @@
 //! UDP: Go's `UDPConn` on the netpoller.
 
 use crate::io::{Dir, Io};
-use crate::resolve::{first_ok, resolve};
+use crate::resolve::{first_ok, resolve, ToSocketAddrs};
 use gort_time::Instant;
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 
 /// A UDP socket (Go's `net.UDPConn`).
 ///
@@ -36,8 +36,8 @@ impl UdpSocket {
     /// # Errors
     ///
     /// When no address binds, or outside a gort runtime.
-    pub async fn bind(addr: impl ToSocketAddrs + Send + 'static) -> io::Result<UdpSocket> {
-        let addrs = resolve(addr).await?;
+    pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
+        let addrs = resolve(&addr).await?;
         first_ok(addrs, |a| async move {
             let io = Io::new(mio::net::UdpSocket::bind(a)?)?;
             Ok(UdpSocket { io })
@@ -50,12 +50,8 @@ impl UdpSocket {
     /// # Errors
     ///
     /// The OS's, or `TimedOut` past the write deadline.
-    pub async fn send_to(
-        &self,
-        buf: &[u8],
-        addr: impl ToSocketAddrs + Send + 'static,
-    ) -> io::Result<usize> {
-        let to = resolve(addr).await?;
+    pub async fn send_to(&self, buf: &[u8], addr: impl ToSocketAddrs) -> io::Result<usize> {
+        let to = resolve(&addr).await?;
         let Some(&to) = to.first() else {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -81,8 +77,8 @@ impl UdpSocket {
     /// # Errors
     ///
     /// The OS's.
-    pub async fn connect(&self, addr: impl ToSocketAddrs + Send + 'static) -> io::Result<()> {
-        let addrs = resolve(addr).await?;
+    pub async fn connect(&self, addr: impl ToSocketAddrs) -> io::Result<()> {
+        let addrs = resolve(&addr).await?;
         first_ok(addrs, |a| async move { self.io.source().connect(a) }).await
     }
 
@@ -111,6 +107,61 @@ impl UdpSocket {
     /// The OS's.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.io.source().local_addr()
+    }
+
+    /// The connected peer's address (Go's `RemoteAddr`).
+    ///
+    /// # Errors
+    ///
+    /// The OS's (`NotConnected` before [`connect`](Self::connect)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::net::UdpSocket;
+    ///
+    /// gort::Runtime::new().unwrap().block_on(async {
+    ///     let server = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    ///     let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    ///     assert!(client.peer_addr().is_err());
+    ///     client.connect(server.local_addr().unwrap()).await.unwrap();
+    ///     assert_eq!(client.peer_addr().unwrap(), server.local_addr().unwrap());
+    /// });
+    /// ```
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.io.source().peer_addr()
+    }
+
+    /// Wraps a std socket, making it non-blocking: for a socket configured before it is
+    /// bound (`SO_REUSEPORT`, multicast membership, e.g. with `socket2`).
+    ///
+    /// # Errors
+    ///
+    /// The OS's, or outside a gort runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::net::UdpSocket;
+    ///
+    /// gort::Runtime::new().unwrap().block_on(async {
+    ///     let std_socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    ///     std_socket.set_broadcast(true).unwrap();
+    ///     let socket = UdpSocket::from_std(std_socket).unwrap();
+    ///     socket.send_to(b"hi", socket.local_addr().unwrap()).await.unwrap();
+    ///     let mut buf = [0; 2];
+    ///     assert_eq!(socket.recv_from(&mut buf).await.unwrap().0, 2);
+    /// });
+    /// ```
+    pub fn from_std(socket: std::net::UdpSocket) -> io::Result<UdpSocket> {
+        socket.set_nonblocking(true)?;
+        let io = Io::new(mio::net::UdpSocket::from_std(socket))?;
+        Ok(UdpSocket { io })
+    }
+
+    /// The registered socket (for `AsRawFd` and `AsFd`).
+    pub(crate) fn source(&self) -> &mio::net::UdpSocket {
+        self.io.source()
     }
 
     /// Sets both deadlines (Go's `SetDeadline`).

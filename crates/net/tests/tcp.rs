@@ -112,6 +112,51 @@ fn host_names_resolve_on_the_blocking_pool() {
 }
 
 #[test]
+fn literal_addresses_in_any_form_are_parsed_without_a_lookup() {
+    let rt = gort::Runtime::new().unwrap();
+    rt.block_on(async {
+        let b = UdpSocket::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+            .await
+            .unwrap();
+        let port = b.local_addr().unwrap().port();
+        let a = UdpSocket::bind(std::net::SocketAddrV4::new([127, 0, 0, 1].into(), 0))
+            .await
+            .unwrap();
+        let spawned = rt.metrics().tasks_spawned;
+        a.send_to(b"1", ("127.0.0.1", port)).await.unwrap();
+        a.send_to(b"2", (String::from("127.0.0.1"), port))
+            .await
+            .unwrap();
+        a.send_to(b"3", format!("127.0.0.1:{port}")).await.unwrap();
+        a.send_to(b"4", &[b.local_addr().unwrap()][..])
+            .await
+            .unwrap();
+        // A lookup would run on the blocking pool, as a task.
+        assert_eq!(rt.metrics().tasks_spawned, spawned);
+        let mut buf = [0; 1];
+        for want in [b"1", b"2", b"3", b"4"] {
+            b.recv_from(&mut buf).await.unwrap();
+            assert_eq!(&buf, want);
+        }
+    });
+}
+
+#[test]
+fn borrowed_addresses_are_accepted() {
+    run(async {
+        let configured = String::from("127.0.0.1:0");
+        let l = TcpListener::bind(&configured).await.unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let c = TcpStream::connect(addr.as_str()).await.unwrap();
+        let (s, _) = l.accept().await.unwrap();
+        let host = String::from("localhost");
+        let u = UdpSocket::bind((host.as_str(), 0)).await.unwrap();
+        u.connect(&u.local_addr().unwrap()).await.unwrap();
+        drop((c, s));
+    });
+}
+
+#[test]
 fn from_std_makes_sockets_non_blocking() {
     run(async {
         let l = TcpListener::from_std(std::net::TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();
@@ -265,4 +310,67 @@ fn block_on_waiting_on_a_socket_gets_a_poller_without_waiting_for_sysmon() {
     clients.join().unwrap();
     let took = t0.elapsed();
     assert!(took < Duration::from_secs(1), "200 accepts took {took:?}");
+}
+
+#[test]
+fn udp_peer_addr_is_the_connected_peer() {
+    run(async {
+        let server = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        assert_eq!(
+            client.peer_addr().unwrap_err().kind(),
+            ErrorKind::NotConnected
+        );
+        client.connect(server.local_addr().unwrap()).await.unwrap();
+        assert_eq!(client.peer_addr().unwrap(), server.local_addr().unwrap());
+    });
+}
+
+#[test]
+fn udp_from_std_socket_waits_on_the_netpoller() {
+    run(async {
+        let std_socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        std_socket.set_broadcast(true).unwrap();
+        let socket = Arc::new(UdpSocket::from_std(std_socket).unwrap());
+        let addr = socket.local_addr().unwrap();
+        // A receive that has to wait: the datagram comes later, from another task.
+        let receiver = {
+            let socket = socket.clone();
+            gort::spawn(async move {
+                let mut buf = [0; 8];
+                let (n, _) = socket.recv_from(&mut buf).await.unwrap();
+                buf[..n].to_vec()
+            })
+        };
+        gort::time::sleep(10 * MS).await;
+        let sender = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        sender.send_to(b"later", addr).await.unwrap();
+        assert_eq!(receiver.await.unwrap(), b"later");
+    });
+}
+
+/// Go's idiom of closing a connection to unblock another goroutine's read and write, as the
+/// `TcpStream` docs give it: `shutdown(Both)` from another task.
+#[test]
+fn shutdown_from_another_task_ends_a_blocked_read_and_a_blocked_write() {
+    run(async {
+        let (c, s) = pair().await;
+        let c = Arc::new(c);
+        let reader = {
+            let c = c.clone();
+            gort::spawn(async move { c.read(&mut [0; 8]).await.unwrap() })
+        };
+        let writer = {
+            let c = c.clone();
+            // The peer never reads: this write fills both buffers and blocks.
+            gort::spawn(async move { c.write_all(&vec![0; 64 << 20]).await })
+        };
+        gort::time::sleep(20 * MS).await;
+        c.shutdown(Shutdown::Both).unwrap();
+        let read = gort::time::timeout(Duration::from_secs(10), reader).await;
+        assert_eq!(read.unwrap().unwrap(), 0);
+        let written = gort::time::timeout(Duration::from_secs(10), writer).await;
+        assert!(written.unwrap().unwrap().is_err());
+        drop(s);
+    });
 }

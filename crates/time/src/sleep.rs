@@ -96,6 +96,17 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 ///     s.await; // completes at once
 /// });
 /// ```
+///
+/// Like every future it does nothing until awaited, so a `sleep(d);` without `.await` (Go's
+/// `time.Sleep(d)` habit) is an `unused_must_use` warning:
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// async fn pause() {
+///     gort::time::sleep(std::time::Duration::from_millis(10)); // forgot .await
+/// }
+/// ```
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Sleep {
     deadline: Nanos,
     /// Created by the first poll that has to wait, then reused across resets.

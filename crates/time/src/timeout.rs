@@ -22,6 +22,31 @@ impl fmt::Display for Elapsed {
 
 impl std::error::Error for Elapsed {}
 
+/// An [`Elapsed`] is an I/O error of kind [`TimedOut`](std::io::ErrorKind::TimedOut), the kind
+/// a passed socket deadline gives, so `?` takes it in a function returning `io::Result` (as
+/// with tokio's `Elapsed`).
+///
+/// ```
+/// use std::time::Duration;
+///
+/// async fn read_some(conn: &gort::net::TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
+///     let n = gort::time::timeout(Duration::from_millis(10), conn.read(buf)).await??;
+///     Ok(n)
+/// }
+///
+/// gort::Runtime::new().unwrap().block_on(async {
+///     let listener = gort::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+///     let conn = gort::net::TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+///     let err = read_some(&conn, &mut [0; 8]).await.unwrap_err(); // nothing was sent
+///     assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+/// });
+/// ```
+impl From<Elapsed> for std::io::Error {
+    fn from(elapsed: Elapsed) -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, elapsed)
+    }
+}
+
 /// Runs `future`, giving up with [`Elapsed`] once `duration` has passed.
 ///
 /// See [`Timeout`] for exactly when the deadline is checked.
@@ -71,6 +96,16 @@ pub fn timeout_at<F: Future>(deadline: Instant, future: F) -> Timeout<F> {
 ///
 /// A future that never returns from `poll` (it blocks the thread, or loops forever inside one
 /// poll) cannot be timed out: the deadline is only looked at between polls.
+///
+/// It does nothing until awaited: dropping it unawaited is an `unused_must_use` warning.
+///
+/// ```compile_fail
+/// #![deny(unused_must_use)]
+/// async fn forgot() {
+///     gort::time::timeout(std::time::Duration::from_secs(1), async {}); // forgot .await
+/// }
+/// ```
+#[must_use = "futures do nothing unless you `.await` or poll them"]
 pub struct Timeout<F> {
     future: F,
     deadline: Nanos,

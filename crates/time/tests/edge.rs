@@ -338,3 +338,16 @@ fn overlapping_after_func_firings_run_concurrently_as_in_go() {
         );
     });
 }
+
+#[test]
+fn elapsed_converts_to_a_timed_out_io_error() {
+    let rt = Runtime::new().unwrap();
+    let res: std::io::Result<()> = rt.block_on(async {
+        timeout(MS, std::future::pending::<()>()).await?;
+        Ok(())
+    });
+    let err = res.unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+    assert_eq!(err.to_string(), Elapsed::default().to_string());
+    assert!(err.get_ref().is_some_and(|inner| inner.is::<Elapsed>()));
+}

@@ -71,6 +71,11 @@ impl Ready {
         r.waiter.take()
     }
 
+    /// The next ready id, registering nothing.
+    fn pop(&self) -> Option<Id> {
+        self.inner.lock().ids.pop_front()
+    }
+
     /// The next ready id; if there is none, `waker` is registered as the waiter in the same
     /// lock hold as the check (so a push after it wakes `waker`). A waker is user code: it
     /// is cloned, and the waiter it replaces dropped, outside the lock.
@@ -215,6 +220,68 @@ impl<T> JoinSet<T> {
         poll_fn(|cx| self.poll_join_next(cx)).await
     }
 
+    /// The output of a task that has finished, without waiting: `None` when no task in the
+    /// set has finished (tokio's `try_join_next`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort::Runtime::new().unwrap();
+    /// rt.block_on(async {
+    ///     let mut set = gort::task::JoinSet::new();
+    ///     set.spawn(std::future::pending::<u8>());
+    ///     assert!(set.try_join_next().is_none()); // still running
+    ///     set.spawn(async { 7 });
+    ///     gort::time::sleep(std::time::Duration::from_millis(10)).await;
+    ///     assert_eq!(set.try_join_next().unwrap().unwrap(), 7);
+    ///     assert!(set.try_join_next().is_none());
+    ///     assert_eq!(set.len(), 1);
+    /// });
+    /// ```
+    pub fn try_join_next(&mut self) -> Option<Result<T, JoinError>> {
+        while let Some(id) = self.ready.pop() {
+            if let Some(res) = self.poll_entry(id) {
+                return Some(res);
+            }
+        }
+        None
+    }
+
+    /// Aborts every task in the set and waits until each has stopped, discarding their
+    /// outputs and errors; the set is then empty (tokio's `shutdown`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort::Runtime::new().unwrap();
+    /// rt.block_on(async {
+    ///     let mut set = gort::task::JoinSet::new();
+    ///     for _ in 0..3 {
+    ///         set.spawn(std::future::pending::<()>());
+    ///     }
+    ///     set.shutdown().await;
+    ///     assert!(set.is_empty());
+    /// });
+    /// ```
+    pub async fn shutdown(&mut self) {
+        self.abort_all();
+        while self.join_next().await.is_some() {}
+    }
+
+    /// The output of task `id` if it has finished (it then leaves the set); otherwise its
+    /// join waker is registered, to list it as ready when it finishes. `None` also for an id
+    /// whose task already left the set (listed twice).
+    fn poll_entry(&mut self, id: Id) -> Option<Result<T, JoinError>> {
+        let entry = self.tasks.get_mut(&id)?;
+        let mut task_cx = Context::from_waker(&entry.waker);
+        let res = match Pin::new(&mut entry.handle).poll(&mut task_cx) {
+            Poll::Ready(res) => res,
+            Poll::Pending => return None,
+        };
+        self.tasks.remove(&id);
+        Some(res)
+    }
+
     /// The poll behind [`join_next`](JoinSet::join_next).
     fn poll_join_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, JoinError>>> {
         loop {
@@ -224,13 +291,7 @@ impl<T> JoinSet<T> {
             let Some(id) = self.ready.pop_or_register(cx.waker()) else {
                 return Poll::Pending;
             };
-            // An id whose task already left the set (listed twice) is skipped.
-            let Some(entry) = self.tasks.get_mut(&id) else {
-                continue;
-            };
-            let mut task_cx = Context::from_waker(&entry.waker);
-            if let Poll::Ready(res) = Pin::new(&mut entry.handle).poll(&mut task_cx) {
-                self.tasks.remove(&id);
+            if let Some(res) = self.poll_entry(id) {
                 return Poll::Ready(Some(res));
             }
         }

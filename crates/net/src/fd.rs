@@ -1,0 +1,29 @@
+//! The sockets' file descriptors (Go's `SyscallConn`, tokio's `AsRawFd`/`AsFd`): for socket
+//! options gort has no method for (keep-alive, buffer sizes, `SO_REUSEPORT` on a listener
+//! built with `from_std`), set through `libc` or `socket2::SockRef`.
+//!
+//! The descriptor stays registered with the netpoller: changing its blocking mode or closing
+//! it behind the socket's back breaks the socket, as it would in Go.
+
+use crate::{TcpListener, TcpStream, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+
+macro_rules! impl_fd {
+    ($t:ty) => {
+        impl AsRawFd for $t {
+            fn as_raw_fd(&self) -> RawFd {
+                self.source().as_raw_fd()
+            }
+        }
+
+        impl AsFd for $t {
+            fn as_fd(&self) -> BorrowedFd<'_> {
+                self.source().as_fd()
+            }
+        }
+    };
+}
+
+impl_fd!(TcpListener);
+impl_fd!(TcpStream);
+impl_fd!(UdpSocket);

@@ -1,0 +1,223 @@
+//! Owned halves of a [`TcpStream`] (tokio's `into_split`): a reader task and a writer task
+//! each own one, with the `'static` I/O trait implementations that codecs need.
+
+use crate::TcpStream;
+use gort_time::Instant;
+use std::io;
+use std::net::{Shutdown, SocketAddr};
+use std::sync::Arc;
+
+impl TcpStream {
+    /// Splits the stream into a read half and a write half that can move to different tasks
+    /// (tokio's `into_split`). Both keep the socket open; it closes when both are dropped.
+    /// Dropping the write half shuts the write direction down, so the peer reads end of
+    /// stream once the writer is done, as with tokio.
+    ///
+    /// `TcpStream`'s methods take `&self`, so `Arc<TcpStream>` already serves tasks that call
+    /// them; the halves are for what needs an owned reader or writer: with the `tokio-io` or
+    /// `futures-io` feature, [`OwnedReadHalf`] implements `AsyncRead` and [`OwnedWriteHalf`]
+    /// `AsyncWrite` (e.g. for tokio-util's `FramedRead` and `FramedWrite`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::net::{TcpListener, TcpStream};
+    /// use gort::time::Instant;
+    /// use std::time::Duration;
+    ///
+    /// gort::Runtime::new().unwrap().block_on(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    ///     let addr = listener.local_addr().unwrap();
+    ///     gort::spawn(async move {
+    ///         let (conn, _) = listener.accept().await.unwrap();
+    ///         let (reader, writer) = conn.into_split();
+    ///         // The writer task ends after one line; dropping its half sends end of stream.
+    ///         gort::spawn(async move { writer.write_all(b"hello\n").await.unwrap() });
+    ///         reader.set_read_deadline(Some(Instant::now() + Duration::from_secs(5))).unwrap();
+    ///         let _ = reader.read(&mut [0; 16]).await;
+    ///     });
+    ///     let conn = TcpStream::connect(addr).await.unwrap();
+    ///     let mut got = Vec::new();
+    ///     let mut buf = [0; 16];
+    ///     loop {
+    ///         match conn.read(&mut buf).await.unwrap() {
+    ///             0 => break,
+    ///             n => got.extend_from_slice(&buf[..n]),
+    ///         }
+    ///     }
+    ///     assert_eq!(got, b"hello\n");
+    /// });
+    /// ```
+    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        let stream = Arc::new(self);
+        let read = OwnedReadHalf {
+            stream: stream.clone(),
+        };
+        (read, OwnedWriteHalf { stream })
+    }
+}
+
+/// The read half of a [`TcpStream`], from [`TcpStream::into_split`].
+///
+/// # Examples
+///
+/// ```
+/// use gort::net::{OwnedReadHalf, TcpListener, TcpStream};
+///
+/// async fn first_byte(reader: OwnedReadHalf) -> std::io::Result<u8> {
+///     let mut b = [0];
+///     reader.read_exact(&mut b).await?;
+///     Ok(b[0])
+/// }
+///
+/// gort::Runtime::new().unwrap().block_on(async {
+///     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+///     let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+///     let (conn, _) = listener.accept().await.unwrap();
+///     let (reader, _writer) = conn.into_split();
+///     let first = gort::spawn(first_byte(reader));
+///     client.write_all(b"x").await.unwrap();
+///     assert_eq!(first.await.unwrap().unwrap(), b'x');
+/// });
+/// ```
+#[derive(Debug)]
+pub struct OwnedReadHalf {
+    stream: Arc<TcpStream>,
+}
+
+impl OwnedReadHalf {
+    /// As [`TcpStream::read`].
+    ///
+    /// # Errors
+    ///
+    /// As [`TcpStream::read`].
+    pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stream.read(buf).await
+    }
+
+    /// As [`TcpStream::read_exact`].
+    ///
+    /// # Errors
+    ///
+    /// As [`TcpStream::read_exact`].
+    pub async fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
+        self.stream.read_exact(buf).await
+    }
+
+    /// As [`TcpStream::set_read_deadline`].
+    ///
+    /// # Errors
+    ///
+    /// Outside a gort runtime.
+    pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.stream.set_read_deadline(deadline)
+    }
+
+    /// As [`TcpStream::local_addr`].
+    ///
+    /// # Errors
+    ///
+    /// The OS's.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.stream.local_addr()
+    }
+
+    /// As [`TcpStream::peer_addr`].
+    ///
+    /// # Errors
+    ///
+    /// The OS's.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.stream.peer_addr()
+    }
+
+    /// The stream (for the I/O trait implementations).
+    #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
+    pub(crate) fn stream(&self) -> &TcpStream {
+        &self.stream
+    }
+}
+
+/// The write half of a [`TcpStream`], from [`TcpStream::into_split`]. Dropping it shuts the
+/// write direction down (the peer reads end of stream); the read half stays usable.
+///
+/// # Examples
+///
+/// ```
+/// use gort::net::{TcpListener, TcpStream};
+///
+/// gort::Runtime::new().unwrap().block_on(async {
+///     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+///     let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+///     let (conn, _) = listener.accept().await.unwrap();
+///     let (_reader, writer) = conn.into_split();
+///     gort::spawn(async move { writer.write_all(b"bye").await.unwrap() }).await.unwrap();
+///     let mut buf = [0; 8];
+///     assert_eq!(client.read(&mut buf).await.unwrap(), 3);
+///     assert_eq!(client.read(&mut buf).await.unwrap(), 0); // the half was dropped
+/// });
+/// ```
+#[derive(Debug)]
+pub struct OwnedWriteHalf {
+    stream: Arc<TcpStream>,
+}
+
+impl OwnedWriteHalf {
+    /// As [`TcpStream::write`].
+    ///
+    /// # Errors
+    ///
+    /// As [`TcpStream::write`].
+    pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        self.stream.write(buf).await
+    }
+
+    /// As [`TcpStream::write_all`].
+    ///
+    /// # Errors
+    ///
+    /// As [`TcpStream::write_all`].
+    pub async fn write_all(&self, buf: &[u8]) -> io::Result<()> {
+        self.stream.write_all(buf).await
+    }
+
+    /// As [`TcpStream::set_write_deadline`].
+    ///
+    /// # Errors
+    ///
+    /// Outside a gort runtime.
+    pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.stream.set_write_deadline(deadline)
+    }
+
+    /// As [`TcpStream::local_addr`].
+    ///
+    /// # Errors
+    ///
+    /// The OS's.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.stream.local_addr()
+    }
+
+    /// As [`TcpStream::peer_addr`].
+    ///
+    /// # Errors
+    ///
+    /// The OS's.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.stream.peer_addr()
+    }
+
+    /// The stream (for the I/O trait implementations).
+    #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
+    pub(crate) fn stream(&self) -> &TcpStream {
+        &self.stream
+    }
+}
+
+impl Drop for OwnedWriteHalf {
+    fn drop(&mut self) {
+        // The peer may have gone already (`NotConnected`): nothing is left to tell it.
+        let _ = self.stream.shutdown(Shutdown::Write);
+    }
+}

@@ -1,0 +1,78 @@
+//! The sockets' descriptors (`AsRawFd`, `AsFd`): socket options gort has no method for, set
+//! and read back through them, while the socket keeps working on the netpoller.
+
+use gort::net::{TcpListener, TcpStream, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+
+fn get_opt(fd: RawFd, level: libc::c_int, name: libc::c_int) -> libc::c_int {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `value` and `len` are valid for writes and `len` is `value`'s size.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            level,
+            name,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    assert_eq!(rc, 0, "getsockopt: {}", std::io::Error::last_os_error());
+    value
+}
+
+fn set_opt(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) {
+    let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `value` is valid for reads of `len` bytes for the call.
+    let rc =
+        unsafe { libc::setsockopt(fd, level, name, (&value as *const libc::c_int).cast(), len) };
+    assert_eq!(rc, 0, "setsockopt: {}", std::io::Error::last_os_error());
+}
+
+#[test]
+fn keep_alive_set_through_the_stream_descriptor_sticks_and_the_stream_still_works() {
+    gort::Runtime::new().unwrap().block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        assert_eq!(
+            get_opt(listener.as_raw_fd(), libc::SOL_SOCKET, libc::SO_ACCEPTCONN),
+            1
+        );
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        assert_eq!(client.as_fd().as_raw_fd(), client.as_raw_fd());
+        set_opt(client.as_raw_fd(), libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+        assert_eq!(
+            get_opt(client.as_raw_fd(), libc::SOL_SOCKET, libc::SO_KEEPALIVE),
+            1
+        );
+        client.write_all(b"still here").await.unwrap();
+        let mut buf = [0; 10];
+        server.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"still here");
+    });
+}
+
+#[test]
+fn udp_descriptor_takes_socket_options() {
+    gort::Runtime::new().unwrap().block_on(async {
+        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        set_opt(
+            socket.as_fd().as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_BROADCAST,
+            1,
+        );
+        assert_eq!(
+            get_opt(socket.as_raw_fd(), libc::SOL_SOCKET, libc::SO_BROADCAST),
+            1
+        );
+        socket
+            .send_to(b"x", socket.local_addr().unwrap())
+            .await
+            .unwrap();
+        let mut buf = [0; 1];
+        assert_eq!(socket.recv_from(&mut buf).await.unwrap().0, 1);
+    });
+}
