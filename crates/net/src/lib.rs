@@ -95,7 +95,6 @@ mod split;
 mod tcp;
 mod udp;
 
-pub use resolve::ToSocketAddrs;
 pub use split::{OwnedReadHalf, OwnedWriteHalf};
 pub use tcp::{TcpListener, TcpStream};
 pub use udp::UdpSocket;

@@ -1,10 +1,10 @@
 //! TCP: Go's `TCPListener` and `TCPConn` on the netpoller.
 
 use crate::io::{Dir, Io};
-use crate::resolve::{first_ok, resolve, ToSocketAddrs};
+use crate::resolve::{first_ok, resolve};
 use gort_time::Instant;
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr};
+use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 
 /// A TCP socket server, listening for connections (Go's `net.TCPListener`).
 ///
@@ -41,8 +41,8 @@ impl TcpListener {
     /// # Errors
     ///
     /// When no address binds, or outside a gort runtime.
-    pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
-        let addrs = resolve(&addr).await?;
+    pub async fn bind(addr: impl ToSocketAddrs + Send + 'static) -> io::Result<TcpListener> {
+        let addrs = resolve(addr).await?;
         first_ok(addrs, |a| async move {
             let listener = mio::net::TcpListener::bind(a)?;
             raise_backlog(&listener)?;
@@ -177,8 +177,8 @@ impl TcpStream {
     /// # Errors
     ///
     /// The last address's error, or outside a gort runtime.
-    pub async fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
-        let addrs = resolve(&addr).await?;
+    pub async fn connect(addr: impl ToSocketAddrs + Send + 'static) -> io::Result<TcpStream> {
+        let addrs = resolve(addr).await?;
         first_ok(addrs, |a| async move {
             let io = Io::new(mio::net::TcpStream::connect(a)?)?;
             // A non-blocking connect completes when the socket turns writable.

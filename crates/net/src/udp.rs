@@ -1,10 +1,10 @@
 //! UDP: Go's `UDPConn` on the netpoller.
 
 use crate::io::{Dir, Io};
-use crate::resolve::{first_ok, resolve, ToSocketAddrs};
+use crate::resolve::{first_ok, resolve};
 use gort_time::Instant;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 
 /// A UDP socket (Go's `net.UDPConn`).
 ///
@@ -36,8 +36,8 @@ impl UdpSocket {
     /// # Errors
     ///
     /// When no address binds, or outside a gort runtime.
-    pub async fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
-        let addrs = resolve(&addr).await?;
+    pub async fn bind(addr: impl ToSocketAddrs + Send + 'static) -> io::Result<UdpSocket> {
+        let addrs = resolve(addr).await?;
         first_ok(addrs, |a| async move {
             let io = Io::new(mio::net::UdpSocket::bind(a)?)?;
             Ok(UdpSocket { io })
@@ -50,8 +50,12 @@ impl UdpSocket {
     /// # Errors
     ///
     /// The OS's, or `TimedOut` past the write deadline.
-    pub async fn send_to(&self, buf: &[u8], addr: impl ToSocketAddrs) -> io::Result<usize> {
-        let to = resolve(&addr).await?;
+    pub async fn send_to(
+        &self,
+        buf: &[u8],
+        addr: impl ToSocketAddrs + Send + 'static,
+    ) -> io::Result<usize> {
+        let to = resolve(addr).await?;
         let Some(&to) = to.first() else {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -77,8 +81,8 @@ impl UdpSocket {
     /// # Errors
     ///
     /// The OS's.
-    pub async fn connect(&self, addr: impl ToSocketAddrs) -> io::Result<()> {
-        let addrs = resolve(&addr).await?;
+    pub async fn connect(&self, addr: impl ToSocketAddrs + Send + 'static) -> io::Result<()> {
+        let addrs = resolve(addr).await?;
         first_ok(addrs, |a| async move { self.io.source().connect(a) }).await
     }
 

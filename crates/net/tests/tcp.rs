@@ -112,51 +112,6 @@ fn host_names_resolve_on_the_blocking_pool() {
 }
 
 #[test]
-fn literal_addresses_in_any_form_are_parsed_without_a_lookup() {
-    let rt = gort::Runtime::new().unwrap();
-    rt.block_on(async {
-        let b = UdpSocket::bind((std::net::Ipv4Addr::LOCALHOST, 0))
-            .await
-            .unwrap();
-        let port = b.local_addr().unwrap().port();
-        let a = UdpSocket::bind(std::net::SocketAddrV4::new([127, 0, 0, 1].into(), 0))
-            .await
-            .unwrap();
-        let spawned = rt.metrics().tasks_spawned;
-        a.send_to(b"1", ("127.0.0.1", port)).await.unwrap();
-        a.send_to(b"2", (String::from("127.0.0.1"), port))
-            .await
-            .unwrap();
-        a.send_to(b"3", format!("127.0.0.1:{port}")).await.unwrap();
-        a.send_to(b"4", &[b.local_addr().unwrap()][..])
-            .await
-            .unwrap();
-        // A lookup would run on the blocking pool, as a task.
-        assert_eq!(rt.metrics().tasks_spawned, spawned);
-        let mut buf = [0; 1];
-        for want in [b"1", b"2", b"3", b"4"] {
-            b.recv_from(&mut buf).await.unwrap();
-            assert_eq!(&buf, want);
-        }
-    });
-}
-
-#[test]
-fn borrowed_addresses_are_accepted() {
-    run(async {
-        let configured = String::from("127.0.0.1:0");
-        let l = TcpListener::bind(&configured).await.unwrap();
-        let addr = l.local_addr().unwrap().to_string();
-        let c = TcpStream::connect(addr.as_str()).await.unwrap();
-        let (s, _) = l.accept().await.unwrap();
-        let host = String::from("localhost");
-        let u = UdpSocket::bind((host.as_str(), 0)).await.unwrap();
-        u.connect(&u.local_addr().unwrap()).await.unwrap();
-        drop((c, s));
-    });
-}
-
-#[test]
 fn from_std_makes_sockets_non_blocking() {
     run(async {
         let l = TcpListener::from_std(std::net::TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();
