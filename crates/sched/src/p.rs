@@ -80,7 +80,7 @@ impl Local {
         }
         // After the fairness check, which alone serves the `Fresh` lane first.
         if std::mem::take(&mut self.serve_global) {
-            if let Some(t) = self.queue.refill(global, 1, Take::First(Lane::Ready)) {
+            if let Some(t) = self.take_woken_share(global, thieves) {
                 return Some(self.passing_over_runnext(t, runnext, global, thieves));
             }
         }
@@ -102,6 +102,20 @@ impl Local {
         }
         self.runnext_streak = 0;
         self.queue.pop()
+    }
+
+    /// A yield's look at the tasks woken off every P (`P::note_yield`): takes Go's
+    /// `globrunqget` share of the global queue's `Ready` lane, the lane's length over the
+    /// procs, plus one, into the ring; returns the first. They may be many at once (sysmon
+    /// runs a stuck P's due timers in one go): taking one per yield left the rest for the
+    /// next wake-up or the 61-round check, 0.6-1.6 s behind spinners yielding every 10 ms
+    /// (test `many_timer_woken_tasks_run_within_slices_of_coarse_spinners`). Out of line, as
+    /// every rare path of the pick.
+    #[cold]
+    #[inline(never)]
+    fn take_woken_share(&mut self, global: &Global<Task>, thieves: &dyn Thieves) -> Option<Task> {
+        let share = global.ready_len() / thieves.procs().max(1) + 1;
+        self.queue.refill(global, share, Take::First(Lane::Ready))
     }
 
     /// `t` is picked ahead of `runnext`: a task there goes to the ring's tail when a thief
@@ -162,6 +176,8 @@ pub(crate) trait Thieves {
     fn any_idle(&self) -> bool;
     /// Go's `wakep`; touches no P's local state (it runs inside `with_local`).
     fn wake_one(&self);
+    /// The runtime's procs (Go's `gomaxprocs`).
+    fn procs(&self) -> usize;
 }
 
 pub(crate) struct P {

@@ -509,7 +509,6 @@ impl<T> Global<T> {
     }
 
     /// Tasks in the `Ready` lane (a racy hint).
-    #[cfg(test)]
     pub(crate) fn ready_len(&self) -> usize {
         self.hint(Take::Only(Lane::Ready))
     }

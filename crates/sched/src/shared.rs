@@ -442,6 +442,10 @@ impl crate::p::Thieves for Arc<Shared> {
     fn wake_one(&self) {
         self.wakep();
     }
+
+    fn procs(&self) -> usize {
+        self.nprocs()
+    }
 }
 
 impl Schedule for Arc<Shared> {

@@ -519,4 +519,8 @@ impl Thieves for SpinningThief<'_> {
     }
 
     fn wake_one(&self) {}
+
+    fn procs(&self) -> usize {
+        self.0.nprocs()
+    }
 }

@@ -131,3 +131,51 @@ fn a_tick_arrives_in_the_first_round_of_either_p() {
         "{on_time} of {ticks} ticks arrived in the first round of either P after their deadline"
     );
 }
+
+/// Eight tasks each sleep 1 ms in a loop while two tasks spin in 10 ms slices between yields,
+/// on 2 Ps. sysmon runs a stuck P's due timers in one go and the woken tasks land together in
+/// the global queue; a yield served one of them, and the rest waited for the next wake-up or
+/// the 61-round check: sleeps 0.6-1.1 s late (found by the stress scenario coarse-load). A
+/// yield now takes Go's share of them (`globrunqget`), so each sleep ends within about two
+/// slices. The bound, 200 ms, is far from both.
+#[test]
+fn many_timer_woken_tasks_run_within_slices_of_coarse_spinners() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let rt = gort_sched::Builder::new().procs(2).build().unwrap();
+    let worst = rt.block_on(async {
+        let stop = Arc::new(AtomicBool::new(false));
+        for _ in 0..2 {
+            let stop = stop.clone();
+            gort_sched::spawn(async move {
+                while !stop.load(Relaxed) {
+                    spin_for(Duration::from_millis(10));
+                    gort_sched::yield_now().await;
+                }
+            });
+        }
+        let sleepers: Vec<_> = (0..8)
+            .map(|_| {
+                gort_sched::spawn(async {
+                    let t0 = Instant::now();
+                    let mut worst = Duration::ZERO;
+                    while t0.elapsed() < Duration::from_secs(1) {
+                        let asked = Instant::now();
+                        gort_time::sleep(Duration::from_millis(1)).await;
+                        worst = worst.max(asked.elapsed());
+                    }
+                    worst
+                })
+            })
+            .collect();
+        let mut worst = Duration::ZERO;
+        for s in sleepers {
+            worst = worst.max(s.await.unwrap());
+        }
+        stop.store(true, Relaxed);
+        worst
+    });
+    assert!(
+        worst < Duration::from_millis(200),
+        "a 1 ms sleep took {worst:?} beside 10 ms slices"
+    );
+}
