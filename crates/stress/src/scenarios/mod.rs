@@ -9,6 +9,7 @@
 mod after_func_storm;
 mod blocking_handoffs;
 mod channel_mesh;
+mod coarse_load;
 mod faults;
 mod net_deadlines;
 mod poller_wakeups;
@@ -54,7 +55,7 @@ const fn bound(p99_ms: u64, max_ms: u64) -> LatenessBound {
 }
 
 /// Every scenario, in run order.
-pub const ALL: [Scenario; 10] = [
+pub const ALL: [Scenario; 11] = [
     Scenario {
         name: "timer-storm",
         weight: 3,
@@ -124,6 +125,13 @@ pub const ALL: [Scenario; 10] = [
         about: faults::ABOUT,
         bound: bound(50, 1_000),
         run: faults::run,
+    },
+    Scenario {
+        name: "coarse-load",
+        weight: 1,
+        about: coarse_load::ABOUT,
+        bound: bound(20, 250),
+        run: coarse_load::run,
     },
 ];
 
