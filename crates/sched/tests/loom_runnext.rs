@@ -18,48 +18,15 @@ use loom::sync::Arc;
 use loom::thread;
 use runnext::{Pushed, RunNext};
 
-/// A task that counts its drops, so a task lost or duplicated shows up in the totals.
-struct Token {
-    id: usize,
-    dropped: Arc<AtomicUsize>,
-}
+#[path = "support/loom_tokens.rs"]
+mod loom_tokens;
+use loom_tokens::{token, Seen, Token};
 
-impl Drop for Token {
-    fn drop(&mut self) {
-        self.dropped.fetch_add(1, SeqCst);
-    }
-}
-
-/// The ids that came out, asserting none twice.
-#[derive(Default)]
-struct Seen(Vec<usize>);
-
-impl Seen {
-    fn add(&mut self, t: Token) {
-        assert!(!self.0.contains(&t.id), "task {} came out twice", t.id);
-        self.0.push(t.id);
-    }
-
-    fn merge(&mut self, ids: Vec<usize>) {
-        for id in ids {
-            assert!(!self.0.contains(&id), "task {id} came out twice");
-            self.0.push(id);
-        }
-    }
-
-    /// What the holder's push handed back, if anything.
-    fn pushed(&mut self, p: Pushed<Token>) {
-        match p {
-            Pushed::Filled => {}
-            Pushed::Kicked(t) | Pushed::Busy(t) => self.add(t),
-        }
-    }
-}
-
-fn token(id: usize, dropped: &Arc<AtomicUsize>) -> Token {
-    Token {
-        id,
-        dropped: dropped.clone(),
+/// What the holder's push handed back, if anything.
+fn pushed(seen: &mut Seen, p: Pushed<Token>) {
+    match p {
+        Pushed::Filled => {}
+        Pushed::Kicked(t) | Pushed::Busy(t) => seen.add(t),
     }
 }
 
@@ -83,10 +50,10 @@ fn holder_push_kick_pop_against_a_thief() {
         let slot = Arc::new(RunNext::new());
         let mut seen = Seen::default();
         // SAFETY: this thread is the only holder.
-        seen.pushed(unsafe { slot.push(token(0, &dropped)) });
+        pushed(&mut seen, unsafe { slot.push(token(0, &dropped)) });
         let thief = thief(slot.clone());
         // SAFETY: as above.
-        seen.pushed(unsafe { slot.push(token(1, &dropped)) });
+        pushed(&mut seen, unsafe { slot.push(token(1, &dropped)) });
         // SAFETY: as above.
         if let Some(t) = unsafe { slot.pop() } {
             seen.add(t);
@@ -111,14 +78,14 @@ fn two_thieves_and_the_holder_refilling() {
         let slot = Arc::new(RunNext::new());
         let mut seen = Seen::default();
         // SAFETY: this thread is the only holder.
-        seen.pushed(unsafe { slot.push(token(0, &dropped)) });
+        pushed(&mut seen, unsafe { slot.push(token(0, &dropped)) });
         let thieves: Vec<_> = (0..2).map(|_| thief(slot.clone())).collect();
         // SAFETY: as above.
         if let Some(t) = unsafe { slot.pop() } {
             seen.add(t);
         }
         // SAFETY: as above.
-        seen.pushed(unsafe { slot.push(token(1, &dropped)) });
+        pushed(&mut seen, unsafe { slot.push(token(1, &dropped)) });
         for t in thieves {
             seen.merge(t.join().unwrap());
         }

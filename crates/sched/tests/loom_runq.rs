@@ -18,36 +18,11 @@ use loom::sync::Arc;
 use loom::thread;
 use runq::{Global, Lane, Local, Stealer, Take, LOCAL_CAP};
 
-/// A task that counts its drops, so a task lost or duplicated shows up in the totals.
-struct Token {
-    id: usize,
-    dropped: Arc<AtomicUsize>,
-}
-
-impl Drop for Token {
-    fn drop(&mut self) {
-        self.dropped.fetch_add(1, SeqCst);
-    }
-}
-
-/// Records the ids seen, asserting none twice.
-#[derive(Default)]
-struct Seen(Vec<usize>);
+#[path = "support/loom_tokens.rs"]
+mod loom_tokens;
+use loom_tokens::{token, Seen, Token};
 
 impl Seen {
-    fn add(&mut self, t: Token) {
-        assert!(!self.0.contains(&t.id), "task {} came out twice", t.id);
-        self.0.push(t.id);
-    }
-
-    /// Adds the ids another thread saw.
-    fn merge(&mut self, ids: Vec<usize>) {
-        for id in ids {
-            assert!(!self.0.contains(&id), "task {id} came out twice");
-            self.0.push(id);
-        }
-    }
-
     fn drain_local(&mut self, q: &mut Local<Token>) {
         while let Some(t) = q.pop() {
             self.add(t);
@@ -101,13 +76,6 @@ fn filled(
         owner.push(token(i, dropped), global, Lane::Ready);
     }
     (owner, stealer)
-}
-
-fn token(id: usize, dropped: &Arc<AtomicUsize>) -> Token {
-    Token {
-        id,
-        dropped: dropped.clone(),
-    }
 }
 
 /// The owner pushes past the ring's capacity (overflowing half to the global queue) and pops,
