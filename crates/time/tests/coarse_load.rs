@@ -16,6 +16,22 @@ fn spin_for(d: Duration) {
     }
 }
 
+/// Spawns `n` tasks that spin in slices of `slice` between yields until the flag returned is
+/// set.
+fn spawn_spinners(n: usize, slice: Duration) -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for _ in 0..n {
+        let stop = stop.clone();
+        gort_sched::spawn(async move {
+            while !stop.load(Relaxed) {
+                spin_for(slice);
+                gort_sched::yield_now().await;
+            }
+        });
+    }
+    stop
+}
+
 /// A 1 ms ticker read by one task while two tasks spin in 10 ms slices between yields, on 2
 /// Ps. A tick that sysmon ran (every P busy) woke the task into the global queue, which a P
 /// whose ring holds a yielding spinner looked at only every 61st round: ~0.6 s, a handful of
@@ -26,16 +42,7 @@ fn a_ticker_task_runs_within_a_slice_of_coarse_spinners() {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let rt = gort_sched::Builder::new().procs(2).build().unwrap();
     let received = rt.block_on(async {
-        let stop = Arc::new(AtomicBool::new(false));
-        for _ in 0..2 {
-            let stop = stop.clone();
-            gort_sched::spawn(async move {
-                while !stop.load(Relaxed) {
-                    spin_for(Duration::from_millis(10));
-                    gort_sched::yield_now().await;
-                }
-            });
-        }
+        let stop = spawn_spinners(2, Duration::from_millis(10));
         let reader = gort_sched::spawn(async move {
             let ticker = Ticker::new(Duration::from_millis(1));
             let t0 = Instant::now();
@@ -143,16 +150,7 @@ fn many_timer_woken_tasks_run_within_slices_of_coarse_spinners() {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let rt = gort_sched::Builder::new().procs(2).build().unwrap();
     let worst = rt.block_on(async {
-        let stop = Arc::new(AtomicBool::new(false));
-        for _ in 0..2 {
-            let stop = stop.clone();
-            gort_sched::spawn(async move {
-                while !stop.load(Relaxed) {
-                    spin_for(Duration::from_millis(10));
-                    gort_sched::yield_now().await;
-                }
-            });
-        }
+        let stop = spawn_spinners(2, Duration::from_millis(10));
         let sleepers: Vec<_> = (0..8)
             .map(|_| {
                 gort_sched::spawn(async {
