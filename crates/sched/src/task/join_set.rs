@@ -232,8 +232,13 @@ impl<T> JoinSet<T> {
     ///     set.spawn(std::future::pending::<u8>());
     ///     assert!(set.try_join_next().is_none()); // still running
     ///     set.spawn(async { 7 });
-    ///     gort::time::sleep(std::time::Duration::from_millis(10)).await;
-    ///     assert_eq!(set.try_join_next().unwrap().unwrap(), 7);
+    ///     let seven = loop {
+    ///         if let Some(out) = set.try_join_next() {
+    ///             break out.unwrap();
+    ///         }
+    ///         gort::time::sleep(std::time::Duration::from_millis(1)).await; // do other work
+    ///     };
+    ///     assert_eq!(seven, 7);
     ///     assert!(set.try_join_next().is_none());
     ///     assert_eq!(set.len(), 1);
     /// });
