@@ -35,13 +35,15 @@ struct M {
     watch: Watch,
     /// The wakers of the tasks this M's last blocking poll readied (its capacity is kept).
     readied: Vec<Waker>,
-    /// Scheduling rounds, for the busy M's look at the sockets (`NET_POLL_INTERVAL`).
-    rounds: u32,
+    /// Scheduling rounds left until the busy M's next look at the sockets
+    /// (`M::busy_net_look`).
+    rounds_to_net_look: u32,
 }
 
-/// Every this many scheduling rounds a busy M takes a non-blocking look at the sockets when
-/// tasks wait on them and no M is blocked in the poller (Tokio's `event_interval`, 61; Go
-/// looks only when an M runs out of work, and in sysmon after 10 ms).
+/// Every this many scheduling rounds at the most a busy M takes a non-blocking look at the
+/// sockets when tasks wait on them and no M is blocked in the poller (Tokio's
+/// `event_interval`, 61; Go looks only when an M runs out of work, and in sysmon after 10 ms);
+/// less often while its ring holds more tasks than that (`M::busy_net_look`).
 const NET_POLL_INTERVAL: u32 = 61;
 
 /// What one scheduling round has learned about time.
@@ -74,7 +76,7 @@ pub(crate) fn m_main(shared: Arc<Shared>, handle: Arc<MHandle<P>>, p: Arc<P>, sp
         rng,
         watch: Watch::default(),
         readied: Vec::new(),
-        rounds: 0,
+        rounds_to_net_look: NET_POLL_INTERVAL,
     };
     // Counted in `live_ms` since `spawn_m`; uncounted however this thread ends, so that
     // shutdown never waits for an M that is gone.
@@ -202,10 +204,7 @@ impl M {
             let mut round = self.run_own_timers(shared, p);
             self.watch
                 .look_at_a_peer(shared, p, round.own_timers, &mut round.now);
-            self.rounds = self.rounds.wrapping_add(1);
-            if self.rounds % NET_POLL_INTERVAL == 0 && shared.poll_net_nonblocking() {
-                // Tasks whose sockets became ready while every M was busy: queued here.
-            }
+            self.busy_net_look(shared, p);
             if let Some(t) = self.local_work(shared, p) {
                 return Some(t);
             }
@@ -230,6 +229,22 @@ impl M {
                 return None;
             }
         }
+    }
+
+    /// A busy M's look at the sockets: the tasks whose sockets became ready while every M was
+    /// busy are queued here. The next look comes `NET_POLL_INTERVAL` rounds later, or once
+    /// the tasks queued now (those it readied included) have had their turn if they are more:
+    /// a look before that runs no readied task sooner (all but the one `runnext` takes queue
+    /// behind the same backlog), but splits each socket's data into more, smaller reads
+    /// (design/PERFORMANCE-LOG.md, "A busy M's look at the sockets waits for its backlog").
+    fn busy_net_look(&mut self, shared: &Shared, p: &P) {
+        self.rounds_to_net_look -= 1;
+        if self.rounds_to_net_look > 0 {
+            return;
+        }
+        shared.poll_net_nonblocking();
+        let queued = u32::try_from(p.stealer.len()).unwrap_or(u32::MAX);
+        self.rounds_to_net_look = queued.max(NET_POLL_INTERVAL);
     }
 
     /// Phase 1, Go's `checkTimers(pp, 0)`: runs this P's due timers before any task is picked,
