@@ -7,6 +7,14 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 
+/// A connected pair of std sockets on loopback: (client, server).
+fn loopback_pair() -> (std::net::TcpStream, std::net::TcpStream) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (server, _) = listener.accept().unwrap();
+    (peer, server)
+}
+
 /// Spinners that keep the P busy: each yields in a loop, so its M always finds a task in
 /// its own queue and never reaches the look at the sockets it makes before stealing. One P,
 /// so that a second CPU stays free: an M blocked in the poller, if there is one, then runs
@@ -21,10 +29,7 @@ const YIELDS_BOUND: u64 = 1_500;
 #[test]
 fn a_socket_ready_while_every_p_is_busy_is_read_within_a_few_rounds() {
     let rt = gort::Builder::new().procs(1).build().unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let mut peer = std::net::TcpStream::connect(addr).unwrap();
-    let (server, _) = listener.accept().unwrap();
+    let (mut peer, server) = loopback_pair();
     let yields = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let counted = rt.block_on(async {
@@ -85,11 +90,9 @@ const BURSTS: usize = 20;
 #[test]
 fn a_busy_m_does_not_look_at_the_sockets_again_before_its_backlog_has_run() {
     let rt = gort::Builder::new().procs(1).build().unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let peer = Arc::new(std::net::TcpStream::connect(addr).unwrap());
+    let (peer, server) = loopback_pair();
     peer.set_nodelay(true).unwrap();
-    let (server, _) = listener.accept().unwrap();
+    let peer = Arc::new(peer);
     let reads = rt
         .block_on(rt.spawn(async move {
             let conn = TcpStream::from_std(server).unwrap();
