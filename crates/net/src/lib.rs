@@ -83,7 +83,8 @@
 //! Cargo features `tokio-io` and `futures-io` implement tokio's and futures-io's
 //! `AsyncRead`/`AsyncWrite` for [`TcpStream`] and `&TcpStream`, and `AsyncRead` for
 //! [`OwnedReadHalf`] and `AsyncWrite` for [`OwnedWriteHalf`] ([`TcpStream::into_split`]), for
-//! a codec's reader and writer in different tasks.
+//! a codec's reader and writer in different tasks; [`OwnedReadHalf::reunite`] puts the stream
+//! back together.
 
 #![warn(missing_docs)]
 
@@ -99,6 +100,6 @@ mod split;
 mod tcp;
 mod udp;
 
-pub use split::{OwnedReadHalf, OwnedWriteHalf};
+pub use split::{OwnedReadHalf, OwnedWriteHalf, ReuniteError};
 pub use tcp::{TcpListener, TcpStream};
 pub use udp::UdpSocket;
