@@ -96,6 +96,8 @@ mod fd;
 mod io;
 mod keepalive;
 mod resolve;
+#[doc(hidden)]
+pub mod signal;
 mod split;
 mod tcp;
 mod udp;
