@@ -31,10 +31,10 @@ const MAX_SIGNAL: libc::c_int = 64;
 /// actions (terminating the process on `SIGINT` or `SIGTERM`) do not happen; once no
 /// receiver listens for a signal any more, its default action is back, as in Go.
 ///
-/// The channel holds one pending signal of each listed kind; a signal that finds its kind
-/// already pending is dropped, as Go's `Notify` drops a signal it cannot send (and as the
-/// OS merges a signal raised again while pending). Every receiver gets every signal it asked
-/// for: several `notify` calls may listen for the same signal.
+/// The channel has one slot per listed signal; a signal that finds it full is dropped, as
+/// Go's `Notify` drops a signal it cannot send (and as the OS merges a signal raised again
+/// while pending). Every receiver gets every signal it asked for: several `notify` calls may
+/// listen for the same signal.
 ///
 /// # Errors
 ///
