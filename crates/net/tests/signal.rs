@@ -180,3 +180,30 @@ fn a_signals_default_action_is_back_once_nobody_listens() {
     assert!(!out.contains("after the receiver was dropped"), "{out}");
     assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}: {out}");
 }
+
+/// A subscription waits for a signal that may never come: it must not hold a paused clock
+/// (as a task blocked on a socket does), or a test that listens for Ctrl-C could never
+/// sleep through virtual time.
+#[test]
+fn a_subscription_does_not_hold_a_paused_clock() {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = gort::Builder::new()
+            .procs(2)
+            .start_paused(true)
+            .build()
+            .unwrap();
+        let elapsed = rt.block_on(async {
+            let _signals = signal::notify(&[Signal::WINDOW_CHANGE]).unwrap();
+            let start = gort::time::Instant::now();
+            gort::time::sleep(Duration::from_secs(60)).await;
+            start.elapsed()
+        });
+        let _ = done.send(elapsed);
+    });
+    // Real time bounds the test: a held clock leaves the sleep waiting forever.
+    let elapsed = finished
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the paused clock did not move in 20 s of real time");
+    assert_eq!(elapsed, Duration::from_secs(60));
+}

@@ -57,7 +57,8 @@ const MAX_SIGNAL: libc::c_int = 64;
 pub fn notify(signals: &[Signal]) -> io::Result<Receiver<Signal>> {
     let mask = mask_of(signals)?;
     let (wake, read) = mio::net::UnixStream::pair()?;
-    let io = Io::new(read)?; // fails outside a runtime, before anything is registered
+    // A background descriptor: a task waiting for a signal does not hold a paused clock.
+    let io = Io::new_background(read)?; // fails outside a runtime, before anything is registered
     let sub = Arc::new(Subscription {
         pending: AtomicU64::new(0),
         wake,
