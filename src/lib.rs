@@ -23,7 +23,8 @@
 //!
 //! The crates behind it: `gort-sched` (tasks, Ps, Ms, poller), `gort-timer` (per-P timer
 //! heaps and their state machine), `gort-time` (this crate's [`time`] module), `gort-chan`
-//! ([`chan`] and [`select!`]), `gort-net` ([`net`]: TCP and UDP on the netpoller),
+//! ([`chan`] and [`select!`]), `gort-net` ([`net`]: TCP and UDP on the netpoller, and
+//! [`signal`]),
 //! `gort-context` ([`context`]), `gort-sync` ([`sync`]). `design/ARCHITECTURE.md`,
 //! `design/TIMERS.md`, `design/NETPOLL.md` and `design/CHANNELS.md` explain them.
 
@@ -135,6 +136,41 @@ pub mod net {
 }
 
 pub use gort_chan::select;
+
+/// Go's `os/signal`: [`notify`](signal::notify) delivers the signals it lists to a channel
+/// (Go's `signal.Notify`; dropping the receiver is `signal.Stop`), and
+/// [`ctrl_c`](signal::ctrl_c) waits for a Ctrl-C. Signals reach tasks through the
+/// netpoller (a self-pipe per `notify`), never through a thread of their own.
+///
+/// A server that stops on `SIGTERM` or Ctrl-C, and reloads on `SIGHUP`:
+///
+/// ```
+/// use gort::signal::{self, Signal};
+///
+/// gort::Runtime::new().unwrap().block_on(async {
+///     let signals =
+///         signal::notify(&[Signal::INTERRUPT, Signal::TERMINATE, Signal::HANGUP]).unwrap();
+///     let (reload, stop) = (Signal::HANGUP.as_raw(), Signal::TERMINATE.as_raw());
+///     // Here the signals come from the program itself.
+///     // SAFETY: kill sends signals to this process, which handles them now.
+///     unsafe { libc::kill(libc::getpid(), reload) };
+///     let mut reloads = 0;
+///     while let Some(sig) = signals.recv().await {
+///         match sig {
+///             Signal::HANGUP => {
+///                 reloads += 1; // reload the configuration
+///                 // SAFETY: as above.
+///                 unsafe { libc::kill(libc::getpid(), stop) };
+///             }
+///             _ => break, // SIGINT or SIGTERM: shut down gracefully
+///         }
+///     }
+///     assert_eq!(reloads, 1);
+/// });
+/// ```
+pub mod signal {
+    pub use gort_net::signal::*;
+}
 
 /// Go's `context`: cancellation and deadlines flowing from parents to children.
 pub mod context {

@@ -88,6 +88,81 @@ fn a_panicking_task_comes_back_as_a_panic_error() {
     });
 }
 
+/// On a paused clock the sleeps end in deadline order, each task finishing before time moves
+/// on: task i (sleeping 50 - 10 i ms) finishes in the order 4, 3, 2, 1, 0.
+#[test]
+fn join_all_returns_every_output_in_finishing_order() {
+    let rt = Builder::new().procs(2).start_paused(true).build().unwrap();
+    let outputs = rt.block_on(async {
+        let mut set = JoinSet::new();
+        for i in 0..5u64 {
+            set.spawn(async move {
+                gort::time::sleep(Duration::from_millis(50 - 10 * i)).await;
+                i
+            });
+        }
+        set.join_all().await
+    });
+    assert_eq!(outputs, [4, 3, 2, 1, 0]);
+    assert!(rt.block_on(JoinSet::<u8>::new().join_all()).is_empty());
+}
+
+#[test]
+fn join_all_resumes_a_tasks_panic_and_aborts_the_rest() {
+    struct CountDrop(Arc<AtomicUsize>);
+    impl Drop for CountDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+    let rt = runtime();
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rt.block_on(async {
+            let mut set = JoinSet::new();
+            for _ in 0..3 {
+                let guard = CountDrop(dropped.clone());
+                set.spawn(async move {
+                    let _guard = guard;
+                    std::future::pending::<u32>().await
+                });
+            }
+            set.spawn(async { std::panic::panic_any(42u32) });
+            set.join_all().await
+        })
+    }))
+    .unwrap_err();
+    assert_eq!(
+        panic.downcast_ref::<u32>(),
+        Some(&42),
+        "the task's own payload"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while dropped.load(SeqCst) < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(
+        dropped.load(SeqCst),
+        3,
+        "the set's other tasks were aborted"
+    );
+}
+
+#[test]
+fn join_all_panics_on_a_cancelled_task() {
+    let rt = runtime();
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rt.block_on(async {
+            let mut set = JoinSet::new();
+            set.spawn(std::future::pending::<u32>()).abort();
+            set.join_all().await
+        })
+    }))
+    .unwrap_err();
+    let msg = panic.downcast_ref::<String>().unwrap();
+    assert!(msg.contains("task was cancelled"), "{msg}");
+}
+
 #[test]
 fn abort_handle_cancels_one_task_and_abort_all_the_rest() {
     let rt = runtime();

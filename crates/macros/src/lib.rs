@@ -26,7 +26,8 @@ mod expand;
 /// }
 /// ```
 ///
-/// `#[gort::main(procs = 4)]` sets the number of Ps; `start_paused = true` starts the
+/// `#[gort::main(procs = 4)]` sets the number of Ps (without it, the `GORT_MAXPROCS`
+/// environment variable does, else one P per CPU: `gort::Builder::new`); `start_paused = true` starts the
 /// runtime with a paused clock (`gort::Builder::start_paused`). A bad argument, a `procs` outside
 /// `1..=gort::MAX_PROCS`, a non-`async` function or one with parameters is a compile error.
 #[proc_macro_attribute]

@@ -90,10 +90,20 @@ pub(crate) struct Io<S: Source> {
 
 impl<S: Source> Io<S> {
     /// Registers `source` (already non-blocking) with the current runtime's poller.
-    pub(crate) fn new(mut source: S) -> io::Result<Io<S>> {
+    pub(crate) fn new(source: S) -> io::Result<Io<S>> {
+        Io::with_waiters(source, net_api::waiters()?)
+    }
+
+    /// As [`Io::new`], for a descriptor whose task waits for something outside the program's
+    /// time (a signal's self-pipe): it does not hold a paused clock.
+    pub(crate) fn new_background(source: S) -> io::Result<Io<S>> {
+        Io::with_waiters(source, net_api::background_waiters()?)
+    }
+
+    fn with_waiters(mut source: S, waiters: Waiters) -> io::Result<Io<S>> {
         let desc = Arc::new(Desc {
             pd: PollDesc::default(),
-            waiters: net_api::waiters()?,
+            waiters,
             timers: [OnceLock::new(), OnceLock::new()],
         });
         let registration = net_api::register(&mut source, desc.clone())?;

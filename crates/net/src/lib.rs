@@ -13,6 +13,7 @@
 //! | `net.Dial("tcp", a)`, `Read`, `Write`| [`TcpStream::connect`], [`TcpStream::read`], [`TcpStream::write`] |
 //! | `SetDeadline`, `SetReadDeadline`     | [`TcpStream::set_deadline`], [`TcpStream::set_read_deadline`] |
 //! | `net.ListenUDP`, `ReadFrom`, `WriteTo` | [`UdpSocket::bind`], [`UdpSocket::recv_from`], [`UdpSocket::send_to`] |
+//! | `SetKeepAlive`, `SetKeepAlivePeriod` | [`TcpStream::set_keepalive`] (on at 15 s by default, as Go's) |
 //! | `os.ErrDeadlineExceeded`             | `io::ErrorKind::TimedOut`                      |
 //!
 //! An echo server that drops clients idle for 5 seconds (Go's idiom: a read deadline set
@@ -51,21 +52,23 @@
 //! });
 //! ```
 //!
+//! As in Go, every connection gort dials or accepts has `TCP_NODELAY` set and TCP keep-alive
+//! on, probing an idle peer after 15 s ([`TcpStream::set_keepalive`] changes or stops it).
 //! Each socket implements `AsRawFd` and `AsFd` (Go's `SyscallConn`), for the socket options
-//! it has no method for: through `libc` or `socket2::SockRef::from(&stream)`. Go turns TCP
-//! keep-alive on for every connection; gort leaves it to the program:
+//! it has no method for: through `libc` or `socket2::SockRef::from(&stream)`:
 //!
 //! ```
 //! use gort::net::{TcpListener, TcpStream};
 //! use std::os::fd::AsRawFd;
 //!
-//! fn keep_alive(conn: &TcpStream) -> std::io::Result<()> {
-//!     let on: libc::c_int = 1;
-//!     let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-//!     let opt = (&on as *const libc::c_int).cast();
-//!     // SAFETY: `on` is valid for reads of `len` bytes for the call.
+//! /// Sends a RST instead of a FIN when the connection is dropped (`SO_LINGER` of 0 s).
+//! fn reset_on_close(conn: &TcpStream) -> std::io::Result<()> {
+//!     let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+//!     let len = std::mem::size_of::<libc::linger>() as libc::socklen_t;
+//!     let opt = (&linger as *const libc::linger).cast();
+//!     // SAFETY: `linger` is valid for reads of `len` bytes for the call.
 //!     let rc = unsafe {
-//!         libc::setsockopt(conn.as_raw_fd(), libc::SOL_SOCKET, libc::SO_KEEPALIVE, opt, len)
+//!         libc::setsockopt(conn.as_raw_fd(), libc::SOL_SOCKET, libc::SO_LINGER, opt, len)
 //!     };
 //!     if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
 //! }
@@ -73,14 +76,15 @@
 //! gort::Runtime::new().unwrap().block_on(async {
 //!     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
 //!     let conn = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
-//!     keep_alive(&conn).unwrap();
+//!     reset_on_close(&conn).unwrap();
 //! });
 //! ```
 //!
 //! Cargo features `tokio-io` and `futures-io` implement tokio's and futures-io's
 //! `AsyncRead`/`AsyncWrite` for [`TcpStream`] and `&TcpStream`, and `AsyncRead` for
 //! [`OwnedReadHalf`] and `AsyncWrite` for [`OwnedWriteHalf`] ([`TcpStream::into_split`]), for
-//! a codec's reader and writer in different tasks.
+//! a codec's reader and writer in different tasks; [`OwnedReadHalf::reunite`] puts the stream
+//! back together.
 
 #![warn(missing_docs)]
 
@@ -90,11 +94,14 @@ mod compat;
 pub mod desc;
 mod fd;
 mod io;
+mod keepalive;
 mod resolve;
+#[doc(hidden)]
+pub mod signal;
 mod split;
 mod tcp;
 mod udp;
 
-pub use split::{OwnedReadHalf, OwnedWriteHalf};
+pub use split::{OwnedReadHalf, OwnedWriteHalf, ReuniteError};
 pub use tcp::{TcpListener, TcpStream};
 pub use udp::UdpSocket;

@@ -53,9 +53,54 @@ impl TcpStream {
         let read = OwnedReadHalf {
             stream: stream.clone(),
         };
-        (read, OwnedWriteHalf { stream })
+        let write = OwnedWriteHalf {
+            stream,
+            shutdown_on_drop: true,
+        };
+        (read, write)
     }
 }
+
+/// Puts two halves back together, or gives them back if they are of different streams.
+fn reunite(read: OwnedReadHalf, mut write: OwnedWriteHalf) -> Result<TcpStream, ReuniteError> {
+    if !Arc::ptr_eq(&read.stream, &write.stream) {
+        return Err(ReuniteError(read, write));
+    }
+    write.shutdown_on_drop = false; // the stream lives on, writable
+    drop(write);
+    // The two halves held the only references: nothing else clones the `Arc`.
+    let stream = Arc::try_unwrap(read.stream);
+    Ok(stream.expect("gort: a stream's halves hold the only references to it"))
+}
+
+/// The error of [`OwnedReadHalf::reunite`] and [`OwnedWriteHalf::reunite`] given halves of
+/// two different streams: it holds both, unchanged (tokio's `ReuniteError`).
+///
+/// # Examples
+///
+/// ```
+/// use gort::net::{ReuniteError, TcpListener, TcpStream};
+///
+/// gort::Runtime::new().unwrap().block_on(async {
+///     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+///     let a = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+///     let b = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+///     let (a_read, _a_write) = a.into_split();
+///     let (_b_read, b_write) = b.into_split();
+///     let ReuniteError(a_read, b_write) = a_read.reunite(b_write).unwrap_err();
+///     assert_ne!(a_read.local_addr().unwrap(), b_write.local_addr().unwrap());
+/// });
+/// ```
+#[derive(Debug)]
+pub struct ReuniteError(pub OwnedReadHalf, pub OwnedWriteHalf);
+
+impl std::fmt::Display for ReuniteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("tried to reunite halves that are not from the same socket")
+    }
+}
+
+impl std::error::Error for ReuniteError {}
 
 /// The read half of a [`TcpStream`], from [`TcpStream::into_split`].
 ///
@@ -131,6 +176,36 @@ impl OwnedReadHalf {
         self.stream.peer_addr()
     }
 
+    /// Puts the stream back together from this half and `write`, its other half (tokio's
+    /// `reunite`): the stream is as it was, deadlines and options included, and writable (the
+    /// write half's drop does not shut it down).
+    ///
+    /// # Errors
+    ///
+    /// If `write` is a half of another stream: [`ReuniteError`] gives both halves back.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::net::{TcpListener, TcpStream};
+    ///
+    /// gort::Runtime::new().unwrap().block_on(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    ///     let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+    ///     let (conn, _) = listener.accept().await.unwrap();
+    ///     let (reader, writer) = conn.into_split();
+    ///     // ... a reader task and a writer task end, each giving its half back ...
+    ///     let conn = reader.reunite(writer).unwrap();
+    ///     conn.write_all(b"still open").await.unwrap();
+    ///     let mut buf = [0; 10];
+    ///     client.read_exact(&mut buf).await.unwrap();
+    ///     assert_eq!(&buf, b"still open");
+    /// });
+    /// ```
+    pub fn reunite(self, write: OwnedWriteHalf) -> Result<TcpStream, ReuniteError> {
+        reunite(self, write)
+    }
+
     /// The stream (for the I/O trait implementations).
     #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
     pub(crate) fn stream(&self) -> &TcpStream {
@@ -160,6 +235,8 @@ impl OwnedReadHalf {
 #[derive(Debug)]
 pub struct OwnedWriteHalf {
     stream: Arc<TcpStream>,
+    /// Cleared by `reunite`, whose stream must stay writable.
+    shutdown_on_drop: bool,
 }
 
 impl OwnedWriteHalf {
@@ -208,6 +285,30 @@ impl OwnedWriteHalf {
         self.stream.peer_addr()
     }
 
+    /// As [`OwnedReadHalf::reunite`], from this side.
+    ///
+    /// # Errors
+    ///
+    /// If `read` is a half of another stream: [`ReuniteError`] gives both halves back.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::net::{TcpListener, TcpStream};
+    ///
+    /// gort::Runtime::new().unwrap().block_on(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    ///     let _client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+    ///     let (conn, peer) = listener.accept().await.unwrap();
+    ///     let (reader, writer) = conn.into_split();
+    ///     let conn = writer.reunite(reader).unwrap();
+    ///     assert_eq!(conn.peer_addr().unwrap(), peer);
+    /// });
+    /// ```
+    pub fn reunite(self, read: OwnedReadHalf) -> Result<TcpStream, ReuniteError> {
+        reunite(read, self)
+    }
+
     /// The stream (for the I/O trait implementations).
     #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
     pub(crate) fn stream(&self) -> &TcpStream {
@@ -217,7 +318,9 @@ impl OwnedWriteHalf {
 
 impl Drop for OwnedWriteHalf {
     fn drop(&mut self) {
-        // The peer may have gone already (`NotConnected`): nothing is left to tell it.
-        let _ = self.stream.shutdown(Shutdown::Write);
+        if self.shutdown_on_drop {
+            // The peer may have gone already (`NotConnected`): nothing is left to tell it.
+            let _ = self.stream.shutdown(Shutdown::Write);
+        }
     }
 }

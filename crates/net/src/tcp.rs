@@ -1,6 +1,7 @@
 //! TCP: Go's `TCPListener` and `TCPConn` on the netpoller.
 
 use crate::io::{Dir, Io};
+use crate::keepalive::{set_keepalive, DEFAULT_KEEPALIVE};
 use crate::resolve::{first_ok, resolve};
 use gort_time::Instant;
 use std::io::{self, Read, Write};
@@ -46,13 +47,15 @@ impl TcpListener {
         first_ok(addrs, |a| async move {
             let listener = mio::net::TcpListener::bind(a)?;
             raise_backlog(&listener)?;
+            keepalive_for_accepted(&listener);
             let io = Io::new(listener)?;
             Ok(TcpListener { io })
         })
         .await
     }
 
-    /// Accepts a connection, waiting for one (Go's `Accept`). Fails with
+    /// Accepts a connection, waiting for one (Go's `Accept`). As in Go, the connection has
+    /// `TCP_NODELAY` set and keep-alive on at 15 s ([`TcpStream::set_keepalive`]). Fails with
     /// [`io::ErrorKind::TimedOut`] once the deadline ([`set_deadline`](Self::set_deadline))
     /// has passed. Cancel-safe: dropping the future loses no connection.
     ///
@@ -96,7 +99,9 @@ impl TcpListener {
     /// The OS's, or outside a gort runtime.
     pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
         listener.set_nonblocking(true)?;
-        let io = Io::new(mio::net::TcpListener::from_std(listener))?;
+        let listener = mio::net::TcpListener::from_std(listener);
+        keepalive_for_accepted(&listener);
+        let io = Io::new(listener)?;
         Ok(TcpListener { io })
     }
 }
@@ -172,7 +177,8 @@ pub struct TcpStream {
 
 impl TcpStream {
     /// Connects to `addr` (each of its addresses in turn until one accepts). Host names are
-    /// resolved on the blocking pool.
+    /// resolved on the blocking pool. As Go's `net.Dial`, the connection has `TCP_NODELAY`
+    /// set and keep-alive on at 15 s ([`set_keepalive`](Self::set_keepalive)).
     ///
     /// # Errors
     ///
@@ -183,7 +189,7 @@ impl TcpStream {
             let io = Io::new(mio::net::TcpStream::connect(a)?)?;
             // A non-blocking connect completes when the socket turns writable.
             io.op(Dir::Write, connected).await?;
-            let _ = io.source().set_nodelay(true); // as Go; a failure only costs latency
+            go_socket_options(io.source());
             Ok(TcpStream { io })
         })
         .await
@@ -323,6 +329,24 @@ impl TcpStream {
         let io = Io::new(mio::net::TcpStream::from_std(stream))?;
         Ok(TcpStream { io })
     }
+}
+
+/// What Go sets on every connection it dials: `TCP_NODELAY`, and keep-alive at 15 s
+/// ([`TcpStream::set_keepalive`]). As in Go, a failure is ignored: it only costs latency, or
+/// the detection of a dead peer.
+fn go_socket_options(s: &mio::net::TcpStream) {
+    use std::os::fd::AsRawFd;
+    let _ = s.set_nodelay(true);
+    let _ = set_keepalive(s.as_raw_fd(), Some(DEFAULT_KEEPALIVE));
+}
+
+/// Keep-alive at 15 s for every connection `listener` accepts, set once on the listener:
+/// the kernel copies a listener's keep-alive options into each socket it accepts (Linux's
+/// `sk_clone_lock`, which arms the accepted socket's keep-alive timer), where Go sets them
+/// again on each with three more system calls. Ignored on failure, as in Go.
+fn keepalive_for_accepted(listener: &mio::net::TcpListener) {
+    use std::os::fd::AsRawFd;
+    let _ = set_keepalive(listener.as_raw_fd(), Some(DEFAULT_KEEPALIVE));
 }
 
 /// Whether a non-blocking connect has completed: its error if it failed, `WouldBlock` while

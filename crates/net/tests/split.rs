@@ -84,6 +84,78 @@ fn each_half_keeps_its_own_deadline() {
     });
 }
 
+/// Reads until `conn`'s read deadline, `wait` from now: what arrived, and whether the
+/// stream ended.
+async fn read_for(conn: &TcpStream, wait: Duration) -> (Vec<u8>, bool) {
+    conn.set_read_deadline(Some(Instant::now() + wait)).unwrap();
+    let (mut got, mut buf) = (Vec::new(), [0; 64]);
+    loop {
+        match conn.read(&mut buf).await {
+            Ok(0) => return (got, true),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == ErrorKind::TimedOut => return (got, false),
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+#[test]
+fn reunited_halves_are_the_stream_again_still_writable() {
+    run(async {
+        let (c, s) = pair().await;
+        let (reader, writer) = s.into_split();
+        writer.write_all(b"a").await.unwrap();
+        let s = reader.reunite(writer).unwrap();
+        // The write half's drop inside `reunite` did not shut the stream down.
+        let (got, ended) = read_for(&c, Duration::from_millis(100)).await;
+        assert_eq!((got.as_slice(), ended), (&b"a"[..], false));
+        s.write_all(b"b").await.unwrap();
+        c.write_all(b"c").await.unwrap();
+        let mut buf = [0; 1];
+        s.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"c");
+        // From the write side too; dropping the stream then ends it for the peer.
+        let (reader, writer) = s.into_split();
+        let s = writer.reunite(reader).unwrap();
+        drop(s);
+        let (got, ended) = read_for(&c, Duration::from_secs(10)).await;
+        assert_eq!((got.as_slice(), ended), (&b"b"[..], true));
+    });
+}
+
+#[test]
+fn halves_of_different_streams_come_back_in_the_error_and_still_work() {
+    run(async {
+        let (c1, s1) = pair().await;
+        let (c2, s2) = pair().await;
+        let (r1, w1) = s1.into_split();
+        let (r2, w2) = s2.into_split();
+        let err = r1.reunite(w2).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "tried to reunite halves that are not from the same socket"
+        );
+        let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(err);
+        let err = *boxed.downcast::<gort::net::ReuniteError>().unwrap();
+        let gort::net::ReuniteError(r1, w2) = err;
+        // Both halves are as they were: r1 reads stream 1, w2 writes stream 2.
+        c1.write_all(b"1").await.unwrap();
+        let mut buf = [0; 1];
+        r1.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"1");
+        w2.write_all(b"2").await.unwrap();
+        c2.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"2");
+        // And from the write side: the error holds (read half, write half) as well.
+        let gort::net::ReuniteError(r2, w1) = w1.reunite(r2).unwrap_err();
+        assert_eq!(r2.local_addr().unwrap(), c2.peer_addr().unwrap());
+        assert_eq!(w1.local_addr().unwrap(), c1.peer_addr().unwrap());
+        let (s1, s2) = (r1.reunite(w1).unwrap(), w2.reunite(r2).unwrap());
+        assert_eq!(s1.peer_addr().unwrap(), c1.local_addr().unwrap());
+        assert_eq!(s2.peer_addr().unwrap(), c2.local_addr().unwrap());
+    });
+}
+
 #[cfg(feature = "tokio-io")]
 #[test]
 fn tokio_traits_on_halves_in_spawned_tasks() {

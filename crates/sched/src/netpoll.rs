@@ -16,7 +16,7 @@
 //! sysmon does the same when nobody has polled for 10 ms.
 
 use crate::shared::Shared;
-use gort_loom::atomic::{AtomicI64, AtomicUsize, Ordering::*};
+use gort_loom::atomic::{AtomicI64, AtomicU64, Ordering::*};
 use gort_timer::Nanos;
 use mio::event::Source;
 use mio::{Interest, Token};
@@ -83,12 +83,18 @@ impl Sources {
     }
 }
 
+/// The low half of `Net::waiters`: every waiter.
+const ALL_WAITERS: u64 = (1 << 32) - 1;
+
 /// The network state of one runtime's poller.
 pub(crate) struct Net {
     pub(crate) sources: Mutex<Sources>,
     /// Go's `netpollWaiters`: descriptors with a task waiting (an upper bound: a waiter whose
-    /// future was dropped counts until the next readiness, deadline or close).
-    waiters: AtomicUsize,
+    /// future was dropped counts until the next readiness, deadline or close), in the low 32
+    /// bits; in the high 32 bits, how many of them wait for something outside the program's
+    /// time (a signal's pipe), which must not hold a paused clock. One word, so that one load
+    /// sees both counts of the same instant.
+    waiters: AtomicU64,
     /// When the sockets were last polled (any M, blocking or not), for sysmon.
     polled_at: AtomicI64,
 }
@@ -97,7 +103,7 @@ impl Net {
     pub(crate) fn new() -> Net {
         Net {
             sources: Mutex::new(Sources::default()),
-            waiters: AtomicUsize::new(0),
+            waiters: AtomicU64::new(0),
             polled_at: AtomicI64::new(0),
         }
     }
@@ -120,7 +126,14 @@ pub(crate) fn dispatch(sources: &Sources, ev: &mio::event::Event, wakers: &mut V
 impl Shared {
     /// Whether some task waits on a socket (Go's `netpollWaiters > 0`).
     pub(crate) fn net_waiting(&self) -> bool {
-        self.poller.net.waiters.load(SeqCst) > 0
+        self.poller.net.waiters.load(SeqCst) & ALL_WAITERS > 0
+    }
+
+    /// Whether some task waits on a socket whose peer may live in real time, which holds a
+    /// paused clock (`paused.rs`); a signal subscription's pipe does not.
+    pub(crate) fn net_holds_clock(&self) -> bool {
+        let w = self.poller.net.waiters.load(SeqCst);
+        w & ALL_WAITERS > w >> 32
     }
 
     /// Go's `netpoll(0)` in `findrunnable` before stealing: when tasks wait on sockets and no
@@ -179,27 +192,46 @@ pub mod net_api {
     ///
     /// Outside a gort runtime.
     pub fn waiters() -> io::Result<Waiters> {
-        current().map(Waiters)
+        current().map(|shared| Waiters { shared, unit: 1 })
+    }
+
+    /// As [`waiters`], for a descriptor whose task waits for something outside the program's
+    /// time (a signal's self-pipe): its waiters make the Ms watch the poller like any other,
+    /// but do not hold a paused clock, since no task of the program will ever write to it.
+    ///
+    /// # Errors
+    ///
+    /// Outside a gort runtime.
+    pub fn background_waiters() -> io::Result<Waiters> {
+        current().map(|shared| Waiters {
+            shared,
+            unit: 1 | 1 << 32,
+        })
     }
 
     /// A runtime's count of tasks waiting on sockets; see [`waiters`].
     #[derive(Clone)]
-    pub struct Waiters(Arc<Shared>);
+    pub struct Waiters {
+        shared: Arc<Shared>,
+        /// What one waiter adds: 1 to the count of all waiters, and for a background one
+        /// also 1 to the high half (`Net::waiters`).
+        unit: u64,
+    }
 
     impl Waiters {
         /// A descriptor's empty waiter list got a task. The M running that task goes idle
         /// through `find_runnable`, which then blocks in the poller (or polls before
         /// stealing), as Go's `netpollblock` relies on.
         pub fn add(&self) {
-            self.0.poller.net.waiters.fetch_add(1, SeqCst);
+            self.shared.poller.net.waiters.fetch_add(self.unit, SeqCst);
             // A waiter added off every P (block_on) while sysmon is parked: its socket may
             // need sysmon's look (sysmon.rs, "Parking").
-            self.0.idle.alert_sysmon();
+            self.shared.idle.alert_sysmon();
         }
 
         /// A descriptor's waiter list was emptied.
         pub fn remove(&self) {
-            self.0.poller.net.waiters.fetch_sub(1, SeqCst);
+            self.shared.poller.net.waiters.fetch_sub(self.unit, SeqCst);
         }
     }
 

@@ -20,7 +20,9 @@
 //! A task blocked on a socket holds the clock too (unless an `advance` asks for the time):
 //! its peer may be outside the runtime, in real time, and jumping would make every network
 //! timeout fire at once (Tokio's paused clock does; a known trap). Ready sockets are
-//! collected before the check, so their tasks count as runnable.
+//! collected before the check, so their tasks count as runnable. A task waiting for a
+//! signal does not hold it (`net_api::background_waiters`): nothing in the program's time
+//! would ever end that wait.
 //!
 //! Wakes from threads outside the runtime (a plain thread sending on a channel) are not seen:
 //! such a thread is not part of the runtime's time.
@@ -120,10 +122,10 @@ impl Shared {
         if self.clock.holds() != 0 || self.blocking.jobs() != 0 {
             return Quiet::Busy;
         }
-        let net = self.net_waiting();
-        if net && self.poller.poll_now() != 0 {
+        if self.net_waiting() && self.poller.poll_now() != 0 {
             return Quiet::Work;
         }
+        let net = self.net_holds_clock();
         let verdict = self.idle.locked(|_| self.quiescent_step(net));
         if verdict == Quiet::Advanced {
             // Outside the scheduler lock: a wake schedules a task.
@@ -135,7 +137,7 @@ impl Shared {
     }
 
     /// The check and the jump, under the scheduler lock.
-    fn quiescent_step(&self, net_waiting: bool) -> Quiet {
+    fn quiescent_step(&self, net_holds_clock: bool) -> Quiet {
         if self.all_ps().any(|p| p.status() == PStatus::Running) {
             return Quiet::Busy;
         }
@@ -159,7 +161,7 @@ impl Shared {
         if earliest == 0 {
             return Quiet::Busy;
         }
-        if net_waiting && earliest > self.advances.target() {
+        if net_holds_clock && earliest > self.advances.target() {
             return Quiet::Busy;
         }
         self.clock.jump_to(earliest);

@@ -1,7 +1,45 @@
-//! How many Ps by default: the CPUs this process may use, capped by a cgroup CPU quota the way
-//! Go 1.25 does (`ceil(quota / period)`, at least 1; v2 `cpu.max`, v1 `cfs_quota_us`).
+//! How many Ps by default: `GORT_MAXPROCS` if set (Go's `GOMAXPROCS`), else the CPUs this
+//! process may use, capped by a cgroup CPU quota the way Go 1.25 does (`ceil(quota / period)`,
+//! at least 1; v2 `cpu.max`, v1 `cfs_quota_us`).
 
-use std::fs;
+use crate::shared::MAX_PROCS;
+use std::ffi::OsStr;
+use std::{fs, io};
+
+/// The environment variable that sets the number of Ps of a runtime built without
+/// `Builder::procs` (Go's `GOMAXPROCS`).
+pub(crate) const MAXPROCS_ENV: &str = "GORT_MAXPROCS";
+
+/// The number of Ps of a runtime built without `Builder::procs`: `GORT_MAXPROCS` when it is
+/// set and not empty, else [`default_procs`]. A value that is not an integer in
+/// `1..=MAX_PROCS` is an error (Go ignores such a value; a typo that silently ran a server
+/// on every CPU would be found late).
+pub(crate) fn procs_from_env_or_default() -> io::Result<usize> {
+    match std::env::var_os(MAXPROCS_ENV) {
+        Some(value) => Ok(parse_maxprocs(&value)?.unwrap_or_else(default_procs)),
+        None => Ok(default_procs()),
+    }
+}
+
+/// Parses a `GORT_MAXPROCS` value: `None` for an empty one (as if unset), the number for an
+/// integer in `1..=MAX_PROCS` (surrounding whitespace allowed), an `InvalidInput` error
+/// naming the variable and the valid range otherwise.
+pub(crate) fn parse_maxprocs(value: &OsStr) -> io::Result<Option<usize>> {
+    let text = value.to_str().map(str::trim);
+    if text == Some("") {
+        return Ok(None);
+    }
+    match text.and_then(|t| t.parse::<usize>().ok()) {
+        Some(n) if (1..=MAX_PROCS).contains(&n) => Ok(Some(n)),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "gort: {MAXPROCS_ENV}={value:?}: the number of Ps must be an integer in \
+                 1..={MAX_PROCS} (MAX_PROCS), or the variable unset or empty for the default"
+            ),
+        )),
+    }
+}
 
 /// The default number of Ps.
 pub fn default_procs() -> usize {
@@ -71,6 +109,32 @@ mod tests {
         assert_eq!(parse_cpu_max("50000 100000"), Some(1));
         assert_eq!(parse_cpu_max("-1 100000"), None);
         assert_eq!(parse_cpu_max("garbage"), None);
+    }
+
+    #[test]
+    fn maxprocs_values() {
+        let parse = |s: &str| parse_maxprocs(OsStr::new(s)).map_err(|e| e.kind());
+        assert_eq!(parse("4"), Ok(Some(4)));
+        assert_eq!(parse(" 2\n"), Ok(Some(2)));
+        assert_eq!(parse(&MAX_PROCS.to_string()), Ok(Some(MAX_PROCS)));
+        assert_eq!(parse(""), Ok(None));
+        assert_eq!(parse("  "), Ok(None));
+        for bad in [
+            "0",
+            "-1",
+            "four",
+            "2.5",
+            "4 cpus",
+            "99999999999999999999999",
+        ] {
+            assert_eq!(parse(bad), Err(io::ErrorKind::InvalidInput), "{bad:?}");
+        }
+        assert_eq!(
+            parse(&(MAX_PROCS + 1).to_string()),
+            Err(io::ErrorKind::InvalidInput)
+        );
+        let msg = parse_maxprocs(OsStr::new("four")).unwrap_err().to_string();
+        assert!(msg.contains("GORT_MAXPROCS=\"four\""), "{msg}");
     }
 
     #[test]

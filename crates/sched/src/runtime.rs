@@ -48,13 +48,31 @@ fn check_procs(n: usize, caller: &str) {
 }
 
 impl Builder {
-    /// A builder with the defaults: as many Ps as CPUs this process may use (honouring a
-    /// cgroup CPU quota, as Go 1.25's GOMAXPROCS does).
+    /// A builder with the defaults. The number of Ps, unless [`procs`](Builder::procs) sets
+    /// it, is read when the runtime is built: the `GORT_MAXPROCS` environment variable (Go's
+    /// `GOMAXPROCS`) if it is set and not empty, else as many Ps as CPUs this process may use
+    /// (honouring a cgroup CPU quota, as Go 1.25 does). A `GORT_MAXPROCS` that is not an
+    /// integer in `1..=MAX_PROCS` makes [`build`](Builder::build) fail with
+    /// `io::ErrorKind::InvalidInput` (where Go ignores it), so that a typo is not a silent
+    /// run on every CPU.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// // GORT_MAXPROCS=2 ./server runs this on 2 Ps; without it, one P per CPU.
+    /// let rt = gort::Builder::new().build().unwrap();
+    /// match std::env::var("GORT_MAXPROCS") {
+    ///     Ok(n) if !n.trim().is_empty() => assert_eq!(rt.procs(), n.trim().parse().unwrap()),
+    ///     _ => assert!(rt.procs() >= 1),
+    /// }
+    /// ```
     pub fn new() -> Builder {
         Builder::default()
     }
 
-    /// Sets the number of Ps (Go's `GOMAXPROCS`): how many tasks run in parallel.
+    /// Sets the number of Ps (Go's `GOMAXPROCS`): how many tasks run in parallel. It wins
+    /// over the `GORT_MAXPROCS` environment variable, which the runtime then does not read
+    /// (as Go's `runtime.GOMAXPROCS(n)` wins over `GOMAXPROCS`).
     ///
     /// # Panics
     ///
@@ -95,8 +113,17 @@ impl Builder {
     }
 
     /// Creates the runtime. Worker threads start on demand, when there is work.
+    ///
+    /// # Errors
+    ///
+    /// If the poller cannot be created, or, when [`procs`](Builder::procs) was not set, if
+    /// `GORT_MAXPROCS` is set to something other than an integer in `1..=MAX_PROCS` or
+    /// empty (`io::ErrorKind::InvalidInput`, naming the variable and its value).
     pub fn build(&self) -> io::Result<Runtime> {
-        let procs = self.procs.unwrap_or_else(crate::procs::default_procs);
+        let procs = match self.procs {
+            Some(n) => n,
+            None => crate::procs::procs_from_env_or_default()?,
+        };
         let blocking = Blocking::new(self.threads.clone());
         let shared = Shared::new(procs.min(MAX_PROCS), blocking.clone(), self.threads.clone())?;
         blocking.set_runtime(&shared);
@@ -201,7 +228,12 @@ pub struct Metrics {
 }
 
 impl Runtime {
-    /// A runtime with the default configuration (see [`Builder::new`]).
+    /// A runtime with the default configuration (see [`Builder::new`]): `GORT_MAXPROCS` Ps
+    /// if that environment variable is set, else one per CPU this process may use.
+    ///
+    /// # Errors
+    ///
+    /// As [`Builder::build`]'s: a bad `GORT_MAXPROCS` is `io::ErrorKind::InvalidInput`.
     pub fn new() -> io::Result<Runtime> {
         Builder::new().build()
     }

@@ -252,6 +252,46 @@ impl<T> JoinSet<T> {
         None
     }
 
+    /// Waits for every task in the set and returns their outputs, in the order the tasks
+    /// finished, not the order they were spawned (tokio's `join_all`: `join_next` in a loop).
+    ///
+    /// # Panics
+    ///
+    /// If a task failed: a task's panic is resumed here with its own payload (the
+    /// [`JoinError::into_panic`] of [`join_next`](JoinSet::join_next)'s error), and a
+    /// cancelled task (aborted through its [`AbortHandle`]) panics with its `JoinError`'s
+    /// message. The set is dropped then, which aborts the tasks still in it. To handle
+    /// failures otherwise, call `join_next` in a loop.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort::Runtime::new().unwrap();
+    /// rt.block_on(async {
+    ///     let mut set = gort::task::JoinSet::new();
+    ///     for i in 1..=3u64 {
+    ///         set.spawn(async move {
+    ///             gort::time::sleep(std::time::Duration::from_millis(30 * (4 - i))).await;
+    ///             i
+    ///         });
+    ///     }
+    ///     let mut outputs = set.join_all().await; // in finishing order: most likely 3, 2, 1
+    ///     outputs.sort();
+    ///     assert_eq!(outputs, [1, 2, 3]);
+    /// });
+    /// ```
+    pub async fn join_all(mut self) -> Vec<T> {
+        let mut outputs = Vec::with_capacity(self.len());
+        while let Some(res) = self.join_next().await {
+            match res {
+                Ok(output) => outputs.push(output),
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(e) => panic!("gort: JoinSet::join_all: {e}"),
+            }
+        }
+        outputs
+    }
+
     /// Aborts every task in the set and waits until each has stopped, discarding their
     /// outputs and errors; the set is then empty (tokio's `shutdown`).
     ///
