@@ -18,11 +18,14 @@ impl TcpStream {
     }
 
     fn poll_read_some(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
-        self.io().poll_op(Dir::Read, cx, &mut |mut s| s.read(buf))
+        let len = buf.len();
+        self.io()
+            .poll_transfer(Dir::Read, cx, len, &mut |mut s| s.read(buf))
     }
 
     fn poll_write_some(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.io().poll_op(Dir::Write, cx, &mut |mut s| s.write(buf))
+        self.io()
+            .poll_transfer(Dir::Write, cx, buf.len(), &mut |mut s| s.write(buf))
     }
 }
 

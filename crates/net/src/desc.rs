@@ -103,6 +103,15 @@ pub struct Half {
     /// while `state` holds a waiter). The poller adds edges without the lock; the bit changes
     /// only under it.
     ready: AtomicUsize,
+    /// The edge count (as [`Half::prepare`] returns it) before the last transfer that left the
+    /// kernel's buffer empty (full, for a write): a stream read or write shorter than asked.
+    /// While no edge came since, the next transfer waits without trying its syscall
+    /// ([`Half::drained_at`]). [`WAITING`] (odd, so never a count) when there is none.
+    drained: AtomicUsize,
+    /// The peer hung up or the socket failed (a final state, set before the edge that
+    /// reports it): no transfer skips its syscall any more, as a drained buffer no longer
+    /// means it would block (it returns the end of stream or the error at once).
+    hung_up: AtomicBool,
     closed: AtomicBool,
     /// The deadline in effect: 0 = none; `d > 0` pending, with the timer armed for `d` or
     /// earlier (`State::armed`); `-d` passed. Written under the lock, except a move later of a
@@ -117,6 +126,8 @@ impl Default for Half {
     fn default() -> Half {
         Half {
             ready: AtomicUsize::new(0),
+            drained: AtomicUsize::new(WAITING),
+            hung_up: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             deadline: AtomicI64::new(0),
             state: Mutex::new(State::default()),
@@ -138,6 +149,31 @@ impl Half {
         // Acquire: reading the poller's release of an edge orders the syscall after the
         // readiness that edge counted.
         Ok(Edges(self.ready.load(Acquire) & !WAITING))
+    }
+
+    /// Whether a transfer made after the edges `seen` left the buffer drained (tokio's rule;
+    /// Go tries the syscall and pays an `EAGAIN`): a stream read shorter than asked found
+    /// the receive queue empty, a short write the send buffer full, and any change since
+    /// comes with an edge after `seen`. So the caller can [`wait`](Half::wait) on `seen` at
+    /// once, as after a `WouldBlock`. A hint: however stale, it only names a count at which
+    /// the buffer was drained after the count was reached. Never after a hang-up: an end of
+    /// stream that came before the short read sends no edge after it (tokio keeps its
+    /// closed states out of the readiness a short read clears, for the same reason).
+    pub fn drained_at(&self, seen: Edges) -> bool {
+        // The hang-up is stored before its edge's release: if `seen` (acquired by `prepare`)
+        // counts that edge, this load sees it; if not, the edge makes `wait` retry.
+        self.drained.load(Relaxed) == seen.0 && !self.hung_up.load(Relaxed)
+    }
+
+    /// The poller saw the peer hang up or the socket fail; call before [`Half::set_ready`]
+    /// for the same event.
+    pub fn set_hung_up(&self) {
+        self.hung_up.store(true, Relaxed);
+    }
+
+    /// Records that a transfer made after the edges `seen` left the buffer drained.
+    pub fn note_drained(&self, seen: Edges) {
+        self.drained.store(seen.0, Relaxed);
     }
 
     /// Go's `netpollblock` after a syscall said `WouldBlock`: registers `waker` unless

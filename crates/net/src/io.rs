@@ -1,7 +1,7 @@
 //! A registered socket: the mio source, its poll descriptor, its registration with the
 //! runtime's poller and its deadline timers. Every socket type of this crate is one of these.
 
-use crate::desc::{Arm, Count, Fail, Half, Nanos, PollDesc, Wait};
+use crate::desc::{Arm, Count, Edges, Fail, Half, Nanos, PollDesc, Wait};
 use gort_sched::net_api::{self, Ready, Registration, Waiters};
 use gort_sched::timer_api::modtimer;
 use gort_time::Instant;
@@ -46,7 +46,11 @@ impl Desc {
 }
 
 impl Ready for Desc {
-    fn ready(&self, readable: bool, writable: bool, wakers: &mut Vec<Waker>) {
+    fn ready(&self, readable: bool, writable: bool, hung_up: bool, wakers: &mut Vec<Waker>) {
+        if hung_up {
+            self.pd.read.set_hung_up();
+            self.pd.write.set_hung_up();
+        }
         self.pd.ready(readable, writable, wakers, &self.waiters);
     }
 }
@@ -137,10 +141,53 @@ impl<S: Source> Io<S> {
         cx: &mut Context<'_>,
         op: &mut impl FnMut(&S) -> io::Result<R>,
     ) -> Poll<io::Result<R>> {
+        self.poll_op_after(dir, cx, &mut |s, _| op(s))
+    }
+
+    /// A stream socket's read or write of up to `len` bytes, as [`Io::op`]; one shorter than
+    /// asked leaves the direction drained (the receive queue empty, the send buffer full), so
+    /// the next waits for an edge without trying the syscall ([`Half::drained_at`]): a
+    /// request/response connection makes one `EAGAIN` fewer per request.
+    pub(crate) async fn transfer(
+        &self,
+        dir: Dir,
+        len: usize,
+        mut op: impl FnMut(&S) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        poll_fn(|cx| self.poll_transfer(dir, cx, len, &mut op)).await
+    }
+
+    pub(crate) fn poll_transfer(
+        &self,
+        dir: Dir,
+        cx: &mut Context<'_>,
+        len: usize,
+        op: &mut impl FnMut(&S) -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        let half = self.desc.half(dir);
+        self.poll_op_after(dir, cx, &mut |s, seen| {
+            if len > 0 && half.drained_at(seen) {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let n = op(s)?;
+            if n > 0 && n < len {
+                half.note_drained(seen);
+            }
+            Ok(n)
+        })
+    }
+
+    /// The loop of [`Io::poll_op`], whose `op` also gets the edges seen before it.
+    fn poll_op_after<R>(
+        &self,
+        dir: Dir,
+        cx: &mut Context<'_>,
+        op: &mut impl FnMut(&S, Edges) -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
         let half = self.desc.half(dir);
         loop {
             let seen = half.prepare().map_err(error)?;
-            match op(&self.source) {
+            match op(&self.source, seen) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 res => return Poll::Ready(res),

@@ -201,7 +201,8 @@ impl TcpStream {
     ///
     /// The OS's (a reset peer), or `TimedOut` past the read deadline.
     pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.io.op(Dir::Read, |mut s| s.read(buf)).await
+        let len = buf.len();
+        self.io.transfer(Dir::Read, len, |mut s| s.read(buf)).await
     }
 
     /// Writes some of `buf`, waiting for room. Cancel-safe.
@@ -210,7 +211,9 @@ impl TcpStream {
     ///
     /// The OS's (a reset peer), or `TimedOut` past the write deadline.
     pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        self.io.op(Dir::Write, |mut s| s.write(buf)).await
+        self.io
+            .transfer(Dir::Write, buf.len(), |mut s| s.write(buf))
+            .await
     }
 
     /// Writes all of `buf`.

@@ -102,3 +102,39 @@ fn a_deadline_moved_later_is_followed_by_the_fire() {
     assert_eq!(armings.last(), Some(&Arm::At(300)));
     assert!(!half.is_expired());
 }
+
+/// A short transfer marks its direction drained at the ticket it took: the next one skips
+/// its syscall (it would say `EAGAIN`) and waits, until an edge comes after that ticket.
+#[test]
+fn a_short_read_lets_the_next_wait_without_a_syscall_until_an_edge() {
+    let half = Half::default();
+    let waker = &Waker::from(Arc::new(Noop));
+    let mut out = Vec::new();
+    let first = half.prepare().unwrap();
+    assert!(!half.drained_at(first), "a new socket is not drained");
+    // The read returns less than asked: the receive queue is empty now.
+    half.note_drained(first);
+    let seen = half.prepare().unwrap();
+    assert!(half.drained_at(seen), "no edge since: skip the syscall");
+    assert_eq!(half.wait(seen, waker, &NoCount), Wait::Pending);
+    // Data arrives: the edge releases the waiter, and the next read tries its syscall.
+    half.set_ready(&mut out, &NoCount);
+    assert_eq!(out.len(), 1);
+    assert!(!half.drained_at(half.prepare().unwrap()));
+}
+
+/// Data that arrived before the skipping task took its ticket but after the short read came
+/// with an edge the poller may not have counted yet: the wait must end when it is counted.
+#[test]
+fn an_edge_counted_after_a_skipped_syscall_releases_the_waiter() {
+    let half = Half::default();
+    let waker = &Waker::from(Arc::new(Noop));
+    let mut out = Vec::new();
+    let seen = half.prepare().unwrap();
+    half.note_drained(seen);
+    let seen = half.prepare().unwrap();
+    assert!(half.drained_at(seen));
+    // The poller counts the edge between the skip and the wait: the wait retries.
+    half.set_ready(&mut out, &NoCount);
+    assert_eq!(half.wait(seen, waker, &NoCount), Wait::Retry);
+}

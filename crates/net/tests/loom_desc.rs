@@ -70,6 +70,25 @@ fn op(half: &Half, data: &AtomicBool, waker: &Waker, count: &Waiters) -> Outcome
     }
 }
 
+/// One poll of a stream transfer (`Io::poll_transfer`): as [`op`], but the syscall is
+/// skipped while the direction is drained at the ticket (a short transfer came before).
+fn transfer(half: &Half, data: &AtomicBool, waker: &Waker, count: &Waiters) -> Outcome {
+    loop {
+        let seen = match half.prepare() {
+            Ok(seen) => seen,
+            Err(f) => return Outcome::Failed(f),
+        };
+        if !half.drained_at(seen) && data.load(SeqCst) {
+            return Outcome::Done;
+        }
+        match half.wait(seen, waker, count) {
+            Wait::Retry => continue,
+            Wait::Pending => return Outcome::Pending,
+            Wait::Fail(f) => return Outcome::Failed(f),
+        }
+    }
+}
+
 fn wake_all(out: Vec<Waker>) {
     out.into_iter().for_each(Waker::wake);
 }
@@ -130,6 +149,70 @@ fn readiness_is_never_lost() {
             assert_eq!(first, Outcome::Done);
         }
         assert_eq!(s.count.0.load(SeqCst), 0);
+    });
+}
+
+/// A short read takes what is there and leaves the direction drained at its ticket; the
+/// next read skips its syscall, while the poller reports new data: data that came after the
+/// short read must reach the reader.
+///
+/// Guards the skip's ticket: a drained mark names the edge count taken before the short
+/// transfer, so any edge counted after it makes the wait retry or release.
+#[test]
+fn a_read_that_skips_its_syscall_after_a_short_one_gets_later_data() {
+    loom::model(|| {
+        let s = setup();
+        let flag = Arc::new(Flag::default());
+        let waker = Waker::from(flag.clone());
+        let poller = spawn_poller(&s);
+        let short = s.half.prepare().unwrap();
+        s.data.swap(false, SeqCst); // the short read: everything there, maybe nothing
+        s.half.note_drained(short);
+        let first = transfer(&s.half, &s.data, &waker, &s.count);
+        poller.join().unwrap();
+        if first == Outcome::Pending && s.data.load(SeqCst) {
+            assert!(flag.0.load(SeqCst), "lost wake-up after a skipped syscall");
+            assert_eq!(transfer(&s.half, &s.data, &waker, &s.count), Outcome::Done);
+        }
+    });
+}
+
+/// The peer's end of stream (a final state: every read returns it at once) comes before or
+/// while a short read drains the data: the next read must not wait for an edge that will
+/// never come.
+///
+/// Guards the hang-up mark: when the end of stream's edge was counted before the short
+/// read's ticket, only the mark (stored before that edge) stops the skip; this hung
+/// tokio's `io::copy` through gort's `AsyncRead` before the mark existed.
+#[test]
+fn a_read_after_a_short_one_sees_an_earlier_end_of_stream() {
+    loom::model(|| {
+        let s = setup();
+        let flag = Arc::new(Flag::default());
+        let waker = Waker::from(flag.clone());
+        let poller = {
+            let s = s.clone();
+            thread::spawn(move || {
+                s.data.store(true, SeqCst); // end of stream: never consumed
+                s.half.set_hung_up();
+                let mut out = Vec::new();
+                s.half.set_ready(&mut out, &s.count);
+                wake_all(out);
+            })
+        };
+        let short = s.half.prepare().unwrap();
+        s.half.note_drained(short);
+        let first = transfer(&s.half, &s.data, &waker, &s.count);
+        poller.join().unwrap();
+        if first == Outcome::Pending {
+            assert!(
+                flag.0.load(SeqCst),
+                "a read waits for an end of stream that came"
+            );
+            assert_eq!(transfer(&s.half, &s.data, &waker, &s.count), Outcome::Done);
+        } else {
+            assert_eq!(first, Outcome::Done);
+        }
     });
 }
 

@@ -88,6 +88,42 @@ fn read_exact_at_end_of_stream_fails_with_unexpected_eof_and_read_returns_zero()
     });
 }
 
+/// A read shorter than its buffer lets the next read wait for an edge without a syscall,
+/// but not past an end of stream that came before it: the peer's FIN, counted while the
+/// reader slept, sends no later edge.
+#[test]
+fn a_short_read_then_an_end_of_stream_already_seen_returns_zero() {
+    run(async {
+        let (c, s) = pair().await;
+        s.write_all(b"abc").await.unwrap();
+        s.shutdown(Shutdown::Write).unwrap();
+        // The poller counts the data's and the FIN's edges while nobody reads.
+        gort::time::sleep(50 * MS).await;
+        let mut buf = [0; 64];
+        assert_eq!(c.read(&mut buf).await.unwrap(), 3);
+        let eof = gort::time::timeout(Duration::from_secs(10), c.read(&mut buf)).await;
+        assert_eq!(eof.expect("the read after the short one hung").unwrap(), 0);
+    });
+}
+
+/// After a short read the next one waits without a syscall; data that comes later wakes it.
+#[test]
+fn a_read_after_a_short_one_gets_data_that_comes_later() {
+    run(async {
+        let (c, s) = pair().await;
+        let mut buf = [0; 64];
+        for round in 0..50u8 {
+            let reader = async { c.read(&mut buf).await.unwrap() };
+            let writer = async {
+                gort::time::sleep(MS).await;
+                s.write_all(&[round; 10]).await.unwrap();
+            };
+            let (n, ()) = futures::join!(reader, writer);
+            assert_eq!(n, 10);
+        }
+    });
+}
+
 #[test]
 fn connect_to_a_closed_port_fails_with_the_os_error() {
     run(async {

@@ -37,9 +37,11 @@ const SYSMON_POLL_AFTER: Nanos = 10_000_000;
 /// move the wakers it releases into `wakers` (never wake, clone or drop one), which the
 /// poller wakes once its locks are released.
 pub trait Ready: Send + Sync + 'static {
-    /// The source became readable and/or writable (or hung up / errored, which is reported
-    /// as both, so that the blocked operation retries and sees the error).
-    fn ready(&self, readable: bool, writable: bool, wakers: &mut Vec<Waker>);
+    /// The source became readable and/or writable, or `hung_up`: the peer closed or reset
+    /// its side, or the socket failed, a final state that every later syscall finds at once
+    /// (reported as both readable and writable, so that the blocked operation retries and
+    /// sees the end of stream or the error).
+    fn ready(&self, readable: bool, writable: bool, hung_up: bool, wakers: &mut Vec<Waker>);
 }
 
 /// The registered sources, by slot: the handler and the slot's generation.
@@ -117,10 +119,10 @@ impl Net {
 /// Delivers the readiness of one event to its source's handler (slab lock held by the caller).
 pub(crate) fn dispatch(sources: &Sources, ev: &mio::event::Event, wakers: &mut Vec<Waker>) {
     if let Some(h) = sources.get(ev.token()) {
-        let broken = ev.is_error() || ev.is_read_closed() || ev.is_write_closed();
-        let readable = ev.is_readable() || broken;
-        let writable = ev.is_writable() || broken;
-        h.ready(readable, writable, wakers);
+        let hung_up = ev.is_error() || ev.is_read_closed() || ev.is_write_closed();
+        let readable = ev.is_readable() || hung_up;
+        let writable = ev.is_writable() || hung_up;
+        h.ready(readable, writable, hung_up, wakers);
     }
 }
 
