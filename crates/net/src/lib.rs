@@ -13,6 +13,7 @@
 //! | `net.Dial("tcp", a)`, `Read`, `Write`| [`TcpStream::connect`], [`TcpStream::read`], [`TcpStream::write`] |
 //! | `SetDeadline`, `SetReadDeadline`     | [`TcpStream::set_deadline`], [`TcpStream::set_read_deadline`] |
 //! | `net.ListenUDP`, `ReadFrom`, `WriteTo` | [`UdpSocket::bind`], [`UdpSocket::recv_from`], [`UdpSocket::send_to`] |
+//! | `CloseWrite`                         | [`TcpStream::shutdown`] (`Shutdown::Write`), [`OwnedWriteHalf::close_write`] |
 //! | `SetKeepAlive`, `SetKeepAlivePeriod` | [`TcpStream::set_keepalive`] (on at 15 s by default, as Go's) |
 //! | `os.ErrDeadlineExceeded`             | `io::ErrorKind::TimedOut`                      |
 //!
