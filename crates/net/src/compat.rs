@@ -3,11 +3,12 @@
 //! that crates built on them (codecs, HTTP, WebSocket libraries) run on gort. Both are thin
 //! poll-based views of [`TcpStream::read`] and [`TcpStream::write`], with the same deadlines
 //! and cancel safety; flushing is a no-op (writes go straight to the socket) and closing
-//! shuts the write half down.
+//! shuts the write half down. Vectored writes are one `writev` (as tokio's `TcpStream`), so
+//! hyper queues a response's head and body without copying them into one buffer.
 
 use crate::io::Dir;
 use crate::{OwnedReadHalf, OwnedWriteHalf, TcpStream};
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, Read, Write};
 use std::net::Shutdown;
 use std::task::{Context, Poll};
 
@@ -23,6 +24,16 @@ impl TcpStream {
 
     fn poll_write_some(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         self.io().poll_op(Dir::Write, cx, &mut |mut s| s.write(buf))
+    }
+
+    /// One `writev` of `bufs`, waiting for room as [`TcpStream::write`] does.
+    fn poll_write_slices(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.io()
+            .poll_op(Dir::Write, cx, &mut |mut s| s.write_vectored(bufs))
     }
 }
 
@@ -69,6 +80,18 @@ mod tokio_io {
                     buf: &[u8],
                 ) -> Poll<io::Result<usize>> {
                     self.stream().poll_write_some(cx, buf)
+                }
+
+                fn poll_write_vectored(
+                    self: Pin<&mut Self>,
+                    cx: &mut Context<'_>,
+                    bufs: &[IoSlice<'_>],
+                ) -> Poll<io::Result<usize>> {
+                    self.stream().poll_write_slices(cx, bufs)
+                }
+
+                fn is_write_vectored(&self) -> bool {
+                    true
                 }
 
                 fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -122,6 +145,14 @@ mod futures_io_impls {
                     buf: &[u8],
                 ) -> Poll<io::Result<usize>> {
                     self.stream().poll_write_some(cx, buf)
+                }
+
+                fn poll_write_vectored(
+                    self: Pin<&mut Self>,
+                    cx: &mut Context<'_>,
+                    bufs: &[IoSlice<'_>],
+                ) -> Poll<io::Result<usize>> {
+                    self.stream().poll_write_slices(cx, bufs)
                 }
 
                 fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
