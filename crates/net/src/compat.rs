@@ -4,7 +4,8 @@
 //! poll-based views of [`TcpStream::read`] and [`TcpStream::write`], with the same deadlines
 //! and cancel safety; flushing is a no-op (writes go straight to the socket) and closing
 //! shuts the write half down. Vectored writes are one `writev` (as tokio's `TcpStream`), so
-//! hyper queues a response's head and body without copying them into one buffer.
+//! hyper queues a response's head and body without copying them into one buffer; tokio reads
+//! go into the caller's uninitialized room without zeroing it first.
 
 use crate::io::Dir;
 use crate::{OwnedReadHalf, OwnedWriteHalf, TcpStream};
@@ -43,16 +44,36 @@ mod tokio_io {
     use std::pin::Pin;
     use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+    /// Reads into the unfilled part of `buf` as it is, initialized or not (tokio's
+    /// `TcpStream` does the same): hyper and tokio-util offer their whole spare capacity, up
+    /// to hundreds of KiB, for each read, and zeroing it first would cost a memset of that
+    /// size per read. `read(2)` gets a raw pointer, never a `&mut [u8]` over uninitialized
+    /// bytes, and only the bytes it wrote are marked initialized.
     fn poll_read(
         s: &TcpStream,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let n = match s.poll_read_some(cx, buf.initialize_unfilled()) {
+        // SAFETY: the pointer and length come from the unfilled part, which stays borrowed
+        // (through `buf`) and unmoved until the read returns; nothing reads those bytes here.
+        let room = unsafe { buf.unfilled_mut() };
+        let (ptr, len) = (room.as_mut_ptr().cast::<libc::c_void>(), room.len());
+        let read = s.io().poll_op(Dir::Read, cx, &mut |sock| {
+            use std::os::fd::AsRawFd;
+            // SAFETY: `ptr` is valid for writes of `len` bytes (above); `read` writes at most
+            // `len` bytes there and reads none.
+            match unsafe { libc::read(sock.as_raw_fd(), ptr, len) } {
+                -1 => Err(io::Error::last_os_error()),
+                n => Ok(n as usize),
+            }
+        });
+        let n = match read {
             Poll::Ready(Ok(n)) => n,
             Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
             Poll::Pending => return Poll::Pending,
         };
+        // SAFETY: `read` wrote `n` bytes at the start of the unfilled part.
+        unsafe { buf.assume_init(n) };
         buf.advance(n);
         Poll::Ready(Ok(()))
     }
