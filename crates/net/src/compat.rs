@@ -9,7 +9,7 @@
 
 use crate::io::Dir;
 use crate::{OwnedReadHalf, OwnedWriteHalf, TcpStream};
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, IoSlice, Write};
 use std::net::Shutdown;
 use std::task::{Context, Poll};
 
@@ -19,7 +19,10 @@ impl TcpStream {
         self
     }
 
+    /// futures-io's read (tokio's reads into uninitialized room: `tokio_io::poll_read`).
+    #[cfg(feature = "futures-io")]
     fn poll_read_some(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        use std::io::Read;
         self.io().poll_op(Dir::Read, cx, &mut |mut s| s.read(buf))
     }
 
