@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use gort_loom::Mutex;
+use gort_loom::SpinLock;
 
 use crate::core::Core;
 use crate::wake::Deferred;
@@ -11,7 +11,9 @@ use crate::RecvHook;
 /// What every [`Sender`](crate::Sender) and [`Receiver`](crate::Receiver) of one channel
 /// points to.
 pub(crate) struct Chan<T> {
-    core: Mutex<Core<T>>,
+    /// Released by a plain store: the core's sections are short and call out to nothing
+    /// (CHANNELS.md, "The lock").
+    core: SpinLock<Core<T>>,
     /// A timer channel's hook (set at creation, never changed), held strongly: the timer's
     /// core lives as long as its channel (an `after(d)` whose only handle is its receiver
     /// keeps working). The core's sending end owns the channel in turn until the last
@@ -22,7 +24,7 @@ pub(crate) struct Chan<T> {
 impl<T> Chan<T> {
     pub(crate) fn new(cap: Option<usize>, hook: Option<std::sync::Arc<dyn RecvHook>>) -> Self {
         Chan {
-            core: Mutex::new(Core::new(cap)),
+            core: SpinLock::new(Core::new(cap)),
             hook,
         }
     }
@@ -36,7 +38,7 @@ impl<T> Chan<T> {
     /// Under the lock: the capacity is not copied outside it, to keep a channel (a timer's
     /// above all) a word smaller.
     pub(crate) fn capacity(&self) -> Option<usize> {
-        self.core.lock().capacity()
+        self.core.with(|core| core.capacity())
     }
 
     /// Runs `f` under the lock, then does the deferred wakes and drops with the lock released.
@@ -44,20 +46,17 @@ impl<T> Chan<T> {
     #[inline]
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Core<T>, &mut Deferred) -> R) -> R {
         let mut d = Deferred::new();
-        let r = {
-            let mut core = self.core.lock();
-            f(&mut core, &mut d)
-        };
+        let r = self.core.with(|core| f(core, &mut d));
         d.run();
         r
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.core.lock().len()
+        self.core.with(|core| core.len())
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.core.lock().is_closed()
+        self.core.with(|core| core.is_closed())
     }
 
     pub(crate) fn close(&self) {
@@ -66,10 +65,9 @@ impl<T> Chan<T> {
 
     /// The fields a handle's `Debug` shows.
     pub(crate) fn debug(&self, name: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (len, cap, closed) = {
-            let core = self.core.lock();
-            (core.len(), core.capacity(), core.is_closed())
-        };
+        let (len, cap, closed) = self
+            .core
+            .with(|core| (core.len(), core.capacity(), core.is_closed()));
         f.debug_struct(name)
             .field("len", &len)
             .field("capacity", &cap)

@@ -6,11 +6,20 @@
 //! that `RUSTFLAGS="--cfg loom"` swaps in loom's instrumented versions (the habit of
 //! `tokio/src/loom/mod.rs`). Under loom, [`Mutex`] is loom's mutex wrapped to keep
 //! parking_lot's non-poisoning API, and [`UnsafeCell`] exposes loom's `with`/`with_mut` access
-//! in both builds.
+//! in both builds. [`SpinLock`] is loom's mutex under loom too (a spinning waiter makes loom
+//! explore every count of its spins); its own model runs the real one, `RealSpinLock`.
 //!
 //! [loom]: https://docs.rs/loom
 
 #![warn(missing_docs)]
+
+mod spin;
+#[cfg(not(loom))]
+pub use spin::SpinLock;
+/// The real [`SpinLock`] built from loom's atomics, for its own model (`tests/loom_spin.rs`);
+/// every other model locks with loom's mutex instead, whose waiters loom sees block.
+#[cfg(loom)]
+pub use spin::SpinLock as RealSpinLock;
 
 #[cfg(not(loom))]
 mod imp {
@@ -120,6 +129,21 @@ mod imp {
         /// Tries to lock without blocking.
         pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
             self.0.try_lock().ok()
+        }
+    }
+
+    /// [`SpinLock`](crate::SpinLock)'s API on loom's mutex (see the crate docs).
+    #[derive(Debug, Default)]
+    pub struct SpinLock<T>(loom::sync::Mutex<T>);
+
+    impl<T> SpinLock<T> {
+        /// Wraps `value`.
+        pub fn new(value: T) -> Self {
+            SpinLock(loom::sync::Mutex::new(value))
+        }
+        /// Runs `f` on the value with the lock held.
+        pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+            f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
         }
     }
 

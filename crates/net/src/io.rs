@@ -228,11 +228,12 @@ fn error(f: Fail) -> io::Error {
 }
 
 impl<S: Source> Drop for Io<S> {
-    /// Deregisters the socket, releases anything still waiting on it and stops its timers;
-    /// the source's own drop then closes the fd.
+    /// Forgets the socket's registration, releases anything still waiting on it and stops
+    /// its timers; the source's own drop then closes the fd, which takes it out of the
+    /// poller's epoll set (`Registration::close`).
     fn drop(&mut self) {
         if let Some(r) = self.registration.take() {
-            let _ = r.deregister(&mut self.source);
+            r.close();
         }
         let mut out = Vec::new();
         for (dir, slot) in [Dir::Read, Dir::Write].into_iter().zip(&self.desc.timers) {

@@ -91,7 +91,12 @@ fn whole_seconds_up(d: Duration) -> libc::c_int {
     libc::c_int::try_from(secs.max(1)).unwrap_or(libc::c_int::MAX)
 }
 
-fn set_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
+pub(crate) fn set_int(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
     let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     let ptr = (&value as *const libc::c_int).cast();
     // SAFETY: `ptr` points to `value`, valid for reads of `len` bytes during the call; `fd`

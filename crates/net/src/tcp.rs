@@ -47,7 +47,7 @@ impl TcpListener {
         first_ok(addrs, |a| async move {
             let listener = mio::net::TcpListener::bind(a)?;
             raise_backlog(&listener)?;
-            keepalive_for_accepted(&listener);
+            options_for_accepted(&listener);
             let io = Io::new(listener)?;
             Ok(TcpListener { io })
         })
@@ -63,8 +63,8 @@ impl TcpListener {
     ///
     /// The OS's accept errors, or `TimedOut`.
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        // TCP_NODELAY and keep-alive come with the socket: set on the listener.
         let (s, addr) = self.io.op(Dir::Read, |l| l.accept()).await?;
-        let _ = s.set_nodelay(true); // as Go; a failure only costs latency
         Ok((TcpStream { io: Io::new(s)? }, addr))
     }
 
@@ -100,7 +100,7 @@ impl TcpListener {
     pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
         listener.set_nonblocking(true)?;
         let listener = mio::net::TcpListener::from_std(listener);
-        keepalive_for_accepted(&listener);
+        options_for_accepted(&listener);
         let io = Io::new(listener)?;
         Ok(TcpListener { io })
     }
@@ -340,13 +340,15 @@ fn go_socket_options(s: &mio::net::TcpStream) {
     let _ = set_keepalive(s.as_raw_fd(), Some(DEFAULT_KEEPALIVE));
 }
 
-/// Keep-alive at 15 s for every connection `listener` accepts, set once on the listener:
-/// the kernel copies a listener's keep-alive options into each socket it accepts (Linux's
-/// `sk_clone_lock`, which arms the accepted socket's keep-alive timer), where Go sets them
-/// again on each with three more system calls. Ignored on failure, as in Go.
-fn keepalive_for_accepted(listener: &mio::net::TcpListener) {
+/// What Go sets on every connection it accepts (`TCP_NODELAY`, keep-alive at 15 s), set once
+/// on the listener: the kernel copies a listener's options into each socket it accepts
+/// (Linux's `sk_clone_lock`, which also arms the accepted socket's keep-alive timer), where
+/// Go sets them again on each with four more system calls. Ignored on failure, as in Go.
+fn options_for_accepted(listener: &mio::net::TcpListener) {
     use std::os::fd::AsRawFd;
-    let _ = set_keepalive(listener.as_raw_fd(), Some(DEFAULT_KEEPALIVE));
+    let fd = listener.as_raw_fd();
+    let _ = crate::keepalive::set_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
+    let _ = set_keepalive(fd, Some(DEFAULT_KEEPALIVE));
 }
 
 /// Whether a non-blocking connect has completed: its error if it failed, `WouldBlock` while

@@ -136,3 +136,26 @@ async fn a_stream_from_std_keeps_its_sockets_setting() {
     let conn = TcpStream::from_std(std_conn).unwrap();
     assert_eq!(keepalive_options(&conn).0, before);
 }
+
+/// As keep-alive, `TCP_NODELAY` reaches an accepted socket from its listener (set there once,
+/// not per accept), and a dialed one has it too: Go's default on both ends.
+#[gort::test]
+async fn dialed_and_accepted_connections_have_nodelay() {
+    let (dialed, accepted) = loopback_pair().await;
+    for conn in [&dialed, &accepted] {
+        assert_eq!(
+            sockopt(conn.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_NODELAY),
+            1
+        );
+    }
+    let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let listener = TcpListener::from_std(std_listener).unwrap();
+    let _dialed = TcpStream::connect(listener.local_addr().unwrap())
+        .await
+        .unwrap();
+    let (accepted, _) = listener.accept().await.unwrap();
+    assert_eq!(
+        sockopt(accepted.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_NODELAY),
+        1
+    );
+}

@@ -76,3 +76,40 @@ fn udp_descriptor_takes_socket_options() {
         assert_eq!(socket.recv_from(&mut buf).await.unwrap().0, 1);
     });
 }
+
+/// A dropped socket leaves its removal from the poller to the kernel (it closes the fd; no
+/// `EPOLL_CTL_DEL`). A duplicate the program kept keeps the open file, so its registration
+/// lives on: its events must reach nobody, not the socket that takes the freed slot, and the
+/// duplicate stays a working socket.
+#[gort::test]
+async fn a_duplicate_of_a_dropped_socket_keeps_working_and_disturbs_no_other() {
+    use std::io::{Read, Write};
+    use std::time::Duration;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let dialed = TcpStream::connect(addr).await.unwrap();
+    let (peer, _) = listener.accept().await.unwrap();
+    let dup = dialed.as_fd().try_clone_to_owned().unwrap();
+    drop(dialed);
+    // A new connection, likely in the freed slot: its read must wait for its own data.
+    let next = TcpStream::connect(addr).await.unwrap();
+    let (next_peer, _) = listener.accept().await.unwrap();
+    peer.write_all(b"to the duplicate").await.unwrap(); // an edge on the old registration
+    let deadline = gort::time::Instant::now() + Duration::from_millis(100);
+    next.set_read_deadline(Some(deadline)).unwrap();
+    let mut buf = [0u8; 16];
+    let err = next.read(&mut buf).await.unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+    next.set_read_deadline(None).unwrap();
+    next_peer.write_all(b"own").await.unwrap();
+    next.read_exact(&mut buf[..3]).await.unwrap();
+    assert_eq!(&buf[..3], b"own");
+    // The duplicate is still the dialed socket.
+    let mut dup = std::net::TcpStream::from(dup);
+    dup.set_nonblocking(false).unwrap();
+    dup.read_exact(&mut buf).unwrap();
+    assert_eq!(&buf, b"to the duplicate");
+    dup.write_all(b"back").unwrap();
+    peer.read_exact(&mut buf[..4]).await.unwrap();
+    assert_eq!(&buf[..4], b"back");
+}

@@ -5,8 +5,9 @@
 //! [`Ready`] handler (its poll descriptor) and gets a [`Registration`] back. An event's token
 //! finds the handler in a slab owned by the poller: the low 32 bits are the slot (offset past
 //! the poller's own tokens), the high 32 bits the slot's generation, so that an event fetched
-//! by one M just before another M deregistered the source (and the slot was reused) is
-//! recognised as stale and dropped. Handlers run under the slab lock and only move wakers
+//! by one M just before another M emptied the slot (and the slot was reused), or one from the
+//! registration of a closed socket whose fd the program duplicated, is recognised as stale and
+//! dropped. Handlers run under the slab lock and only move wakers
 //! out; the wakers run after every poller lock is released (Go's `netpoll` returns a list of
 //! goroutines that `findrunnable` then queues).
 //!
@@ -72,7 +73,7 @@ impl Sources {
         handler
     }
 
-    /// The handler an event's token names, unless it was deregistered since.
+    /// The handler an event's token names, unless its slot was emptied since.
     pub(crate) fn get(&self, token: Token) -> Option<&dyn Ready> {
         let slot = (token.0 & 0xffff_ffff).checked_sub(FIRST_SOURCE)?;
         let (generation, handler) = self.slots.get(slot)?;
@@ -165,7 +166,7 @@ pub mod net_api {
     pub use super::Ready;
     use super::*;
 
-    /// A source registered with a runtime's poller; [`Registration::deregister`] undoes it.
+    /// A source registered with a runtime's poller; [`Registration::close`] undoes it.
     pub struct Registration {
         shared: Arc<Shared>,
         token: Token,
@@ -254,14 +255,15 @@ pub mod net_api {
     }
 
     impl Registration {
-        /// Removes `source` from the poller and forgets its handler: no event reaches the
-        /// handler once this returns (an event already fetched finds the slot's generation
-        /// changed).
-        pub fn deregister(self, source: &mut impl Source) -> io::Result<()> {
-            let res = self.shared.poller.registry().deregister(source);
+        /// Forgets the handler of a source that is about to be closed, leaving its removal
+        /// from the epoll set to the kernel: closing the last descriptor of an open file
+        /// removes it from every epoll set, so an explicit `EPOLL_CTL_DEL` is a syscall spent
+        /// on nothing. If the program holds a duplicate of the descriptor, the registration
+        /// lives on with it; its events then find the slot's generation changed and reach
+        /// nobody. No event reaches the handler once this returns.
+        pub fn close(self) {
             let handler = self.shared.poller.net.sources.lock().remove(self.token);
             drop(handler); // outside the slab lock: it may drop the last wakers
-            res
         }
     }
 }

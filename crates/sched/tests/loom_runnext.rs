@@ -95,3 +95,33 @@ fn two_thieves_and_the_holder_refilling() {
         assert_eq!(dropped.load(SeqCst), 2);
     });
 }
+
+/// A slow thief while the holder takes, refills, takes again and refills: the thief takes at
+/// most the fill it saw (the fill count in the state word), and nothing is lost or doubled.
+#[test]
+fn a_slow_thief_against_a_holder_that_moves_on() {
+    loom::model(|| {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let slot = Arc::new(RunNext::new());
+        let mut seen = Seen::default();
+        // SAFETY: this thread is the only holder.
+        pushed(&mut seen, unsafe { slot.push(token(0, &dropped)) });
+        let thief = thief(slot.clone());
+        for id in 1..3 {
+            // SAFETY: as above.
+            if let Some(t) = unsafe { slot.pop() } {
+                seen.add(t);
+            }
+            // SAFETY: as above.
+            pushed(&mut seen, unsafe { slot.push(token(id, &dropped)) });
+        }
+        seen.merge(thief.join().unwrap());
+        // SAFETY: as above; the thief is done.
+        if let Some(t) = unsafe { slot.pop() } {
+            seen.add(t);
+        }
+        seen.0.sort();
+        assert_eq!(seen.0, vec![0, 1, 2]);
+        assert_eq!(dropped.load(SeqCst), 3);
+    });
+}
