@@ -68,7 +68,7 @@ pub use gort_sched::JoinSet;
 
 /// The runtime and its handles: [`Runtime`], [`Builder`],
 /// [`Handle`] (from any thread: `spawn`, `spawn_blocking`, `block_on`,
-/// `enter`), [`Metrics`].
+/// `enter`, `metrics`), [`Metrics`].
 ///
 /// ```
 /// use gort::runtime::{Builder, Handle};

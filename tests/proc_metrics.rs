@@ -74,3 +74,37 @@ fn timers_per_p_add_up_to_the_runtime_totals() {
         s.abort();
     }
 }
+
+/// A task reads the counters of the runtime it runs on through `Handle::current()` (a debug
+/// endpoint cannot borrow the `Runtime`): the same numbers as `Runtime::metrics`, sysmon's
+/// looks included.
+#[test]
+fn a_task_reads_the_runtimes_metrics_through_its_handle() {
+    let rt = Builder::new().procs(2).build().unwrap();
+    let (from_task, ps, depth) = rt.block_on(async {
+        let parked = gort::spawn(gort::time::sleep(Duration::from_secs(3600)));
+        // Keep a P busy long enough for sysmon to look at least once.
+        gort::spawn(async {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_millis(30) {}
+        })
+        .await
+        .unwrap();
+        let read = gort::spawn(async {
+            let h = gort::runtime::Handle::current();
+            (h.metrics(), h.proc_metrics(), h.global_queue_depth())
+        });
+        let seen = read.await.unwrap();
+        parked.abort();
+        seen
+    });
+    assert_eq!(from_task.procs, 2);
+    assert!(from_task.tasks_alive >= 2, "{from_task:?}"); // the sleeper and the reader
+    assert!(from_task.tasks_spawned >= 3);
+    assert!(from_task.timers_pending >= 1); // the hour-long sleep
+    assert!(from_task.sysmon_wakeups >= 1, "{from_task:?}");
+    assert!(rt.metrics().sysmon_wakeups >= from_task.sysmon_wakeups);
+    assert_eq!(ps.len(), 2);
+    assert_eq!(depth, 0);
+    assert_eq!(rt.handle().metrics().procs, rt.metrics().procs);
+}

@@ -11,7 +11,8 @@
 //!
 //! Unlike Go's `CancelFunc`, dropping a [`CancelFn`] does not cancel; as in Go, a child that is
 //! never canceled stays registered with its (cancelable) parent until the parent is canceled,
-//! so call `cancel` when the work is done.
+//! with its deadline's timer armed, so call `cancel` when the work is done, or hold
+//! [`CancelFn::drop_guard`]'s guard for the work's scope (Go's `defer cancel()`).
 //!
 //! # Cost
 //!
@@ -56,7 +57,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub use crate::after_func::{after_func, AfterFunc};
-pub use crate::ctx::{CancelFn, Context};
+pub use crate::ctx::{CancelFn, CancelGuard, Context};
 use gort_time::Instant;
 
 /// Why a context is done (Go's `context.Canceled` and `context.DeadlineExceeded`).

@@ -3,11 +3,13 @@
 //! that crates built on them (codecs, HTTP, WebSocket libraries) run on gort. Both are thin
 //! poll-based views of [`TcpStream::read`] and [`TcpStream::write`], with the same deadlines
 //! and cancel safety; flushing is a no-op (writes go straight to the socket) and closing
-//! shuts the write half down.
+//! shuts the write half down. Vectored writes are one `writev` (as tokio's `TcpStream`), so
+//! hyper queues a response's head and body without copying them into one buffer; tokio reads
+//! go into the caller's uninitialized room without zeroing it first.
 
 use crate::io::Dir;
 use crate::{OwnedReadHalf, OwnedWriteHalf, TcpStream};
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, Write};
 use std::net::Shutdown;
 use std::task::{Context, Poll};
 
@@ -17,7 +19,10 @@ impl TcpStream {
         self
     }
 
+    /// futures-io's read (tokio's reads into uninitialized room: `tokio_io::poll_read`).
+    #[cfg(feature = "futures-io")]
     fn poll_read_some(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        use std::io::Read;
         let len = buf.len();
         self.io()
             .poll_transfer(Dir::Read, cx, len, &mut |mut s| s.read(buf))
@@ -27,6 +32,17 @@ impl TcpStream {
         self.io()
             .poll_transfer(Dir::Write, cx, buf.len(), &mut |mut s| s.write(buf))
     }
+
+    /// One `writev` of `bufs`, waiting for room as [`TcpStream::write`] does.
+    fn poll_write_slices(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let len = bufs.iter().map(|b| b.len()).sum();
+        self.io()
+            .poll_transfer(Dir::Write, cx, len, &mut |mut s| s.write_vectored(bufs))
+    }
 }
 
 #[cfg(feature = "tokio-io")]
@@ -35,16 +51,36 @@ mod tokio_io {
     use std::pin::Pin;
     use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+    /// Reads into the unfilled part of `buf` as it is, initialized or not (tokio's
+    /// `TcpStream` does the same): hyper and tokio-util offer their whole spare capacity, up
+    /// to hundreds of KiB, for each read, and zeroing it first would cost a memset of that
+    /// size per read. `read(2)` gets a raw pointer, never a `&mut [u8]` over uninitialized
+    /// bytes, and only the bytes it wrote are marked initialized.
     fn poll_read(
         s: &TcpStream,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let n = match s.poll_read_some(cx, buf.initialize_unfilled()) {
+        // SAFETY: the pointer and length come from the unfilled part, which stays borrowed
+        // (through `buf`) and unmoved until the read returns; nothing reads those bytes here.
+        let room = unsafe { buf.unfilled_mut() };
+        let (ptr, len) = (room.as_mut_ptr().cast::<libc::c_void>(), room.len());
+        let read = s.io().poll_transfer(Dir::Read, cx, len, &mut |sock| {
+            use std::os::fd::AsRawFd;
+            // SAFETY: `ptr` is valid for writes of `len` bytes (above); `read` writes at most
+            // `len` bytes there and reads none.
+            match unsafe { libc::read(sock.as_raw_fd(), ptr, len) } {
+                -1 => Err(io::Error::last_os_error()),
+                n => Ok(n as usize),
+            }
+        });
+        let n = match read {
             Poll::Ready(Ok(n)) => n,
             Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
             Poll::Pending => return Poll::Pending,
         };
+        // SAFETY: `read` wrote `n` bytes at the start of the unfilled part.
+        unsafe { buf.assume_init(n) };
         buf.advance(n);
         Poll::Ready(Ok(()))
     }
@@ -72,6 +108,18 @@ mod tokio_io {
                     buf: &[u8],
                 ) -> Poll<io::Result<usize>> {
                     self.stream().poll_write_some(cx, buf)
+                }
+
+                fn poll_write_vectored(
+                    self: Pin<&mut Self>,
+                    cx: &mut Context<'_>,
+                    bufs: &[IoSlice<'_>],
+                ) -> Poll<io::Result<usize>> {
+                    self.stream().poll_write_slices(cx, bufs)
+                }
+
+                fn is_write_vectored(&self) -> bool {
+                    true
                 }
 
                 fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -125,6 +173,14 @@ mod futures_io_impls {
                     buf: &[u8],
                 ) -> Poll<io::Result<usize>> {
                     self.stream().poll_write_some(cx, buf)
+                }
+
+                fn poll_write_vectored(
+                    self: Pin<&mut Self>,
+                    cx: &mut Context<'_>,
+                    bufs: &[IoSlice<'_>],
+                ) -> Poll<io::Result<usize>> {
+                    self.stream().poll_write_slices(cx, bufs)
                 }
 
                 fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {

@@ -11,10 +11,13 @@
 //! |--------------------------------------|------------------------------------------------|
 //! | `net.Listen("tcp", a)`, `Accept`     | [`TcpListener::bind`], [`TcpListener::accept`] |
 //! | `net.Dial("tcp", a)`, `Read`, `Write`| [`TcpStream::connect`], [`TcpStream::read`], [`TcpStream::write`] |
+//! | `net.DialTimeout`, `Dialer.DialContext` | `gort::time::timeout(d, TcpStream::connect(a))`, or `select!` on it and a context's `done()` (a dial dropped midway closes its socket) |
 //! | `SetDeadline`, `SetReadDeadline`     | [`TcpStream::set_deadline`], [`TcpStream::set_read_deadline`] |
 //! | `net.ListenUDP`, `ReadFrom`, `WriteTo` | [`UdpSocket::bind`], [`UdpSocket::recv_from`], [`UdpSocket::send_to`] |
+//! | `CloseWrite`                         | [`TcpStream::shutdown`] (`Shutdown::Write`), [`OwnedWriteHalf::close_write`] |
 //! | `SetKeepAlive`, `SetKeepAlivePeriod` | [`TcpStream::set_keepalive`] (on at 15 s by default, as Go's) |
 //! | `os.ErrDeadlineExceeded`             | `io::ErrorKind::TimedOut`                      |
+//! | `io.Copy(dst, src)`                  | a read/write loop, or (features below) `tokio::io::copy`, `futures::io::copy` |
 //!
 //! An echo server that drops clients idle for 5 seconds (Go's idiom: a read deadline set
 //! before every read):

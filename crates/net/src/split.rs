@@ -258,6 +258,41 @@ impl OwnedWriteHalf {
         self.stream.write_all(buf).await
     }
 
+    /// Shuts the write direction down now, while the half is still held (Go's
+    /// `TCPConn.CloseWrite`): the peer reads end of stream, and the read half goes on reading
+    /// what the peer still sends. A proxy copying one direction calls it when its source ends,
+    /// as Go's proxies do. Later writes fail; dropping the half afterwards does nothing more.
+    /// (Named after Go's method, it leaves tokio's `AsyncWriteExt::shutdown` callable on the
+    /// half with the `tokio-io` feature: an inherent `shutdown` would hide it.)
+    ///
+    /// # Errors
+    ///
+    /// The OS's (`NotConnected` once the peer has reset the connection).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::net::{TcpListener, TcpStream};
+    ///
+    /// gort::Runtime::new().unwrap().block_on(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    ///     let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+    ///     let (conn, _) = listener.accept().await.unwrap();
+    ///     let (reader, writer) = conn.into_split();
+    ///     writer.write_all(b"request").await.unwrap();
+    ///     writer.close_write().unwrap(); // end of the request; the writer is still held
+    ///     let mut buf = [0; 16];
+    ///     assert_eq!(client.read(&mut buf).await.unwrap(), 7);
+    ///     assert_eq!(client.read(&mut buf).await.unwrap(), 0);
+    ///     client.write_all(b"reply").await.unwrap(); // the other direction stays open
+    ///     assert_eq!(reader.read(&mut buf).await.unwrap(), 5);
+    ///     assert!(writer.write_all(b"more").await.is_err());
+    /// });
+    /// ```
+    pub fn close_write(&self) -> io::Result<()> {
+        self.stream.shutdown(Shutdown::Write)
+    }
+
     /// As [`TcpStream::set_write_deadline`].
     ///
     /// # Errors

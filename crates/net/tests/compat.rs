@@ -65,3 +65,83 @@ fn deadlines_apply_through_the_traits() {
         assert!(Instant::now() >= deadline);
     });
 }
+
+/// A vectored write is one `writev` taking every slice (tokio's `TcpStream` too), not a write
+/// of the first slice only: hyper asks `is_write_vectored` to queue a response's head and
+/// body without copying them together.
+#[test]
+fn vectored_writes_take_every_slice_at_once() {
+    use std::io::IoSlice;
+    gort::Runtime::new().unwrap().block_on(async {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (s, _) = l.accept().await.unwrap();
+        let (r, mut w) = c.into_split();
+        assert!(tokio::io::AsyncWrite::is_write_vectored(&w));
+        let slices = [
+            IoSlice::new(b"head "),
+            IoSlice::new(b""),
+            IoSlice::new(b"body"),
+        ];
+        let n = tokio::io::AsyncWriteExt::write_vectored(&mut w, &slices)
+            .await
+            .unwrap();
+        assert_eq!(n, 9);
+        let slices = [IoSlice::new(b" and"), IoSlice::new(b" more")];
+        let n = futures::AsyncWriteExt::write_vectored(&mut w, &slices)
+            .await
+            .unwrap();
+        assert_eq!(n, 9);
+        let c = r.reunite(w).unwrap();
+        let mut s_ref = &s;
+        let n = futures::AsyncWriteExt::write_vectored(&mut s_ref, &slices)
+            .await
+            .unwrap();
+        assert_eq!(n, 9);
+        assert!(tokio::io::AsyncWrite::is_write_vectored(&c));
+        let mut got = [0; 18];
+        s.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"head body and more");
+        c.read_exact(&mut got[..9]).await.unwrap();
+        assert_eq!(&got[..9], b" and more");
+    });
+}
+
+/// tokio's `AsyncRead` reads straight into the caller's uninitialized room (as tokio's
+/// `TcpStream` does) instead of zeroing all of it first: hyper and tokio-util hand over the
+/// whole spare capacity of their read buffer (8 KiB to 400 KiB for hyper) for every read, so
+/// zeroing it cost a memset of that size per read however few bytes came.
+#[test]
+fn tokio_reads_initialize_only_the_bytes_received() {
+    use std::mem::MaybeUninit;
+    gort::Runtime::new().unwrap().block_on(async {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (s, _) = l.accept().await.unwrap();
+        s.write_all(b"hello").await.unwrap();
+        let mut room = vec![MaybeUninit::<u8>::uninit(); 256 * 1024];
+        let mut buf = tokio::io::ReadBuf::uninit(&mut room);
+        std::future::poll_fn(|cx| {
+            tokio::io::AsyncRead::poll_read(std::pin::Pin::new(&mut c), cx, &mut buf)
+        })
+        .await
+        .unwrap();
+        assert_eq!(buf.filled(), b"hello");
+        assert_eq!(
+            buf.initialized().len(),
+            5,
+            "the rest of the room was zeroed"
+        );
+        // An owned read half, and end of stream, the same way.
+        let (mut r, _w) = c.into_split();
+        drop(s);
+        let mut buf = tokio::io::ReadBuf::uninit(&mut room);
+        std::future::poll_fn(|cx| {
+            tokio::io::AsyncRead::poll_read(std::pin::Pin::new(&mut r), cx, &mut buf)
+        })
+        .await
+        .unwrap();
+        assert_eq!(buf.filled().len(), 0);
+        assert_eq!(buf.initialized().len(), 0);
+    });
+}

@@ -214,3 +214,34 @@ fn futures_io_traits_on_halves() {
         echo.await.unwrap();
     });
 }
+
+/// Go's `CloseWrite` on a held write half: the peer sees end of stream while the half lives,
+/// and the read half keeps reading the peer's answer.
+#[test]
+fn shutting_the_write_half_down_ends_the_peers_stream_while_the_half_is_held() {
+    run(async {
+        let (c, s) = pair().await;
+        let (reader, writer) = s.into_split();
+        writer.write_all(b"last words").await.unwrap();
+        writer.close_write().unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0; 64];
+        c.set_read_deadline(Some(Instant::now() + Duration::from_secs(10)))
+            .unwrap();
+        loop {
+            match c.read(&mut buf).await.unwrap() {
+                0 => break,
+                n => got.extend_from_slice(&buf[..n]),
+            }
+        }
+        assert_eq!(got, b"last words");
+        c.write_all(b"answer").await.unwrap();
+        let mut answer = [0; 6];
+        reader.read_exact(&mut answer).await.unwrap();
+        assert_eq!(&answer, b"answer");
+        let err = writer.write_all(b"too late").await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::BrokenPipe);
+        drop(writer); // a second shutdown on drop: nothing to report
+        drop(reader);
+    });
+}

@@ -1,10 +1,11 @@
-//! Per-P snapshots for `Runtime::proc_metrics`: what each P holds right now (its run queue,
-//! its timer heap's counters, its busy time) and the global queue's depth. Gathering them only
+//! The runtime's counters (`Metrics`) and per-P snapshots (`proc_metrics`: what each P holds
+//! right now, its run queue, its timer heap's counters, its busy time) and the global queue's
+//! depth, read through a `Handle` (so from inside the runtime too) or the `Runtime`. Gathering them only
 //! reads; the one counter written for them, the busy time, is written when a P changes hands
 //! (`BusyClock`), never per task.
 
 use crate::p::PStatus;
-use crate::Runtime;
+use crate::{Handle, Metrics, Runtime};
 use gort_loom::atomic::{AtomicU64, Ordering::*};
 use gort_timer::nanotime;
 use std::time::Duration;
@@ -103,6 +104,107 @@ impl BusyClock {
     }
 }
 
+impl Handle {
+    /// A snapshot of the runtime's counters, as [`Runtime::metrics`]: from inside the runtime
+    /// too (tokio's `Handle::metrics`; Go's `runtime.NumGoroutine` and `runtime/metrics`), e.g.
+    /// for a server's debug endpoint, which runs in a task and cannot borrow the `Runtime`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort::Runtime::new().unwrap();
+    /// let alive = rt.block_on(async {
+    ///     let sleeper = gort::spawn(gort::time::sleep(std::time::Duration::from_secs(60)));
+    ///     // A handler in a task reads the counters of the runtime it runs on.
+    ///     let seen = gort::spawn(async { gort::runtime::Handle::current().metrics() });
+    ///     let m = seen.await.unwrap();
+    ///     sleeper.abort();
+    ///     m.tasks_alive
+    /// });
+    /// assert!(alive >= 2); // the sleeper, and the reader itself
+    /// ```
+    pub fn metrics(&self) -> Metrics {
+        let s = &self.shared;
+        // Finished tasks a P has yet to take out of the registry are not alive. Read before
+        // the registry: a batch removed in between is then counted as alive at worst, never
+        // twice as gone.
+        let releasing: usize = s.all_ps().map(|p| p.releases_pending()).sum();
+        let mut m = Metrics {
+            procs: s.nprocs(),
+            tasks_spawned: s.registry.spawned(),
+            tasks_alive: s.registry.len().saturating_sub(releasing) as u64,
+            task_panics: s.panics.load(Relaxed) + s.blocking.panics(),
+            user_panics: s.user_panics.load(Relaxed),
+            ..Metrics::default()
+        };
+        for p in s.all_ps() {
+            let t = p.timers.stats();
+            m.timers_pending += t.pending;
+            m.timers_deleted += t.deleted;
+            m.timers_fired += t.fired;
+            m.timers_stopped += t.stopped;
+            m.timers_modified += t.modified;
+            m.timers_moved += t.moved;
+            m.tasks_stolen += p.stolen();
+            for (sum, n) in m.timer_lateness.iter_mut().zip(t.lateness) {
+                *sum += n;
+            }
+        }
+        let w = s.poller.wakeups();
+        m.poller_wakeups = w.total;
+        m.poller_wakeups_timer = w.timer;
+        m.poller_wakeups_io = w.io;
+        m.poller_wakeups_break = w.brk;
+        m.sysmon_wakeups = s.sysmon_looks.load(Relaxed);
+        m.ms_woken = s.idle.ms_woken();
+        m
+    }
+
+    /// A snapshot of every P in service, as [`Runtime::proc_metrics`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort::Builder::new().procs(2).build().unwrap();
+    /// let ps = rt.block_on(async { gort::runtime::Handle::current().proc_metrics() });
+    /// assert_eq!(ps.len(), 2);
+    /// ```
+    pub fn proc_metrics(&self) -> Vec<ProcMetrics> {
+        let s = &self.shared;
+        (0..s.nprocs())
+            .filter_map(|id| s.p(id))
+            .map(|p| {
+                let t = p.timers.stats();
+                ProcMetrics {
+                    id: p.id,
+                    running: p.status() == PStatus::Running,
+                    local_queue: p.stealer.len(),
+                    timers_pending: t.pending,
+                    timers_deleted: t.deleted,
+                    timers_fired: t.fired,
+                    timers_stopped: t.stopped,
+                    timers_modified: t.modified,
+                    timer_lateness: t.lateness,
+                    tasks_stolen: p.stolen(),
+                    busy: p.busy(),
+                }
+            })
+            .collect()
+    }
+
+    /// The global run queue's depth, as [`Runtime::global_queue_depth`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort::Runtime::new().unwrap();
+    /// assert_eq!(rt.handle().global_queue_depth(), 0);
+    /// ```
+    pub fn global_queue_depth(&self) -> usize {
+        self.shared.global.len()
+    }
+}
+
 impl Runtime {
     /// A snapshot of every P in service (see [`ProcMetrics`]).
     ///
@@ -125,26 +227,7 @@ impl Runtime {
     /// assert!(busiest >= Duration::from_millis(50));
     /// ```
     pub fn proc_metrics(&self) -> Vec<ProcMetrics> {
-        let s = &self.handle.shared;
-        (0..s.nprocs())
-            .filter_map(|id| s.p(id))
-            .map(|p| {
-                let t = p.timers.stats();
-                ProcMetrics {
-                    id: p.id,
-                    running: p.status() == PStatus::Running,
-                    local_queue: p.stealer.len(),
-                    timers_pending: t.pending,
-                    timers_deleted: t.deleted,
-                    timers_fired: t.fired,
-                    timers_stopped: t.stopped,
-                    timers_modified: t.modified,
-                    timer_lateness: t.lateness,
-                    tasks_stolen: p.stolen(),
-                    busy: p.busy(),
-                }
-            })
-            .collect()
+        self.handle.proc_metrics()
     }
 
     /// Tasks in the global run queue now (a racy hint): spawned from outside the runtime's
@@ -157,6 +240,6 @@ impl Runtime {
     /// assert_eq!(rt.global_queue_depth(), 0);
     /// ```
     pub fn global_queue_depth(&self) -> usize {
-        self.handle.shared.global.len()
+        self.handle.global_queue_depth()
     }
 }

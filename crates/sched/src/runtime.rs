@@ -320,40 +320,7 @@ impl Runtime {
     /// assert!(m.poller_wakeups >= m.poller_wakeups_timer);
     /// ```
     pub fn metrics(&self) -> Metrics {
-        let s = &self.shared;
-        // Finished tasks a P has yet to take out of the registry are not alive. Read before
-        // the registry: a batch removed in between is then counted as alive at worst, never
-        // twice as gone.
-        let releasing: usize = s.all_ps().map(|p| p.releases_pending()).sum();
-        let mut m = Metrics {
-            procs: s.nprocs(),
-            tasks_spawned: s.registry.spawned(),
-            tasks_alive: s.registry.len().saturating_sub(releasing) as u64,
-            task_panics: s.panics.load(Relaxed) + s.blocking.panics(),
-            user_panics: s.user_panics.load(Relaxed),
-            ..Metrics::default()
-        };
-        for p in s.all_ps() {
-            let t = p.timers.stats();
-            m.timers_pending += t.pending;
-            m.timers_deleted += t.deleted;
-            m.timers_fired += t.fired;
-            m.timers_stopped += t.stopped;
-            m.timers_modified += t.modified;
-            m.timers_moved += t.moved;
-            m.tasks_stolen += p.stolen();
-            for (sum, n) in m.timer_lateness.iter_mut().zip(t.lateness) {
-                *sum += n;
-            }
-        }
-        let w = s.poller.wakeups();
-        m.poller_wakeups = w.total;
-        m.poller_wakeups_timer = w.timer;
-        m.poller_wakeups_io = w.io;
-        m.poller_wakeups_break = w.brk;
-        m.sysmon_wakeups = self.sysmon.as_ref().map_or(0, |(s, _)| s.looks());
-        m.ms_woken = s.idle.ms_woken();
-        m
+        self.handle.metrics()
     }
 
     /// Shuts down, waiting at most `timeout` for worker threads busy in a task poll and for

@@ -43,6 +43,9 @@ pub(crate) struct Shared {
     pub(crate) panics: AtomicU64,
     /// Panics caught in user code run outside a task poll (`Metrics::user_panics`).
     pub(crate) user_panics: AtomicU64,
+    /// sysmon's looks (each wake-up, and the first look): `Metrics::sysmon_wakeups`, here
+    /// so that a `Handle` reads them too.
+    pub(crate) sysmon_looks: AtomicU64,
     next_m: AtomicUsize,
     /// Round-robin cursor for timers created on threads that hold no P.
     home_cursor: AtomicUsize,
@@ -75,6 +78,7 @@ impl Shared {
             ms_exited: Condvar::new(),
             panics: AtomicU64::new(0),
             user_panics: AtomicU64::new(0),
+            sysmon_looks: AtomicU64::new(0),
             next_m: AtomicUsize::new(0),
             home_cursor: AtomicUsize::new(0),
             m_threads,

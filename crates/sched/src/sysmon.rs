@@ -58,7 +58,7 @@ use crate::shared::Shared;
 use alarm::Alarm;
 use gort_timer::nanotime;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -77,8 +77,6 @@ const REARM_BEFORE: Duration = Duration::from_millis(3);
 pub(crate) struct Sysmon {
     alarm: Alarm,
     state: Mutex<State>,
-    /// sysmon's looks (each wake-up, and the first look), for [`crate::Metrics`].
-    looks: AtomicU64,
 }
 
 #[derive(Default)]
@@ -96,7 +94,6 @@ impl Sysmon {
         let me = Arc::new(Sysmon {
             alarm,
             state: Mutex::new(State::default()),
-            looks: AtomicU64::new(0),
         });
         let alerted = me.clone();
         shared
@@ -115,11 +112,6 @@ impl Sysmon {
         self.alarm.set(Duration::ZERO);
     }
 
-    /// sysmon's looks so far.
-    pub(crate) fn looks(&self) -> u64 {
-        self.looks.load(Relaxed)
-    }
-
     fn run(&self, shared: Arc<Shared>) {
         let _ctx = crate::context::enter(shared.clone());
         // Wake-ups in a row that found no timer overdue (Go's sysmon `idle` count).
@@ -129,7 +121,7 @@ impl Sysmon {
         // Whether this look is the quick second look at a `runnext` (`take_stuck_runnext`).
         let mut second_look = false;
         while !self.state.lock().stop {
-            self.looks.fetch_add(1, Relaxed);
+            shared.sysmon_looks.fetch_add(1, Relaxed);
             let mut tick = look(&shared, &mut quiet);
             let look_again = shared.idle.npidle() > 0 && take_stuck_runnext(&shared, &mut runnexts);
             // At most every other look is a quick one: a holder that keeps refilling its
