@@ -4,10 +4,10 @@
 //! connection's accept, is left out). Percentiles for gort, or for Tokio with `tokio` as the
 //! first argument, on 2 Ps / worker threads.
 //!
-//! The diagnostic behind PERFORMANCE.md's "keep-alive tail" gap: at 1,000 clients gort
-//! serves about twice the requests a second of Tokio and Go, with a lower p50 and p90, but
-//! 1-2 % of its requests wait ~100 ms (p99 2-4x Go's and Tokio's); the global queue holds
-//! ~1,000 tasks meanwhile, both rings full (printed for gort). `tailprobe.go` is Go's side.
+//! The diagnostic behind PERFORMANCE.md's "keep-alive tail" row: at 1,000 clients gort
+//! serves about twice the requests a second of Tokio and Go. With rings of 256 (Go's), 1-2 %
+//! of its requests waited ~100 ms in the global queue (~1,000 tasks deep, both rings full,
+//! printed for gort); rings of 1,024 keep them in the rings. `tailprobe.go` is Go's side.
 //!
 //! ```sh
 //! cargo run --release --example tailprobe -- gort 1000     # 1,000 clients, 40 requests each

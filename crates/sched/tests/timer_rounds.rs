@@ -1,5 +1,5 @@
 //! A scheduling round runs at most its ring's room of due timers (`P::timer_room`:
-//! half the 256-slot ring, less the tasks queued) and leaves the rest in the heap, in deadline
+//! half the 1,024-slot ring, less the tasks queued) and leaves the rest in the heap, in deadline
 //! order, for the next rounds: a P back from a long task with thousands of timers due must not
 //! move all their tasks to the run queues at once, where the ring's overflow would wait in the
 //! global queue behind newer work (design/TIMERS.md, "Bounded rounds").
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 const TIMERS: usize = 10_000;
 /// The free half of an empty ring.
-const ROOM: usize = 128;
+const ROOM: usize = 512;
 
 /// Deadlines fired: by the runtime's Ms, and by sysmon (which may take a stuck P's timers if
 /// the machine preempts the test past sysmon's grace; those are not a round's).
