@@ -13,6 +13,7 @@ use std::fmt;
 /// assert_eq!(Signal::INTERRUPT.as_raw(), libc::SIGINT);
 /// assert_eq!(Signal::from_raw(libc::SIGTERM), Signal::TERMINATE);
 /// assert_eq!(Signal::TERMINATE.to_string(), "terminated"); // as Go prints syscall.SIGTERM
+/// assert_eq!(Signal::from_raw(libc::SIGKILL).to_string(), "killed");
 /// assert_eq!(Signal::from_raw(libc::SIGRTMIN() + 1).to_string(), format!("signal {}", libc::SIGRTMIN() + 1));
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -56,16 +57,34 @@ impl Signal {
             libc::SIGHUP => "hangup",
             libc::SIGINT => "interrupt",
             libc::SIGQUIT => "quit",
-            libc::SIGTERM => "terminated",
+            libc::SIGILL => "illegal instruction",
+            libc::SIGTRAP => "trace/breakpoint trap",
+            libc::SIGABRT => "aborted",
+            libc::SIGBUS => "bus error",
+            libc::SIGFPE => "floating point exception",
+            libc::SIGKILL => "killed",
             libc::SIGUSR1 => "user defined signal 1",
+            libc::SIGSEGV => "segmentation fault",
             libc::SIGUSR2 => "user defined signal 2",
             libc::SIGPIPE => "broken pipe",
             libc::SIGALRM => "alarm clock",
+            libc::SIGTERM => "terminated",
+            libc::SIGSTKFLT => "stack fault",
             libc::SIGCHLD => "child exited",
-            libc::SIGWINCH => "window changed",
             libc::SIGCONT => "continued",
+            libc::SIGSTOP => "stopped (signal)",
             libc::SIGTSTP => "stopped",
+            libc::SIGTTIN => "stopped (tty input)",
+            libc::SIGTTOU => "stopped (tty output)",
             libc::SIGURG => "urgent I/O condition",
+            libc::SIGXCPU => "CPU time limit exceeded",
+            libc::SIGXFSZ => "file size limit exceeded",
+            libc::SIGVTALRM => "virtual timer expired",
+            libc::SIGPROF => "profiling timer expired",
+            libc::SIGWINCH => "window changed",
+            libc::SIGIO => "I/O possible",
+            libc::SIGPWR => "power failure",
+            libc::SIGSYS => "bad system call",
             _ => return None,
         })
     }
