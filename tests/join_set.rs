@@ -11,6 +11,15 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Counts its drops: a task's future holds one, so the count says whether it was dropped.
+struct CountDrop(Arc<AtomicUsize>);
+
+impl Drop for CountDrop {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
 fn runtime() -> Runtime {
     Builder::new().procs(2).build().unwrap()
 }
@@ -109,12 +118,6 @@ fn join_all_returns_every_output_in_finishing_order() {
 
 #[test]
 fn join_all_resumes_a_tasks_panic_and_aborts_the_rest() {
-    struct CountDrop(Arc<AtomicUsize>);
-    impl Drop for CountDrop {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, SeqCst);
-        }
-    }
     let rt = runtime();
     let dropped = Arc::new(AtomicUsize::new(0));
     let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -202,12 +205,6 @@ fn abort_handle_cancels_one_task_and_abort_all_the_rest() {
 /// Dropping the set drops every task's future (the runtime does not keep them alive).
 #[test]
 fn dropping_the_set_aborts_its_tasks() {
-    struct CountDrop(Arc<AtomicUsize>);
-    impl Drop for CountDrop {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, SeqCst);
-        }
-    }
     let rt = runtime();
     let dropped = Arc::new(AtomicUsize::new(0));
     let aborts = rt.block_on(async {

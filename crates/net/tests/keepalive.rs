@@ -4,34 +4,20 @@
 
 use gort::net::{TcpListener, TcpStream};
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-/// The socket's integer option `name` at `level`, read with `getsockopt`.
-fn sockopt(fd: RawFd, level: libc::c_int, name: libc::c_int) -> libc::c_int {
-    let mut value: libc::c_int = -1;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `value` is valid for writes of `len` bytes during the call, and `len` says so.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            level,
-            name,
-            (&mut value as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    assert_eq!(rc, 0, "getsockopt: {}", std::io::Error::last_os_error());
-    value
-}
+#[path = "support/sockopt.rs"]
+mod sockopt;
+use sockopt::get_opt;
 
 /// `(SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL)` of `conn`.
 fn keepalive_options(conn: &impl AsRawFd) -> (libc::c_int, libc::c_int, libc::c_int) {
     let fd = conn.as_raw_fd();
     (
-        sockopt(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE),
-        sockopt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE),
-        sockopt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL),
+        get_opt(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE),
+        get_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE),
+        get_opt(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL),
     )
 }
 
@@ -144,7 +130,7 @@ async fn dialed_and_accepted_connections_have_nodelay() {
     let (dialed, accepted) = loopback_pair().await;
     for conn in [&dialed, &accepted] {
         assert_eq!(
-            sockopt(conn.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_NODELAY),
+            get_opt(conn.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_NODELAY),
             1
         );
     }
@@ -155,7 +141,7 @@ async fn dialed_and_accepted_connections_have_nodelay() {
         .unwrap();
     let (accepted, _) = listener.accept().await.unwrap();
     assert_eq!(
-        sockopt(accepted.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_NODELAY),
+        get_opt(accepted.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_NODELAY),
         1
     );
 }

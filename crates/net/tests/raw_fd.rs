@@ -2,32 +2,11 @@
 //! and read back through them, while the socket keeps working on the netpoller.
 
 use gort::net::{TcpListener, TcpStream, UdpSocket};
-use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd};
 
-fn get_opt(fd: RawFd, level: libc::c_int, name: libc::c_int) -> libc::c_int {
-    let mut value: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `value` and `len` are valid for writes and `len` is `value`'s size.
-    let rc = unsafe {
-        libc::getsockopt(
-            fd,
-            level,
-            name,
-            (&mut value as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    assert_eq!(rc, 0, "getsockopt: {}", std::io::Error::last_os_error());
-    value
-}
-
-fn set_opt(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) {
-    let len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: `value` is valid for reads of `len` bytes for the call.
-    let rc =
-        unsafe { libc::setsockopt(fd, level, name, (&value as *const libc::c_int).cast(), len) };
-    assert_eq!(rc, 0, "setsockopt: {}", std::io::Error::last_os_error());
-}
+#[path = "support/sockopt.rs"]
+mod sockopt;
+use sockopt::{get_opt, set_opt};
 
 #[test]
 fn keep_alive_set_through_the_stream_descriptor_sticks_and_the_stream_still_works() {
