@@ -31,6 +31,16 @@ fn pushed(seen: &mut Seen, p: Pushed<Token>) {
 }
 
 /// A thief: sees the slot, then takes that fill if it is still there.
+/// The holder takes what the slot holds, if anything, and fills it with task `id`.
+fn take_and_refill(slot: &RunNext<Token>, seen: &mut Seen, id: usize, dropped: &Arc<AtomicUsize>) {
+    // SAFETY: the calling thread is the model's only holder.
+    if let Some(t) = unsafe { slot.pop() } {
+        seen.add(t);
+    }
+    // SAFETY: as above.
+    pushed(seen, unsafe { slot.push(token(id, dropped)) });
+}
+
 fn thief(slot: Arc<RunNext<Token>>) -> thread::JoinHandle<Vec<usize>> {
     thread::spawn(move || {
         let mut seen = Seen::default();
@@ -80,12 +90,7 @@ fn two_thieves_and_the_holder_refilling() {
         // SAFETY: this thread is the only holder.
         pushed(&mut seen, unsafe { slot.push(token(0, &dropped)) });
         let thieves: Vec<_> = (0..2).map(|_| thief(slot.clone())).collect();
-        // SAFETY: as above.
-        if let Some(t) = unsafe { slot.pop() } {
-            seen.add(t);
-        }
-        // SAFETY: as above.
-        pushed(&mut seen, unsafe { slot.push(token(1, &dropped)) });
+        take_and_refill(&slot, &mut seen, 1, &dropped);
         for t in thieves {
             seen.merge(t.join().unwrap());
         }
@@ -108,12 +113,7 @@ fn a_slow_thief_against_a_holder_that_moves_on() {
         pushed(&mut seen, unsafe { slot.push(token(0, &dropped)) });
         let thief = thief(slot.clone());
         for id in 1..3 {
-            // SAFETY: as above.
-            if let Some(t) = unsafe { slot.pop() } {
-                seen.add(t);
-            }
-            // SAFETY: as above.
-            pushed(&mut seen, unsafe { slot.push(token(id, &dropped)) });
+            take_and_refill(&slot, &mut seen, id, &dropped);
         }
         seen.merge(thief.join().unwrap());
         // SAFETY: as above; the thief is done.
