@@ -215,9 +215,7 @@ async fn main() {
     let server = gort::spawn(serve(listener, stop));
 
     let dialer = Dialer::default();
-    let client: HttpClient = Client::builder(GortExec)
-        .pool_idle_timeout(None::<Duration>) // idle reaping would need a hyper timer
-        .build(dialer.clone());
+    let client: HttpClient = Client::builder(GortExec).build(dialer.clone());
     let (jobs, queue) = gort::chan::bounded::<u64>(WORKERS);
     let (results, answers) = gort::chan::bounded::<(u64, Result<String, String>)>(WORKERS);
     let ctx = Context::background();
