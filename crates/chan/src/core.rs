@@ -28,7 +28,8 @@
 //! 5. A receiver parks only when nothing it may take is buffered or offered; a sender parks
 //!    only when no receiver it may complete is parked and the buffer is full. Waiters of a
 //!    select that is polling ([`Claim::Busy`]) are the exception: they are skipped and woken,
-//!    and look again when polled.
+//!    and look again when polled. So a receiver may be parked while values are buffered; a
+//!    sender that completes it hands it the buffer's front, never a newer value.
 //! 6. `handed` counts the receive slots of invariant 3 that hold a value. A receive reports
 //!    the end (`None`) only when `closed`, the buffer is empty *and* `handed == 0`: a value
 //!    handed to a future that is then dropped comes back, and a receiver that had already
@@ -143,7 +144,7 @@ impl<T> Core<T> {
             return Err(TrySendError::Closed(v));
         }
         if let Some(r) = Self::pop_claimable(&mut self.recvq, &mut self.slots, me, d) {
-            self.give(r, v, d);
+            self.give_in_order(r, v, d);
             return Ok(());
         }
         if self.has_room() {
@@ -191,7 +192,7 @@ impl<T> Core<T> {
                 // it while its select was polling (invariant 5): look again.
                 if let Some(r) = Self::pop_claimable(&mut self.recvq, &mut self.slots, me, d) {
                     let v = self.unpark_sender(i);
-                    self.give(r, v, d);
+                    self.give_in_order(r, v, d);
                     self.release(slot, d);
                     return Poll::Ready(Ok(()));
                 }
@@ -327,6 +328,21 @@ impl<T> Core<T> {
             Some(r) => self.give(r, v, d),
             None => self.buf.push_front(v),
         }
+    }
+
+    /// Hands a parked receiver `r` the oldest value: `v` if nothing is buffered, else the
+    /// buffer's front, `v` going to the back. Buffered values and a parked receiver coexist
+    /// only when a send skipped the receiver while its select was polling (invariant 5);
+    /// handing it `v` then would deliver `v` ahead of older values.
+    fn give_in_order(&mut self, r: usize, v: T, d: &mut Deferred) {
+        let oldest = match self.buf.pop_front() {
+            Some(front) => {
+                self.buf.push_back(v);
+                front
+            }
+            None => v,
+        };
+        self.give(r, oldest, d);
     }
 
     /// Moves offered values of parked senders into free buffer room.

@@ -31,10 +31,23 @@ pub(crate) enum Kind {
 /// Expands `#[gort::main(attr)]` / `#[gort::test(attr)]` on `item`; any error becomes a
 /// `compile_error!` spanned on the offending tokens.
 pub(crate) fn expand(attr: TokenStream2, item: TokenStream2, kind: Kind) -> TokenStream2 {
-    match try_expand(attr, item, kind) {
+    match try_expand(attr, item.clone(), kind) {
         Ok(ts) => ts,
-        Err(e) => e.to_compile_error(),
+        Err(e) => {
+            let error = e.to_compile_error();
+            let stand_in = stand_in(item, kind);
+            quote! { #error #stand_in }
+        }
     }
+}
+
+/// What stands for a `main` the attribute could not expand: a plain function of the same
+/// name and return type, so that the attribute's error comes alone, without rustc's "`main`
+/// function not found" after it. Tests need none.
+fn stand_in(item: TokenStream2, kind: Kind) -> Option<TokenStream2> {
+    let func: ItemFn = syn::parse2(item).ok().filter(|_| kind == Kind::Main)?;
+    let (vis, ident, output) = (&func.vis, &func.sig.ident, &func.sig.output);
+    Some(quote! { #vis fn #ident() #output { ::core::unreachable!() } })
 }
 
 fn try_expand(attr: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result<TokenStream2> {

@@ -104,6 +104,7 @@ pub mod signal;
 mod split;
 mod tcp;
 mod udp;
+mod write_lock;
 
 pub use split::{OwnedReadHalf, OwnedWriteHalf, ReuniteError};
 pub use tcp::{TcpListener, TcpStream};

@@ -3,6 +3,7 @@
 use crate::io::{Dir, Io};
 use crate::keepalive::{set_keepalive, DEFAULT_KEEPALIVE};
 use crate::resolve::{first_ok, resolve};
+use crate::write_lock::WriteLock;
 use gort_time::Instant;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
@@ -65,7 +66,7 @@ impl TcpListener {
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         // TCP_NODELAY and keep-alive come with the socket: set on the listener.
         let (s, addr) = self.io.op(Dir::Read, |l| l.accept()).await?;
-        Ok((TcpStream { io: Io::new(s)? }, addr))
+        Ok((TcpStream::from_io(Io::new(s)?), addr))
     }
 
     /// The address the listener is bound to.
@@ -136,7 +137,9 @@ fn raise_backlog(listener: &mio::net::TcpListener) -> io::Result<()> {
 /// A TCP connection (Go's `net.TCPConn`).
 ///
 /// Every method takes `&self`: one task may read while another writes (share the stream in
-/// an `Arc`). Deadlines are Go's: a passed deadline fails pending and later operations in its
+/// an `Arc`), and several may write at once: as Go's `Write`, each
+/// [`write_all`](Self::write_all) holds the stream's write lock, so their bytes never
+/// interleave. Deadlines are Go's: a passed deadline fails pending and later operations in its
 /// direction with [`io::ErrorKind::TimedOut`] without consuming or sending anything, until
 /// it is moved or cleared. Dropping the stream closes the socket.
 ///
@@ -173,6 +176,8 @@ fn raise_backlog(listener: &mio::net::TcpListener) -> io::Result<()> {
 #[derive(Debug)]
 pub struct TcpStream {
     io: Io<mio::net::TcpStream>,
+    /// Go's `fd.writeLock`: one `write`/`write_all` at a time.
+    write_lock: WriteLock,
 }
 
 impl TcpStream {
@@ -190,7 +195,7 @@ impl TcpStream {
             // A non-blocking connect completes when the socket turns writable.
             io.op(Dir::Write, connected).await?;
             go_socket_options(io.source());
-            Ok(TcpStream { io })
+            Ok(TcpStream::from_io(io))
         })
         .await
     }
@@ -205,30 +210,82 @@ impl TcpStream {
         self.io.transfer(Dir::Read, len, |mut s| s.read(buf)).await
     }
 
-    /// Writes some of `buf`, waiting for room. Cancel-safe.
+    /// Writes some of `buf`, waiting for room. Cancel-safe. Waits for a `write_all` of
+    /// another task to finish first, so as not to land inside it (see
+    /// [`write_all`](Self::write_all)).
     ///
     /// # Errors
     ///
     /// The OS's (a reset peer), or `TimedOut` past the write deadline.
     pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        self.io
-            .transfer(Dir::Write, buf.len(), |mut s| s.write(buf))
-            .await
+        let _turn = self.write_lock.lock().await;
+        self.write_unlocked(buf).await
     }
 
-    /// Writes all of `buf`.
+    /// Writes all of `buf`. As Go's `Write`, it holds the connection's write lock until the
+    /// last byte is written: the bytes of two tasks' `write_all`s never interleave, even
+    /// when the kernel takes each in several pieces; concurrent writers go in the order they
+    /// called. (The `tokio-io`/`futures-io` `AsyncWrite` impls write once per poll and take
+    /// no lock, as Tokio's do: two tasks running `AsyncWriteExt::write_all` on one stream
+    /// may interleave.)
     ///
     /// # Errors
     ///
     /// As [`write`](Self::write); `WriteZero` if the socket takes nothing.
+    ///
+    /// # Examples
+    ///
+    /// Two tasks answer on one connection; each answer arrives whole:
+    ///
+    /// ```
+    /// use gort::net::{TcpListener, TcpStream};
+    /// use std::sync::Arc;
+    ///
+    /// gort::Runtime::new().unwrap().block_on(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    ///     let conn = Arc::new(TcpStream::connect(listener.local_addr().unwrap()).await.unwrap());
+    ///     let (peer, _) = listener.accept().await.unwrap();
+    ///     let big = |b: u8| vec![b; 1 << 20];
+    ///     let writers: Vec<_> = [b'a', b'b']
+    ///         .into_iter()
+    ///         .map(|b| {
+    ///             let conn = conn.clone();
+    ///             gort::spawn(async move { conn.write_all(&big(b)).await.unwrap() })
+    ///         })
+    ///         .collect();
+    ///     let mut all = vec![0; 2 << 20];
+    ///     peer.read_exact(&mut all).await.unwrap();
+    ///     for w in writers {
+    ///         w.await.unwrap();
+    ///     }
+    ///     let (first, second) = all.split_at(1 << 20);
+    ///     assert!(first.iter().all(|&b| b == first[0]));
+    ///     assert!(second.iter().all(|&b| b == second[0]) && first[0] != second[0]);
+    /// });
+    /// ```
     pub async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
+        let _turn = self.write_lock.lock().await;
         while !buf.is_empty() {
-            match self.write(buf).await? {
+            match self.write_unlocked(buf).await? {
                 0 => return Err(io::ErrorKind::WriteZero.into()),
                 n => buf = &buf[n..],
             }
         }
         Ok(())
+    }
+
+    /// One write, under the write lock the caller holds.
+    async fn write_unlocked(&self, buf: &[u8]) -> io::Result<usize> {
+        self.io
+            .transfer(Dir::Write, buf.len(), |mut s| s.write(buf))
+            .await
+    }
+
+    fn from_io(io: Io<mio::net::TcpStream>) -> TcpStream {
+        TcpStream {
+            io,
+            write_lock: WriteLock::default(),
+        }
     }
 
     /// Fills `buf`.
@@ -330,7 +387,7 @@ impl TcpStream {
     pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
         stream.set_nonblocking(true)?;
         let io = Io::new(mio::net::TcpStream::from_std(stream))?;
-        Ok(TcpStream { io })
+        Ok(TcpStream::from_io(io))
     }
 }
 

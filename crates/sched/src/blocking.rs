@@ -6,7 +6,7 @@
 use crate::context;
 use crate::shared::Shared;
 use crate::task::{catch_user_here, Schedule, Task};
-use crate::threads::ThreadConfig;
+use crate::threads::{join_until, ThreadConfig};
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -17,12 +17,15 @@ use std::sync::atomic::{
 };
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
+use std::thread::JoinHandle;
 use std::time::Instant;
 
 #[derive(Default)]
 struct State {
     queue: VecDeque<Task>,
     threads: usize,
+    /// The threads started and not yet known to have ended, joined at shutdown.
+    handles: Vec<JoinHandle<()>>,
     idle: usize,
     shutdown: bool,
 }
@@ -92,9 +95,13 @@ impl Blocking {
             s.threads += 1;
             let pool = self.clone();
             let runtime = self.runtime.lock().clone();
-            self.threads
+            let handle = self
+                .threads
                 .spawn(|| "gort-blocking".into(), runtime, move || pool.worker())
                 .unwrap_or_else(|e| panic!("gort: cannot start a blocking thread: {e}"));
+            // Threads that left on their keep-alive are forgotten here, keeping the list short.
+            s.handles.retain(|t| !t.is_finished());
+            s.handles.push(handle);
         }
         // Else every thread is busy and the pool is full: the task waits in the queue.
     }
@@ -134,8 +141,8 @@ impl Blocking {
         self.all_exited.notify_all();
     }
 
-    /// Stops accepting work and waits up to `deadline` for running closures to return.
-    /// Queued closures that never started are dropped.
+    /// Stops accepting work and waits up to `deadline` for running closures to return, then
+    /// for their threads to end. Queued closures that never started are dropped.
     pub(crate) fn shutdown(&self, deadline: Option<Instant>) {
         let mut s = self.state.lock();
         s.shutdown = true;
@@ -155,6 +162,19 @@ impl Blocking {
                     }
                 }
                 None => self.all_exited.wait(&mut s),
+            }
+        }
+        // A thread uncounts itself before it drops its references to the runtime (which keep
+        // the poller's descriptors open) and runs its stop hook: wait for those too, so that
+        // the runtime's drop returns with its threads gone.
+        let all_exited = s.threads == 0;
+        let handles = std::mem::take(&mut s.handles);
+        drop(s);
+        for t in handles {
+            if all_exited {
+                join_until(t, deadline);
+            } else if t.is_finished() {
+                let _ = t.join();
             }
         }
     }

@@ -9,7 +9,7 @@ use crate::runq::Lane;
 use crate::shared::{DeferredHost, Shared, MAX_PROCS};
 use crate::sysmon::Sysmon;
 use crate::task::{Cell, JoinHandle, Task};
-use crate::threads::ThreadConfig;
+use crate::threads::{join_until, ThreadConfig};
 use std::future::Future;
 use std::io;
 use std::sync::atomic::Ordering::*;
@@ -384,8 +384,13 @@ fn wait_for_ms(shared: &Shared, deadline: Option<Instant>) -> bool {
         }
         *live == 0
     };
+    // An M uncounts itself before it drops its references to the runtime (which keep the
+    // poller's descriptors open) and runs its stop hook: once every M is uncounted, wait for
+    // their threads to end too, so that the drop returns with them gone.
     for t in std::mem::take(&mut *shared.threads.lock()) {
-        if t.is_finished() {
+        if all_exited {
+            join_until(t, deadline);
+        } else if t.is_finished() {
             let _ = t.join();
         }
     }
@@ -459,20 +464,6 @@ impl Drop for Runtime {
             }
         }
     }
-}
-
-/// Joins `thread` (sysmon, which may be inside a timer's waker, user code) unless it is still
-/// running at `deadline`; then it is abandoned.
-fn join_until(thread: std::thread::JoinHandle<()>, deadline: Option<Instant>) {
-    if let Some(d) = deadline {
-        while !thread.is_finished() {
-            if Instant::now() >= d {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-    let _ = thread.join();
 }
 
 /// Spawns on `shared` (the runtime's or the current context's).

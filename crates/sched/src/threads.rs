@@ -92,3 +92,18 @@ fn run_hook(hook: Option<&(dyn Fn() + Send + Sync)>, runtime: &Weak<Shared>) {
         let _ = catch_unwind(AssertUnwindSafe(hook));
     }
 }
+
+/// Joins `thread` (sysmon, which may be inside a timer's waker, or an M or blocking thread
+/// running its stop hook: user code) unless it is still running at `deadline`; then it is
+/// abandoned.
+pub(crate) fn join_until(thread: JoinHandle<()>, deadline: Option<std::time::Instant>) {
+    if let Some(d) = deadline {
+        while !thread.is_finished() {
+            if std::time::Instant::now() >= d {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let _ = thread.join();
+}

@@ -46,6 +46,36 @@ fn unknown_argument_is_named() {
 }
 
 #[test]
+fn a_main_that_fails_to_expand_leaves_a_stand_in() {
+    // Without it rustc adds "`main` function not found" to the attribute's error.
+    let out = expand_main(
+        quote!(flavor = "current_thread"),
+        quote!(
+            async fn main() -> Result<(), String> {
+                Ok(())
+            }
+        ),
+    );
+    assert_error(&out, "gort: unknown `flavor`");
+    let stand_in = quote!(
+        fn main() -> Result<(), String> {
+            ::core::unreachable!()
+        }
+    )
+    .to_string();
+    assert!(out.contains(&stand_in), "no stand-in main: {out}");
+    let out = expand(
+        quote!(procs = 0),
+        quote!(
+            async fn t() {}
+        ),
+        Kind::Test,
+    )
+    .to_string();
+    assert!(!out.contains("fn t"), "a test needs no stand-in: {out}");
+}
+
+#[test]
 fn procs_zero_is_rejected() {
     let out = expand_main(
         quote!(procs = 0),
