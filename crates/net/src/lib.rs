@@ -104,7 +104,8 @@ pub mod signal;
 mod split;
 mod tcp;
 mod udp;
-mod write_lock;
+#[doc(hidden)]
+pub mod write_lock;
 
 pub use split::{OwnedReadHalf, OwnedWriteHalf, ReuniteError};
 pub use tcp::{TcpListener, TcpStream};

@@ -30,7 +30,7 @@ const QUEUED: usize = 2;
 
 /// The write lock of one stream.
 #[derive(Default)]
-pub(crate) struct WriteLock {
+pub struct WriteLock {
     state: AtomicUsize,
     waiters: Mutex<Waiters>,
 }
@@ -51,9 +51,14 @@ impl fmt::Debug for WriteLock {
 }
 
 impl WriteLock {
+    /// Whether nobody holds the lock or waits for it (the models' end state).
+    pub fn is_free_and_unqueued(&self) -> bool {
+        self.state.load(Acquire) == 0 && self.waiters.lock().queue.is_empty()
+    }
+
     /// Waits for the lock; it is held until the returned guard drops. Dropping the future
     /// while it waits gives its place up.
-    pub(crate) fn lock(&self) -> Acquire<'_> {
+    pub fn lock(&self) -> Acquire<'_> {
         Acquire {
             lock: self,
             ticket: None,
@@ -74,7 +79,7 @@ impl WriteLock {
 }
 
 /// [`WriteLock::lock`]'s future.
-pub(crate) struct Acquire<'a> {
+pub struct Acquire<'a> {
     lock: &'a WriteLock,
     /// Our place in the queue, once we had to wait.
     ticket: Option<u64>,
@@ -168,7 +173,7 @@ impl Drop for Acquire<'_> {
 }
 
 /// Holds a [`WriteLock`] until dropped.
-pub(crate) struct WriteGuard<'a> {
+pub struct WriteGuard<'a> {
     lock: &'a WriteLock,
 }
 
