@@ -30,15 +30,8 @@ async fn read_slowly(peer: TcpStream, total: usize) -> Vec<u8> {
 #[test]
 fn concurrent_write_alls_do_not_interleave() {
     gort::Runtime::new().unwrap().block_on(async {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let conn = TcpStream::connect(listener.local_addr().unwrap())
-            .await
-            .unwrap();
-        let fd = conn.as_raw_fd();
-        sockopt::set_opt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, 16 * 1024);
-        assert!(sockopt::get_opt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF) < BLOCK as libc::c_int);
+        let (conn, peer) = connected_with_a_small_send_buffer().await;
         let conn = Arc::new(conn);
-        let (peer, _) = listener.accept().await.unwrap();
         let writers: Vec<_> = WRITERS
             .into_iter()
             .map(|letter| {
@@ -67,19 +60,13 @@ fn concurrent_write_alls_do_not_interleave() {
 #[test]
 fn a_writer_given_up_while_waiting_or_writing_lets_the_next_one_write() {
     gort::Runtime::new().unwrap().block_on(async {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let conn = TcpStream::connect(listener.local_addr().unwrap())
-            .await
-            .unwrap();
-        let fd = conn.as_raw_fd();
-        sockopt::set_opt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, 16 * 1024);
-        let (peer, _) = listener.accept().await.unwrap();
+        let (conn, peer) = connected_with_a_small_send_buffer().await;
         let big = vec![b'x'; 8 << 20]; // more than the buffers hold: the write waits for room
         let short = Duration::from_millis(20);
         // Gives up while writing (holding the lock), then while waiting for it.
         let holder = gort::time::timeout(short, conn.write_all(&big));
         let waiter = gort::time::timeout(short, conn.write_all(b"never"));
-        let (held, waited) = futures_join(holder, waiter).await;
+        let (held, waited) = futures::future::join(holder, waiter).await;
         assert!(held.is_err() && waited.is_err());
         // Both gave the lock up: a later write goes through once the peer reads.
         let reader = gort::spawn(async move {
@@ -104,30 +91,16 @@ fn a_writer_given_up_while_waiting_or_writing_lets_the_next_one_write() {
     });
 }
 
-/// Polls both futures to completion, the first one first on each wake-up.
-async fn futures_join<A: std::future::Future, B: std::future::Future>(
-    a: A,
-    b: B,
-) -> (A::Output, B::Output) {
-    let (mut a, mut b) = (Box::pin(a), Box::pin(b));
-    let (mut ra, mut rb) = (None, None);
-    std::future::poll_fn(|cx| {
-        if ra.is_none() {
-            if let std::task::Poll::Ready(v) = a.as_mut().poll(cx) {
-                ra = Some(v);
-            }
-        }
-        if rb.is_none() {
-            if let std::task::Poll::Ready(v) = b.as_mut().poll(cx) {
-                rb = Some(v);
-            }
-        }
-        if ra.is_some() && rb.is_some() {
-            std::task::Poll::Ready(())
-        } else {
-            std::task::Poll::Pending
-        }
-    })
-    .await;
-    (ra.unwrap(), rb.unwrap())
+/// A connection (and its peer) whose send buffer is smaller than a block, so that a
+/// `write_all` of one waits for room several times.
+async fn connected_with_a_small_send_buffer() -> (TcpStream, TcpStream) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let conn = TcpStream::connect(listener.local_addr().unwrap())
+        .await
+        .unwrap();
+    let fd = conn.as_raw_fd();
+    sockopt::set_opt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, 16 * 1024);
+    assert!(sockopt::get_opt(fd, libc::SOL_SOCKET, libc::SO_SNDBUF) < BLOCK as libc::c_int);
+    let (peer, _) = listener.accept().await.unwrap();
+    (conn, peer)
 }
