@@ -43,7 +43,9 @@ pub(crate) fn take() -> Option<Arc<Timer>> {
 /// caller to drop where user code may run, and keeps it if this thread's list has room.
 /// Returns the timer back if it was not kept (the caller drops it).
 pub(crate) fn keep(mut t: Arc<Timer>) -> (Target, Option<Arc<Timer>>) {
-    if !has_room() {
+    // A plain load first: a timer its heap or its user still holds (the common case for a
+    // one-shot run's own reference) skips the atomic read-modify-write of `get_mut`.
+    if Arc::strong_count(&t) != 1 || !has_room() {
         return (Target::None, Some(t)); // freed as before, with no reset spent on it
     }
     let Some(inner) = Arc::get_mut(&mut t) else {
