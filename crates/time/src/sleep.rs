@@ -76,10 +76,11 @@ pub fn sleep_until(deadline: Instant) -> Sleep {
 
 /// The future returned by [`sleep`] and [`sleep_until`].
 ///
-/// It costs one allocation (the runtime timer, which carries the task's waker), and only
-/// once it actually has to wait: a deadline that has passed completes at once. It is
-/// registered on the current P's timer heap on the first poll that has to wait, and stopped
-/// (its waker dropped at once) when the `Sleep` is dropped.
+/// It costs one runtime timer (which carries the task's waker: one that a finished sleep on
+/// this thread gave back if there is one, else one allocation), and only once it actually has
+/// to wait: a deadline that has passed completes at once. It is registered on the current
+/// P's timer heap on the first poll that has to wait, and stopped (its waker dropped at once)
+/// when the `Sleep` is dropped.
 ///
 /// A [`sleep`] of a non-zero duration yields at least once (Go's `Sleep` always parks); a
 /// [`sleep_until`] a deadline that has passed, or a zero sleep, completes on its first poll.
@@ -226,6 +227,11 @@ impl Future for Sleep {
 impl Drop for Sleep {
     fn drop(&mut self) {
         self.disarm();
+        // A timer that ran (or was stopped and already left its heap) is ours alone: kept
+        // for this thread's next sleep instead of freed (`Timer::recycle`).
+        if let Some(t) = self.timer.take() {
+            Timer::recycle(t);
+        }
     }
 }
 

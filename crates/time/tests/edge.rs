@@ -351,3 +351,31 @@ fn elapsed_converts_to_a_timed_out_io_error() {
     assert_eq!(err.to_string(), Elapsed::default().to_string());
     assert!(err.get_ref().is_some_and(|inner| inner.is::<Elapsed>()));
 }
+
+/// Sleeps one after another on one P reuse the runtime timers earlier sleeps gave back
+/// (gort-timer's `recycle`): a sleep on a reused timer still waits for its own deadline, with
+/// none of the last sleep's (fired, stopped while pending, reset) state, and a stopped sleep's
+/// timer, once reused, wakes only its new sleeper.
+#[test]
+fn sleeps_on_reused_timers_keep_their_own_deadlines() {
+    let rt = gort_sched::Builder::new().procs(1).build().unwrap();
+    rt.block_on(async {
+        for i in 0..300u32 {
+            // One left pending and dropped (stopped in its heap, kept once the heap lets go),
+            // one reset while pending, one that fires.
+            let mut stopped = pin!(sleep(Duration::from_secs(3600)));
+            assert!(poll_once(stopped.as_mut()).is_pending());
+            let mut moved = pin!(sleep(Duration::from_secs(3600)));
+            assert!(poll_once(moved.as_mut()).is_pending());
+            moved
+                .as_mut()
+                .reset(Instant::now() + Duration::from_micros(50));
+            let d = Duration::from_micros(100 + u64::from(i % 7) * 150);
+            let start = Instant::now();
+            sleep(d).await;
+            assert!(start.elapsed() >= d, "sleep {i} ended early");
+            moved.as_mut().await;
+        }
+    });
+    assert_eq!(rt.metrics().timers_pending, 0);
+}

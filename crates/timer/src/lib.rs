@@ -42,6 +42,7 @@ mod entry;
 mod heap;
 mod lifecycle;
 mod ops;
+mod recycle;
 mod run;
 mod slots;
 mod status;

@@ -507,7 +507,9 @@ impl Timers {
                         if let Some(p) = payload {
                             p.run(when);
                         }
-                        drop(keep);
+                        if let Some(t) = keep {
+                            Timer::recycle(t); // mostly the last reference: kept for reuse
+                        }
                         ran += 1;
                         let Some(relocked) = self.relock(relock) else {
                             // Given way: the rest stay due, for the holder or a next look.
