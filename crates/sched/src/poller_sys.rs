@@ -84,10 +84,10 @@ impl Sleep {
             Wait::Now => Some(0),
             Wait::Until(until) => self.timeout_to(until),
         };
-        let result = if self.pwait2 {
-            self.pwait2_call(timeout)
-        } else {
-            self.epoll_wait_call(timeout.map_or(-1, |_| 0))
+        // Only a timeout between zero and forever needs epoll_pwait2.
+        let result = match timeout {
+            Some(t) if t > 0 => self.pwait2_call(Some(t)),
+            _ => self.epoll_wait_call(timeout.map_or(-1, |_| 0)),
         };
         let n = match result {
             Ok(n) => n,
