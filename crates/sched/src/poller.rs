@@ -9,10 +9,10 @@
 //! sleeps longer than 2 ms and where `epoll_pwait2` is missing (`poller_sys.rs`). Elsewhere
 //! it falls back to the millisecond timeout, rounded up.
 //!
-//! Early wake-up: from the timerfd's expiry to a thread running the timer takes tens of
+//! Early wake-up: from the timer's expiry to a thread running the timer takes tens of
 //! microseconds (the wake-up of a sleeping thread; more under virtualisation), which alone
 //! would put an idle runtime's timers ~40-60 µs late. For a sparse deadline (the previous
-//! wake-up at least `SPARSE` ago) the poller arms the timerfd a *lead* before the deadline,
+//! wake-up at least `SPARSE` ago) the poller sets its timer a *lead* before the deadline,
 //! and when the thread runs before the deadline it spins the rest (a break ends the spin at
 //! once). The lead follows the measured wake-up delay (`lead.rs`: its lower quartile, at most
 //! `MAX_LEAD`), so most wake-ups spin not at all or a few microseconds. Dense streams never
