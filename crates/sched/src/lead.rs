@@ -1,7 +1,7 @@
 //! The lead of the poller's early wake-up: how long before a sparse deadline it arms its
 //! timer, so that the thread is running again when the deadline comes.
 //!
-//! A thread woken by the timerfd runs tens of microseconds after the expiry (the wake-up of
+//! A thread woken by its timer runs tens of microseconds after the expiry (the wake-up of
 //! a sleeping thread; more under virtualisation), and that delay varies from machine to
 //! machine and from minute to minute. A fixed lead either spins the difference away on every
 //! wake-up (most of an idle ticker's CPU) or leaves the timer late. So the lead tracks the

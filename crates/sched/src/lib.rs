@@ -163,6 +163,18 @@ impl Future for YieldNow {
     }
 }
 
+/// Switches of the poller for its tests. Not a user API.
+#[doc(hidden)]
+#[cfg(target_os = "linux")]
+pub mod poller_api {
+    /// Makes the pollers of runtimes built from now on sleep on their timerfd alone (armed
+    /// before every timed sleep), as on a kernel without `epoll_pwait2`; `false` restores
+    /// the default. Applies to the whole process.
+    pub fn timerfd_only(on: bool) {
+        crate::poller::timerfd_only(on);
+    }
+}
+
 /// What the timer layer (`gort-time`) needs from the scheduler. Not a user API.
 #[doc(hidden)]
 pub mod timer_api {

@@ -16,6 +16,7 @@
 //! blocking when tasks wait and nobody is blocked in the poller ([`Shared::poll_net_nonblocking`]);
 //! sysmon does the same when nobody has polled for 10 ms.
 
+use crate::poller::Readiness;
 use crate::shared::Shared;
 use gort_loom::atomic::{AtomicI64, AtomicU64, Ordering::*};
 use gort_timer::Nanos;
@@ -117,12 +118,9 @@ impl Net {
 }
 
 /// Delivers the readiness of one event to its source's handler (slab lock held by the caller).
-pub(crate) fn dispatch(sources: &Sources, ev: &mio::event::Event, wakers: &mut Vec<Waker>) {
-    if let Some(h) = sources.get(ev.token()) {
-        let hung_up = ev.is_error() || ev.is_read_closed() || ev.is_write_closed();
-        let readable = ev.is_readable() || hung_up;
-        let writable = ev.is_writable() || hung_up;
-        h.ready(readable, writable, hung_up, wakers);
+pub(crate) fn dispatch(sources: &Sources, ev: &Readiness, wakers: &mut Vec<Waker>) {
+    if let Some(h) = sources.get(ev.token) {
+        h.ready(ev.readable, ev.writable, ev.hung_up, wakers);
     }
 }
 

@@ -4,20 +4,21 @@
 //!
 //! Precision: epoll's own timeout counts whole milliseconds (and mio rounds up), which would
 //! make every timer up to 1 ms late (go#44343, tokio#5021). On Linux the poller therefore
-//! sleeps on a `timerfd` registered in the same `mio::Poll` and armed to the nanosecond
-//! (muduo's way, and smol-rs/polling's): epoll wakes when it expires. Elsewhere it falls back
-//! to the millisecond timeout, rounded up.
+//! sleeps with `epoll_pwait2`, whose timeout is a `timespec`, or on a `timerfd` registered in
+//! the same `mio::Poll` and armed to the nanosecond (muduo's way, and smol-rs/polling's) for
+//! sleeps longer than 2 ms and where `epoll_pwait2` is missing (`poller_sys.rs`). Elsewhere
+//! it falls back to the millisecond timeout, rounded up.
 //!
-//! Early wake-up: from the timerfd's expiry to a thread running the timer takes tens of
+//! Early wake-up: from the timer's expiry to a thread running the timer takes tens of
 //! microseconds (the wake-up of a sleeping thread; more under virtualisation), which alone
 //! would put an idle runtime's timers ~40-60 µs late. For a sparse deadline (the previous
-//! wake-up at least `SPARSE` ago) the poller arms the timerfd a *lead* before the deadline,
+//! wake-up at least `SPARSE` ago) the poller sets its timer a *lead* before the deadline,
 //! and when the thread runs before the deadline it spins the rest (a break ends the spin at
 //! once). The lead follows the measured wake-up delay (`lead.rs`: its lower quartile, at most
 //! `MAX_LEAD`), so most wake-ups spin not at all or a few microseconds. Dense streams never
 //! spin.
 //!
-//! Coalescing: every poller wake-up costs a timer re-arm and two context switches (tens of
+//! Coalescing: every poller wake-up costs a timer arming and two context switches (tens of
 //! microseconds of CPU under virtualisation), which is most of the CPU a dense stream of
 //! deadlines costs (100k sleeps spread over a second are 10 µs apart). So the poller never
 //! sleeps to a deadline sooner than a *gap* after the deadline it last slept to. The gap
@@ -38,14 +39,19 @@ use crate::lead::Lead;
 use crate::netpoll::{dispatch, Net};
 use gort_loom::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use gort_timer::{nanotime, Nanos};
-use mio::{Events, Poll, Registry, Token, Waker};
+use mio::{Poll, Registry, Token, Waker};
 use parking_lot::Mutex;
 use std::io;
-use std::time::Duration;
 
 #[path = "poller_gap.rs"]
 mod gap;
 use gap::Gap;
+
+#[cfg(target_os = "linux")]
+#[path = "poller_sys.rs"]
+mod sys;
+#[cfg(target_os = "linux")]
+pub(crate) use sys::timerfd_only;
 
 const WAKER: Token = Token(0);
 #[cfg(target_os = "linux")]
@@ -53,9 +59,42 @@ const TIMER: Token = Token(1);
 /// Events taken per `epoll_wait` (Go's netpoll takes 128).
 const EVENTS: usize = 128;
 
+/// How one poll waits.
+#[derive(Clone, Copy)]
+enum Wait {
+    /// Until an event.
+    Forever,
+    /// Not at all: takes the events already there.
+    Now,
+    /// Until an event or this instant.
+    Until(Nanos),
+}
+
+/// One event of a poll, decoded as `dispatch` needs it.
+pub(crate) struct Readiness {
+    pub(crate) token: Token,
+    pub(crate) readable: bool,
+    pub(crate) writable: bool,
+    /// The peer closed or reset its side, or the socket failed.
+    pub(crate) hung_up: bool,
+}
+
+/// What only the M holding the poller role touches.
+struct Inner {
+    /// The poll and the means to sleep in it.
+    #[cfg(target_os = "linux")]
+    sleep: sys::Sleep,
+    #[cfg(not(target_os = "linux"))]
+    poll: Poll,
+    #[cfg(not(target_os = "linux"))]
+    events: mio::Events,
+    gap: Gap,
+    lead: Lead,
+}
+
 pub(crate) struct Poller {
     /// Locked only by the M that won the poller role (`Idle::lastpoll`), so never contended.
-    inner: Mutex<(Poll, Events, Gap, Lead)>,
+    inner: Mutex<Inner>,
     /// A handle to register sockets with the poll while an M blocks in it.
     registry: Registry,
     /// The registered sockets and the count of tasks waiting on them.
@@ -67,41 +106,42 @@ pub(crate) struct Poller {
     waker: Waker,
     /// Go's `netpollWakeSig`: at most one outstanding wake-up write.
     wake_sig: AtomicBool,
-    /// The deadline the timerfd is armed to (0 = disarmed or expired); only the poller M
-    /// touches it. Re-arming costs a syscall that is slow under virtualisation (a timer
-    /// reprogramming exit), so an unchanged deadline is not re-armed.
-    #[cfg(target_os = "linux")]
-    armed: std::sync::atomic::AtomicI64,
-    #[cfg(target_os = "linux")]
-    timer: timerfd::TimerFd,
 }
 
 impl Poller {
     pub(crate) fn new() -> io::Result<Poller> {
+        #[cfg(target_os = "linux")]
+        let pwait2 = !sys::TIMERFD_ONLY.load(Relaxed);
+        #[cfg(not(target_os = "linux"))]
+        let pwait2 = false;
+        Poller::build(pwait2)
+    }
+
+    /// A poller that sleeps with `epoll_pwait2` if `pwait2` and the kernel has it (Linux),
+    /// else on its timerfd.
+    fn build(pwait2: bool) -> io::Result<Poller> {
         let poll = Poll::new()?;
         let waker = Waker::new(poll.registry(), WAKER)?;
-        #[cfg(target_os = "linux")]
-        let timer = {
-            let t = timerfd::TimerFd::new()?;
-            poll.registry().register(
-                &mut mio::unix::SourceFd(&t.raw()),
-                TIMER,
-                mio::Interest::READABLE,
-            )?;
-            t
-        };
         Ok(Poller {
             registry: poll.registry().try_clone()?,
             net: Net::new(),
-            inner: Mutex::new((poll, Events::with_capacity(EVENTS), Gap::new(), Lead::new())),
+            inner: Mutex::new(Inner {
+                #[cfg(target_os = "linux")]
+                sleep: sys::Sleep::new(poll, EVENTS, pwait2)?,
+                #[cfg(not(target_os = "linux"))]
+                poll: {
+                    let _ = pwait2;
+                    poll
+                },
+                #[cfg(not(target_os = "linux"))]
+                events: mio::Events::with_capacity(EVENTS),
+                gap: Gap::new(),
+                lead: Lead::new(),
+            }),
             fired: AtomicU64::new(0),
             wakeups: Wakeups::default(),
             waker,
             wake_sig: AtomicBool::new(false),
-            #[cfg(target_os = "linux")]
-            armed: std::sync::atomic::AtomicI64::new(0),
-            #[cfg(target_os = "linux")]
-            timer,
         })
     }
 
@@ -117,7 +157,7 @@ impl Poller {
     /// once).
     pub(crate) fn published(&self, until: Nanos, latest: Nanos) -> Nanos {
         let mut guard = self.inner.lock();
-        let g = &mut guard.2;
+        let g = &mut guard.gap;
         g.judge(self.fired.load(Relaxed));
         g.breakable(g.target(until, latest).0)
     }
@@ -128,48 +168,96 @@ impl Poller {
     /// `ready`, for the caller to wake once it holds a P (park.rs, `poll`).
     pub(crate) fn poll(&self, until: Nanos, latest: Nanos, ready: &mut Vec<std::task::Waker>) {
         let mut guard = self.inner.lock();
-        let (poll, events, g, lead) = &mut *guard;
-        g.judge(self.fired.load(Relaxed));
+        let inner = &mut *guard;
+        inner.gap.judge(self.fired.load(Relaxed));
         let (mut target, mut early) = (0, 0);
         if until != 0 {
-            let (until, sparse) = g.target(until, latest);
+            let (until, sparse) = inner.gap.target(until, latest);
             target = until;
-            early = if sparse { lead.get() } else { 0 };
+            early = if sparse { inner.lead.get() } else { 0 };
         }
-        let timeout = self.wait_for(target, early);
-        if let Err(e) = poll.poll(events, timeout) {
-            if e.kind() != io::ErrorKind::Interrupted {
-                panic!("gort: the poller failed: {e}");
-            }
-        }
-        let seen = self.take_events(events, ready);
+        let wait = self.wait_for(target, early);
+        let seen = self.wait_and_take(inner, wait, ready);
         if early > 0 && seen.timer {
             // Tasks a break or a socket readied run first; the caller then polls again.
-            self.finish_early_wake_up(lead, target, early, !seen.brk && !seen.io);
+            let spin = !seen.brk && !seen.io;
+            self.finish_early_wake_up(&mut inner.lead, target, early, spin);
         }
         // Only a wake-up that reached its deadline counts for coalescing: a spurious early
         // wake-up or a break is followed by a poll for the same deadline.
         let now = nanotime();
         if target != 0 && now >= target {
-            g.woke(target, self.fired.load(Relaxed));
+            inner.gap.woke(target, self.fired.load(Relaxed));
         }
         self.net.note_polled(now);
         self.wakeups.note(seen, target != 0 && now >= target);
     }
 
-    /// How to wait for `target` (0 = no deadline) with the timer armed `early` before it:
-    /// the timeout for the poll, after arming the timer. Within `early` of the deadline
-    /// already, spin to it and take a zero-timeout look at the events (a break that ended
-    /// the spin is consumed there).
-    fn wait_for(&self, target: Nanos, early: i64) -> Option<Duration> {
+    /// How to wait for `target` (0 = no deadline) with the timer armed `early` before it.
+    /// Within `early` of the deadline already, spin to it and take a look at the events (a
+    /// break that ended the spin is consumed there).
+    fn wait_for(&self, target: Nanos, early: i64) -> Wait {
         if target == 0 {
-            return None;
+            return Wait::Forever;
         }
         if early > 0 && target - nanotime() <= early {
             self.spin_until(target);
-            return Some(Duration::ZERO);
+            return Wait::Now;
         }
-        self.arm(target - early)
+        Wait::Until(target - early)
+    }
+
+    /// Waits as `wait` says and handles the events (poller lock held): the poller's own, and
+    /// the sockets', whose released wakers go to `ready`. Returns which kinds it saw.
+    #[cfg(target_os = "linux")]
+    fn wait_and_take(
+        &self,
+        inner: &mut Inner,
+        wait: Wait,
+        ready: &mut Vec<std::task::Waker>,
+    ) -> Seen {
+        let (events, timed_out) = inner.sleep.wait(wait);
+        let mut seen = self.take_events(events, ready);
+        if seen.timer {
+            inner.sleep.timer_expired();
+        }
+        seen.timer |= timed_out;
+        seen
+    }
+
+    /// As on Linux, with epoll's millisecond timeout rounded up (waking early would spin,
+    /// waking late by < 1 ms is the platform's limit) and no timer of its own.
+    #[cfg(not(target_os = "linux"))]
+    fn wait_and_take(
+        &self,
+        inner: &mut Inner,
+        wait: Wait,
+        ready: &mut Vec<std::task::Waker>,
+    ) -> Seen {
+        use std::time::Duration;
+        let timeout = match wait {
+            Wait::Forever => None,
+            Wait::Now => Some(Duration::ZERO),
+            Wait::Until(until) => {
+                let delay = (until - nanotime()).max(0) as u64;
+                Some(Duration::from_nanos(delay.div_ceil(1_000_000) * 1_000_000))
+            }
+        };
+        if let Err(e) = inner.poll.poll(&mut inner.events, timeout) {
+            if e.kind() != io::ErrorKind::Interrupted {
+                panic!("gort: the poller failed: {e}");
+            }
+        }
+        let events = inner.events.iter().map(|ev| {
+            let hung_up = ev.is_error() || ev.is_read_closed() || ev.is_write_closed();
+            Readiness {
+                token: ev.token(),
+                readable: ev.is_readable() || hung_up,
+                writable: ev.is_writable() || hung_up,
+                hung_up,
+            }
+        });
+        self.take_events(events, ready)
     }
 
     /// After the timer armed `early` before `target` expired: teaches `lead` how late the
@@ -204,14 +292,8 @@ impl Poller {
     pub(crate) fn poll_now(&self) -> usize {
         let mut ready = Vec::new();
         if let Some(mut guard) = self.inner.try_lock() {
-            let (poll, events, ..) = &mut *guard;
-            if let Err(e) = poll.poll(events, Some(Duration::ZERO)) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    panic!("gort: the poller failed: {e}");
-                }
-            }
+            self.wait_and_take(&mut guard, Wait::Now, &mut ready);
             self.net.note_polled(nanotime());
-            self.take_events(events, &mut ready);
         }
         let n = ready.len();
         wake_all(ready);
@@ -225,61 +307,33 @@ impl Poller {
 
     /// Handles one poll's events (poller lock held): the poller's own, and the sockets',
     /// whose released wakers go to `ready`. Returns which kinds of event it saw.
-    fn take_events(&self, events: &Events, ready: &mut Vec<std::task::Waker>) -> Seen {
+    fn take_events(
+        &self,
+        events: impl Iterator<Item = Readiness>,
+        ready: &mut Vec<std::task::Waker>,
+    ) -> Seen {
         let mut sources = None;
         let mut seen = Seen::default();
-        for ev in events.iter() {
-            match ev.token() {
+        for ev in events {
+            match ev.token {
                 // Go's netpoll: a wake-up read resets netpollWakeSig so the next break writes.
                 WAKER => {
                     seen.brk = true;
                     self.wake_sig.store(false, Release);
                 }
+                // The expiry count is never read: the registration is edge-triggered and
+                // every expiry wakes the timerfd's waiters, so the next one is reported all
+                // the same (a read would cost a syscall per wake-up).
                 #[cfg(target_os = "linux")]
-                TIMER => {
-                    // The expiry count is never read: the registration is edge-triggered
-                    // and every expiry wakes the timerfd's waiters, so the next one is
-                    // reported all the same (a read would cost a syscall per wake-up).
-                    seen.timer = true;
-                    self.armed.store(0, Relaxed);
-                }
+                TIMER => seen.timer = true,
                 _ => {
                     seen.io = true;
                     let sources = sources.get_or_insert_with(|| self.net.sources.lock());
-                    dispatch(sources, ev, ready);
+                    dispatch(sources, &ev, ready);
                 }
             }
         }
         seen
-    }
-
-    #[cfg(target_os = "linux")]
-    fn arm(&self, until: Nanos) -> Option<Duration> {
-        if until == 0 {
-            return None;
-        }
-        let delay = until - nanotime();
-        if delay <= 0 {
-            return Some(Duration::ZERO);
-        }
-        // An earlier arming that is still pending wakes us at the latest by `until` when it
-        // is the same deadline; a later one would oversleep, an earlier one wakes us early
-        // (harmless: the caller re-checks and re-polls).
-        if self.armed.load(Relaxed) != until {
-            self.timer.set(delay);
-            self.armed.store(until, Relaxed);
-        }
-        None
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn arm(&self, until: Nanos) -> Option<Duration> {
-        if until == 0 {
-            return None;
-        }
-        // Round up: waking early would spin, waking late by < 1 ms is the platform's limit.
-        let delay = (until - nanotime()).max(0) as u64;
-        Some(Duration::from_nanos(delay.div_ceil(1_000_000) * 1_000_000))
     }
 
     /// Go's `netpollBreak`: interrupts a blocked `poll`. Cheap when a break is already pending.
@@ -365,58 +419,11 @@ fn wake_all(ready: Vec<std::task::Waker>) {
     }
 }
 
-#[cfg(target_os = "linux")]
-mod timerfd {
-    //! A thin safe wrapper over Linux `timerfd` (non-blocking, monotonic, one-shot).
-
-    use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-
-    pub(super) struct TimerFd(OwnedFd);
-
-    impl TimerFd {
-        pub(super) fn new() -> io::Result<TimerFd> {
-            // SAFETY: plain syscall; the result is checked before use.
-            let fd = unsafe {
-                libc::timerfd_create(
-                    libc::CLOCK_MONOTONIC,
-                    libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-                )
-            };
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // SAFETY: `fd` is a fresh descriptor that nothing else owns.
-            Ok(TimerFd(unsafe { OwnedFd::from_raw_fd(fd) }))
-        }
-
-        pub(super) fn raw(&self) -> RawFd {
-            self.0.as_raw_fd()
-        }
-
-        /// Arms the timer `delay_ns` (> 0) from now, replacing any earlier setting.
-        pub(super) fn set(&self, delay_ns: i64) {
-            let spec = libc::itimerspec {
-                it_interval: libc::timespec {
-                    tv_sec: 0,
-                    tv_nsec: 0,
-                },
-                it_value: libc::timespec {
-                    tv_sec: (delay_ns / 1_000_000_000) as libc::time_t,
-                    tv_nsec: (delay_ns % 1_000_000_000) as _,
-                },
-            };
-            // SAFETY: valid fd and a properly initialised itimerspec; old value not requested.
-            let rc = unsafe { libc::timerfd_settime(self.raw(), 0, &spec, std::ptr::null_mut()) };
-            debug_assert_eq!(rc, 0, "gort: timerfd_settime failed");
-        }
-    }
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::lead::MAX_LEAD;
+    use std::time::Duration;
 
     impl Poller {
         /// A blocking poll that wakes what it readied at once.
@@ -429,34 +436,91 @@ mod tests {
 
     const MS: i64 = 1_000_000;
 
+    /// The poller's two ways to sleep: `epoll_pwait2` (where the kernel has it) and the
+    /// timerfd alone.
+    fn both_pollers() -> [Poller; 2] {
+        let timerfd = Poller::build(false).expect("a poller");
+        #[cfg(target_os = "linux")]
+        assert!(!timerfd.inner.lock().sleep.uses_pwait2());
+        [Poller::build(true).expect("a poller"), timerfd]
+    }
+
+    /// Polls until `until` (with `slack`) has passed; returns when the last poll returned.
+    fn reach(p: &Poller, until: Nanos, slack: Nanos) -> Nanos {
+        let mut polls = 0;
+        while nanotime() < until {
+            p.poll_and_wake(until, until + slack);
+            polls += 1;
+            assert!(
+                polls < 1000,
+                "the poller keeps returning before its deadline"
+            );
+        }
+        nanotime()
+    }
+
     #[test]
-    fn sparse_polls_reach_their_deadline_and_a_break_ends_one_at_once() {
-        let p = Poller::new().expect("a poller");
-        for _ in 0..20 {
-            let until = nanotime() + 2 * MS;
-            let mut polls = 0;
-            while nanotime() < until {
-                p.poll_and_wake(until, until);
-                polls += 1;
-                assert!(
-                    polls < 1000,
-                    "the poller keeps returning before its deadline"
-                );
-            }
-            let lead = p.inner.lock().3.get();
+    fn polls_reach_their_deadline_on_either_sleep() {
+        // Sparse (early wake-up) with and without slack, dense, within epoll_pwait2's range
+        // and beyond it (the timerfd even when epoll_pwait2 works).
+        let cases = [
+            (2 * MS, 0),
+            (2 * MS, MS),
+            (300_000, 0),
+            (5 * MS, 0),
+            (30 * MS, 0),
+        ];
+        for p in both_pollers() {
+            let stop = AtomicBool::new(false);
+            std::thread::scope(|s| {
+                // A missed deadline would block the poll for good: a break every second
+                // ends it, far too late for the bound below.
+                s.spawn(|| {
+                    while !stop.load(Relaxed) {
+                        std::thread::sleep(Duration::from_secs(1));
+                        p.break_poll();
+                    }
+                });
+                // Stops the breaks when the checks end, failed or not.
+                let _stop = StopOnDrop(&stop);
+                for (delay, slack) in cases.iter().cycle().take(4 * cases.len()) {
+                    let until = nanotime() + delay;
+                    let back = reach(&p, until, *slack);
+                    assert!(
+                        back - until < 300 * MS,
+                        "a poll for {delay} ns returned {} ms late",
+                        (back - until) / MS
+                    );
+                }
+            });
+            let lead = p.inner.lock().lead.get();
             assert!((0..=MAX_LEAD).contains(&lead), "lead {lead}");
         }
-        let until = nanotime() + 10_000 * MS;
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                std::thread::sleep(Duration::from_millis(20));
-                p.break_poll();
+    }
+
+    struct StopOnDrop<'a>(&'a AtomicBool);
+
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_break_ends_a_poll_at_once_on_either_sleep() {
+        for p in both_pollers() {
+            let until = nanotime() + 10_000 * MS;
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    std::thread::sleep(Duration::from_millis(20));
+                    p.break_poll();
+                });
+                p.poll_and_wake(until, until);
             });
-            p.poll_and_wake(until, until);
-        });
-        assert!(
-            nanotime() < until - 5_000 * MS,
-            "the break did not end the poll"
-        );
+            assert!(
+                nanotime() < until - 5_000 * MS,
+                "the break did not end the poll"
+            );
+        }
     }
 }
