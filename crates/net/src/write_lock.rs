@@ -3,8 +3,8 @@
 //! interleave their bytes (a `write_all` that the kernel takes in several pieces would
 //! otherwise let another task's bytes in between, where Go's `Write` does not).
 //!
-//! One atomic word says whether the lock is held ([`LOCKED`]) and whether writers wait
-//! ([`QUEUED`]). Uncontended, taking and releasing the lock is one compare-and-swap each.
+//! One atomic word says whether the lock is held (`LOCKED`) and whether writers wait
+//! (`QUEUED`). Uncontended, taking and releasing the lock is one compare-and-swap each.
 //! Waiters queue in arrival order under a mutex; only the first may take the lock, and a
 //! newcomer cannot take it past them (it sees `QUEUED`), so no writer starves. Wakers are
 //! woken after the mutex is released.
@@ -13,7 +13,7 @@
 //! the queue is not empty, before the waiter parks; a release that sees it takes the mutex
 //! and wakes the first waiter, and so does a waiter that leaves the queue while the lock is
 //! free. A first waiter that set `QUEUED` just after a release that did not see it finds
-//! [`LOCKED`] clear and tries again instead of parking.
+//! `LOCKED` clear and tries again instead of parking.
 
 use gort_loom::atomic::{AtomicUsize, Ordering::*};
 use gort_loom::{Mutex, MutexGuard};
