@@ -122,16 +122,18 @@ fn start_and_stop_hooks_run_once_per_thread_on_that_thread() {
     // The hooks run in the runtime's context (as Tokio's).
     assert!(starts.iter().all(|(_, _, in_runtime)| *in_runtime));
     drop(rt);
-    // Each started thread stops once (the hook may run just after `drop` returned).
+    // Each started thread stops once (the hook may run just after `drop` returned). The
+    // starts are read again: an M may have started after the snapshot above (a spinning M
+    // woken by the last spawn), and its start must be counted against its stop.
     eventually("every stop hook", || {
-        stopped.lock().unwrap().len() >= start_ids.len()
+        stopped.lock().unwrap().len() >= started.lock().unwrap().len()
     });
+    let starts = started.lock().unwrap().clone();
+    let start_ids: HashSet<_> = starts.iter().map(|(_, id, _)| *id).collect();
+    assert_eq!(start_ids.len(), starts.len(), "a thread started twice");
     let stops = stopped.lock().unwrap().clone();
-    assert_eq!(
-        stops.iter().collect::<HashSet<_>>(),
-        start_ids.iter().collect()
-    );
-    assert_eq!(stops.len(), starts.len());
+    assert_eq!(stops.iter().copied().collect::<HashSet<_>>(), start_ids);
+    assert_eq!(stops.len(), starts.len(), "a thread stopped twice");
 }
 
 /// A panicking hook is user code: it must not take a worker down (with one P, a dead M
