@@ -177,7 +177,8 @@ pub mod context {
     pub use gort_context::*;
 }
 
-/// Go's `sync` primitives for tasks: [`WaitGroup`](sync::WaitGroup).
+/// Go's `sync` primitives for tasks: [`WaitGroup`](sync::WaitGroup), and
+/// [`ErrGroup`](sync::ErrGroup) (Go's `errgroup`: the first error cancels the group's context).
 pub mod sync {
     pub use gort_sync::*;
 }

@@ -62,8 +62,54 @@ impl TcpListener {
     ///
     /// # Errors
     ///
-    /// The OS's accept errors, or `TimedOut`.
+    /// The OS's accept errors, or `TimedOut`. Out of file descriptors, that is `EMFILE`
+    /// (`raw_os_error() == Some(libc::EMFILE)`) at once, as in Go, while the connection waits
+    /// in the queue: sleep before retrying, as Go's `http.Server` does (5 ms, doubling up to
+    /// 1 s). An error is returned only after a yield, so that even a loop that retries at
+    /// once lets the other tasks of its P run (and close connections): a goroutine that
+    /// retries is preempted, a task is not.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// async fn serve(listener: gort::net::TcpListener) {
+    ///     let mut backoff = Duration::ZERO;
+    ///     loop {
+    ///         match listener.accept().await {
+    ///             Ok((conn, _peer)) => {
+    ///                 backoff = Duration::ZERO;
+    ///                 gort::spawn(async move { conn.write_all(b"hi").await });
+    ///             }
+    ///             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return, // shut down
+    ///             Err(_) => {
+    ///                 backoff = (backoff * 2).clamp(Duration::from_millis(5), Duration::from_secs(1));
+    ///                 gort::time::sleep(backoff).await;
+    ///             }
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// gort::Runtime::new().unwrap().block_on(async {
+    ///     let listener = gort::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    ///     let addr = listener.local_addr().unwrap();
+    ///     listener.set_deadline(Some(gort::time::Instant::now() + Duration::from_millis(50))).unwrap();
+    ///     let server = gort::spawn(serve(listener));
+    ///     let conn = gort::net::TcpStream::connect(addr).await.unwrap();
+    ///     let mut hi = [0; 2];
+    ///     conn.read_exact(&mut hi).await.unwrap();
+    ///     server.await.unwrap();
+    /// });
+    /// ```
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        let accepted = self.accept_now().await;
+        if accepted.is_err() {
+            gort_sched::yield_now().await;
+        }
+        accepted
+    }
+
+    /// One accept, its error returned at once.
+    async fn accept_now(&self) -> io::Result<(TcpStream, SocketAddr)> {
         // TCP_NODELAY and keep-alive come with the socket: set on the listener.
         let (s, addr) = self.io.op(Dir::Read, |l| l.accept()).await?;
         Ok((TcpStream::from_io(Io::new(s)?), addr))

@@ -1,4 +1,5 @@
-//! Go's `sync` primitives for tasks: [`WaitGroup`].
+//! Go's `sync` primitives for tasks: [`WaitGroup`], and [`ErrGroup`] (Go's
+//! `golang.org/x/sync/errgroup`).
 //!
 //! Locks and condition-like waiting for async code are already done well by
 //! runtime-agnostic crates (`tokio::sync`, `async-lock`), which work on gort unchanged (see
@@ -24,6 +25,8 @@
 
 #![warn(missing_docs)]
 
+mod err_group;
 mod wait_group;
 
+pub use crate::err_group::ErrGroup;
 pub use crate::wait_group::WaitGroup;
