@@ -114,6 +114,27 @@ where
 /// the calling task goes on.
 ///
 /// Outside a worker thread (in `block_on`, a blocking closure) it simply runs `f`.
+///
+/// `f` may call [`Handle::block_on`] (Tokio's bridge from sync code back to async): the
+/// thread runs no tasks while it holds no P. Under a paused clock (`gort::time::pause`) that
+/// `block_on` holds the clock only while its future runs, as a top-level one does, so a
+/// sleep in it ends by the clock's jump.
+///
+/// # Examples
+///
+/// ```
+/// let rt = gort::Runtime::new().unwrap();
+/// let out = rt.block_on(rt.spawn(async {
+///     // Sync code in a task, which needs an async result.
+///     gort::block_in_place(|| {
+///         gort::Handle::current().block_on(async {
+///             gort::time::sleep(std::time::Duration::from_millis(1)).await;
+///             gort::spawn(async { 6 * 7 }).await.unwrap()
+///         })
+///     })
+/// }));
+/// assert_eq!(out.unwrap(), 42);
+/// ```
 pub fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
     let p = context::current_p();
     let Some(shared) = context::current().filter(|_| !p.is_null()) else {
@@ -126,7 +147,10 @@ pub fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
     // The task runs on without a P: it holds a paused clock like a running task (paused.rs).
     shared.clock.hold();
     shared.handoffp(p);
-    let out = f();
+    let out = {
+        let _place = context::enter_place(&shared);
+        f()
+    };
     shared.release_clock_hold();
     if let Some(p) = shared.idle.pidleget() {
         context::set_current_p(std::sync::Arc::as_ptr(&p));
