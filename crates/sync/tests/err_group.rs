@@ -190,3 +190,15 @@ fn concurrent_waits_both_wait_for_every_task() {
         assert_eq!(first.await.unwrap(), 2);
     });
 }
+
+/// A spawn that panics (outside a runtime) leaves no task counted: a later `wait` returns.
+#[test]
+fn a_failed_spawn_is_not_counted_as_running() {
+    let group = ErrGroup::<()>::new();
+    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        group.spawn(async { Ok(()) })
+    }));
+    assert!(res.is_err());
+    assert!(format!("{group:?}").contains("running: 0"), "{group:?}");
+    runtime().block_on(async { assert_eq!(group.wait().await, Ok(())) });
+}
