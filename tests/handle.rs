@@ -322,3 +322,23 @@ fn enter_then_block_in_place_inside_a_task_does_not_hand_back_a_given_away_p() {
     });
     assert_eq!(total, 28 * 190);
 }
+
+/// A panic in `block_in_place`'s closure gives back the paused clock's hold: the clock still
+/// jumps for the runtime's next sleep, and the worker takes a P again.
+#[test]
+fn a_panic_in_block_in_place_leaves_the_paused_clock_free() {
+    let rt = Builder::new().procs(1).start_paused(true).build().unwrap();
+    let err = rt
+        .block_on(rt.spawn(async { gort::block_in_place(|| panic!("in place")) }))
+        .unwrap_err();
+    assert_eq!(panic_message(err.into_panic()), "in place");
+    let wall = std::time::Instant::now();
+    let hour = Duration::from_secs(3600);
+    let slept = rt.block_on(rt.spawn(async move {
+        let start = gort::time::Instant::now();
+        gort::time::sleep(hour).await;
+        start.elapsed()
+    }));
+    assert_eq!(slept.unwrap(), hour);
+    assert!(wall.elapsed() < Duration::from_secs(10));
+}

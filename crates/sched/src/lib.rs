@@ -111,7 +111,8 @@ where
 /// Runs `f`, which may block, on the current thread after handing this thread's P to another
 /// M (Go's `entersyscall`/`handoffp`), so that the P's other tasks and its timers keep
 /// running meanwhile. Afterwards the thread takes any idle P back (Go's `exitsyscall`) and
-/// the calling task goes on.
+/// the calling task goes on; if `f` panics, the thread does the same before the panic goes
+/// on unwinding the task.
 ///
 /// Outside a worker thread (in `block_on`, a blocking closure) it simply runs `f`.
 ///
@@ -147,17 +148,29 @@ pub fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
     // The task runs on without a P: it holds a paused clock like a running task (paused.rs).
     shared.clock.hold();
     shared.handoffp(p);
-    let out = {
-        let _place = context::enter_place(&shared);
-        f()
+    let _back = BackFromPlace {
+        _place: context::enter_place(&shared),
+        shared,
     };
-    shared.release_clock_hold();
-    if let Some(p) = shared.idle.pidleget() {
-        context::set_current_p(std::sync::Arc::as_ptr(&p));
-        // The M loop re-reads the context after this poll and takes ownership of `p` from
-        // `allp`; the Arc we hold here is just a reference.
+    f()
+}
+
+/// The end of `block_in_place` (Go's `exitsyscall`), also when `f` panics: gives the clock
+/// hold back (a leaked one would stop a paused clock for good) and takes an idle P if any.
+struct BackFromPlace {
+    shared: std::sync::Arc<shared::Shared>,
+    _place: context::PlaceGuard,
+}
+
+impl Drop for BackFromPlace {
+    fn drop(&mut self) {
+        self.shared.release_clock_hold();
+        if let Some(p) = self.shared.idle.pidleget() {
+            context::set_current_p(std::sync::Arc::as_ptr(&p));
+            // The M loop re-reads the context after this poll and takes ownership of `p`
+            // from `allp`; the Arc we hold here is just a reference.
+        }
     }
-    out
 }
 
 /// Yields to the scheduler: the current task goes to the back of its P's queue and runs again
