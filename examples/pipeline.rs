@@ -54,7 +54,7 @@ async fn stage(
 
 /// Runs the pipeline; returns what the collector received and the group's result.
 async fn run(poison: Option<u64>) -> (Vec<u64>, Result<(), String>) {
-    let (mut group, ctx) = ErrGroup::with_context(&Context::background());
+    let (group, ctx) = ErrGroup::with_context(&Context::background());
     let (items_tx, items_rx) = bounded(16);
     let (results_tx, results_rx) = bounded(16);
     group.spawn(generate(ctx.clone(), items_tx));

@@ -1,5 +1,6 @@
 //! `gort::runtime::Handle`: reaching a runtime from plain threads, blocking closures and
-//! tasks; `enter`; `block_on`'s refusal on threads that run tasks; unwind safety.
+//! tasks; `enter`; `block_on`'s refusal on threads that run tasks and its use in
+//! `block_in_place`; unwind safety.
 
 use gort::runtime::{EnterGuard, Handle, TryCurrentError};
 use gort::{Builder, Runtime};
@@ -176,13 +177,87 @@ fn block_on_inside_block_on_panics() {
     assert!(res.is_err());
 }
 
+/// Tokio's bridge (`block_in_place(|| Handle::current().block_on(..))`): the task's thread
+/// gave its P away, so parking it stalls nothing. With one P, the task spawned inside runs
+/// on the P the caller handed off.
 #[test]
-fn block_on_in_block_in_place_panics() {
+fn block_on_in_block_in_place_runs_the_future_and_the_runtimes_tasks() {
+    let rt = Builder::new().procs(1).build().unwrap();
+    let out = rt.block_on(rt.spawn(async {
+        let sum = gort::block_in_place(|| {
+            Handle::current().block_on(async {
+                gort::time::sleep(Duration::from_millis(2)).await;
+                gort::spawn(async { 40 }).await.unwrap() + 1
+            })
+        });
+        gort::yield_now().await;
+        sum + 1
+    }));
+    assert_eq!(out.unwrap(), 42);
+}
+
+/// Only `block_in_place` allows it: back in the task's poll, `block_on` is refused again.
+#[test]
+fn block_on_after_block_in_place_returns_panics_again() {
+    let rt = Builder::new().procs(1).build().unwrap();
+    let handle = rt.handle().clone();
+    let err = rt
+        .block_on(rt.spawn(async move {
+            gort::block_in_place(|| handle.block_on(async { 1 }));
+            handle.block_on(async { 2 })
+        }))
+        .unwrap_err();
+    let msg = panic_message(err.into_panic());
+    assert!(
+        msg.contains("block_on called on a thread"),
+        "message: {msg}"
+    );
+    assert_eq!(rt.block_on(rt.spawn(async { 7 })).unwrap(), 7);
+}
+
+/// A `block_on` nested in a `block_on` stays refused through a `block_in_place` there (which
+/// has no P to hand off).
+#[test]
+fn block_on_in_block_in_place_inside_block_on_panics() {
     let rt = runtime();
     let handle = rt.handle().clone();
-    let res =
-        rt.block_on(rt.spawn(async move { gort::block_in_place(|| handle.block_on(async { 1 })) }));
-    assert!(res.unwrap_err().is_panic());
+    let res = catch_unwind(AssertUnwindSafe(|| {
+        rt.block_on(async { gort::block_in_place(|| handle.block_on(async { 1 })) })
+    }));
+    let msg = panic_message(res.unwrap_err());
+    assert!(msg.contains("inside another block_on"), "message: {msg}");
+}
+
+/// `block_in_place` holds a paused clock; the `block_on` in it lends that hold out while it
+/// parks, so its hour-long sleep ends by the clock's jump, at once and exactly.
+#[test]
+fn block_on_in_block_in_place_sleeps_on_a_paused_clock() {
+    let rt = Builder::new().procs(1).start_paused(true).build().unwrap();
+    let wall = std::time::Instant::now();
+    let hour = Duration::from_secs(3600);
+    let slept = rt.block_on(rt.spawn(async move {
+        let ticker = gort::spawn(async move {
+            gort::time::sleep(hour / 2).await;
+            gort::time::Instant::now()
+        });
+        let start = gort::time::Instant::now();
+        gort::block_in_place(|| {
+            let out = Handle::current().block_on(async {
+                gort::time::sleep(hour).await;
+                (start.elapsed(), ticker.await.unwrap() - start)
+            });
+            // The hold is back once `block_on` returns: a pending timer does not make the
+            // clock jump while this thread runs on.
+            let sleeper = gort::spawn(gort::time::sleep(hour));
+            let now = gort::time::Instant::now();
+            std::thread::sleep(Duration::from_millis(50));
+            assert_eq!(gort::time::Instant::now(), now);
+            drop(sleeper);
+            out
+        })
+    }));
+    assert_eq!(slept.unwrap(), (hour, hour / 2));
+    assert!(wall.elapsed() < Duration::from_secs(10));
 }
 
 #[test]
@@ -246,4 +321,24 @@ fn enter_then_block_in_place_inside_a_task_does_not_hand_back_a_given_away_p() {
         total
     });
     assert_eq!(total, 28 * 190);
+}
+
+/// A panic in `block_in_place`'s closure gives back the paused clock's hold: the clock still
+/// jumps for the runtime's next sleep, and the worker takes a P again.
+#[test]
+fn a_panic_in_block_in_place_leaves_the_paused_clock_free() {
+    let rt = Builder::new().procs(1).start_paused(true).build().unwrap();
+    let err = rt
+        .block_on(rt.spawn(async { gort::block_in_place(|| panic!("in place")) }))
+        .unwrap_err();
+    assert_eq!(panic_message(err.into_panic()), "in place");
+    let wall = std::time::Instant::now();
+    let hour = Duration::from_secs(3600);
+    let slept = rt.block_on(rt.spawn(async move {
+        let start = gort::time::Instant::now();
+        gort::time::sleep(hour).await;
+        start.elapsed()
+    }));
+    assert_eq!(slept.unwrap(), hour);
+    assert!(wall.elapsed() < Duration::from_secs(10));
 }

@@ -155,8 +155,11 @@ impl Context {
         self.node.state.lock().err
     }
 
-    /// When the context will be canceled by a deadline (its own or an ancestor's), if ever
-    /// (Go's `ctx.Deadline()`).
+    /// When the context will be canceled by a deadline (its own or an ancestor's), or `None`
+    /// if no deadline was set on it or its ancestors (Go's `ctx.Deadline()`). A deadline
+    /// set, however far, is `Some`: `with_timeout(parent, Duration::MAX)` gives the latest
+    /// instant the clock holds, some 292 years ahead, as Go's `WithTimeout` with the largest
+    /// `Duration` gives a far-future deadline (see [`with_timeout`](crate::with_timeout)).
     ///
     /// # Examples
     ///

@@ -139,6 +139,12 @@ pub fn with_deadline(parent: &Context, deadline: Instant) -> (Context, CancelFn)
 
 /// [`with_deadline`] at `Instant::now() + timeout` (Go's `context.WithTimeout`).
 ///
+/// A `timeout` beyond the clock's range (`Duration::MAX`, say) saturates: the deadline is
+/// the latest instant [`gort::time::Instant`](gort_time::Instant) holds, some 292 years
+/// ahead, so [`Context::deadline`] returns `Some` of that instant (not `None`) and the
+/// deadline never cancels the context in practice. Go does the same: `WithTimeout` with the
+/// largest `Duration` gives a deadline some 292 years ahead, and `Deadline()` reports it.
+///
 /// # Panics
 ///
 /// Outside a gort runtime, as [`with_deadline`].
@@ -154,6 +160,23 @@ pub fn with_deadline(parent: &Context, deadline: Instant) -> (Context, CancelFn)
 ///     let (ctx, _cancel) = context::with_timeout(&Context::background(), Duration::from_millis(5));
 ///     ctx.done().recv().await; // closed at the deadline
 ///     assert_eq!(ctx.err(), Some(Error::DeadlineExceeded));
+/// });
+/// ```
+///
+/// No timeout, in effect, yet a deadline:
+///
+/// ```
+/// use std::time::Duration;
+/// use gort::context::{self, Context};
+/// use gort::time::Instant;
+///
+/// let rt = gort::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let (ctx, _cancel) = context::with_timeout(&Context::background(), Duration::MAX);
+///     let deadline = ctx.deadline().expect("a deadline, far ahead");
+///     assert_eq!(deadline, Instant::now() + Duration::MAX); // the clock's latest instant
+///     assert!(deadline - Instant::now() > Duration::from_secs(290 * 365 * 24 * 3600));
+///     assert_eq!(ctx.err(), None);
 /// });
 /// ```
 #[doc(alias = "WithTimeout")]

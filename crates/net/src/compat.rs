@@ -1,4 +1,5 @@
-//! The ecosystem's I/O traits for [`TcpStream`], `&TcpStream` and the owned halves: tokio's
+//! The ecosystem's I/O traits for [`TcpStream`], `&TcpStream` and its halves (owned and
+//! borrowed): tokio's
 //! `AsyncRead`/`AsyncWrite` (feature `tokio-io`) and futures-io's (feature `futures-io`), so
 //! that crates built on them (codecs, HTTP, WebSocket libraries) run on gort. Both are thin
 //! poll-based views of [`TcpStream::read`] and [`TcpStream::write`], with the same deadlines
@@ -8,7 +9,7 @@
 //! go into the caller's uninitialized room without zeroing it first.
 
 use crate::io::Dir;
-use crate::{OwnedReadHalf, OwnedWriteHalf, TcpStream};
+use crate::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, TcpStream, WriteHalf};
 use std::io::{self, IoSlice, Write};
 use std::net::Shutdown;
 use std::task::{Context, Poll};
@@ -142,6 +143,8 @@ mod tokio_io {
     impl_tokio_write!(&TcpStream);
     impl_tokio_read!(OwnedReadHalf);
     impl_tokio_write!(OwnedWriteHalf);
+    impl_tokio_read!(ReadHalf<'_>);
+    impl_tokio_write!(WriteHalf<'_>);
 }
 
 #[cfg(feature = "futures-io")]
@@ -200,4 +203,6 @@ mod futures_io_impls {
     impl_futures_write!(&TcpStream);
     impl_futures_read!(OwnedReadHalf);
     impl_futures_write!(OwnedWriteHalf);
+    impl_futures_read!(ReadHalf<'_>);
+    impl_futures_write!(WriteHalf<'_>);
 }

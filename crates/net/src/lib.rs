@@ -14,7 +14,7 @@
 //! | `net.DialTimeout`, `Dialer.DialContext` | `gort::time::timeout(d, TcpStream::connect(a))`, or `select!` on it and a context's `done()` (a dial dropped midway closes its socket) |
 //! | `SetDeadline`, `SetReadDeadline`     | [`TcpStream::set_deadline`], [`TcpStream::set_read_deadline`] |
 //! | `net.ListenUDP`, `ReadFrom`, `WriteTo` | [`UdpSocket::bind`], [`UdpSocket::recv_from`], [`UdpSocket::send_to`] |
-//! | `CloseWrite`                         | [`TcpStream::shutdown`] (`Shutdown::Write`), [`OwnedWriteHalf::close_write`] |
+//! | `CloseWrite`                         | [`TcpStream::shutdown`] (`Shutdown::Write`), [`OwnedWriteHalf::close_write`], [`WriteHalf::close_write`] |
 //! | `SetKeepAlive`, `SetKeepAlivePeriod` | [`TcpStream::set_keepalive`] (on at 15 s by default, as Go's) |
 //! | `os.ErrDeadlineExceeded`             | `io::ErrorKind::TimedOut`                      |
 //! | `io.Copy(dst, src)`                  | a read/write loop, or (features below) `tokio::io::copy`, `futures::io::copy` |
@@ -87,7 +87,8 @@
 //! `AsyncRead`/`AsyncWrite` for [`TcpStream`] and `&TcpStream`, and `AsyncRead` for
 //! [`OwnedReadHalf`] and `AsyncWrite` for [`OwnedWriteHalf`] ([`TcpStream::into_split`]), for
 //! a codec's reader and writer in different tasks; [`OwnedReadHalf::reunite`] puts the stream
-//! back together.
+//! back together. The borrowed halves of [`TcpStream::split`], [`ReadHalf`] and
+//! [`WriteHalf`], implement them too.
 
 #![warn(missing_docs)]
 
@@ -102,11 +103,13 @@ mod resolve;
 #[doc(hidden)]
 pub mod signal;
 mod split;
+mod split_ref;
 mod tcp;
 mod udp;
 #[doc(hidden)]
 pub mod write_lock;
 
 pub use split::{OwnedReadHalf, OwnedWriteHalf, ReuniteError};
+pub use split_ref::{ReadHalf, WriteHalf};
 pub use tcp::{TcpListener, TcpStream};
 pub use udp::UdpSocket;

@@ -5,7 +5,7 @@
 //! Run: `cargo test -p gort-net --features tokio-io,futures-io --test compat`
 #![cfg(all(feature = "tokio-io", feature = "futures-io"))]
 
-use gort::net::{TcpListener, TcpStream};
+use gort::net::{ReadHalf, TcpListener, TcpStream, WriteHalf};
 use gort::time::Instant;
 use std::io::ErrorKind;
 use std::sync::Arc;
@@ -143,5 +143,58 @@ fn tokio_reads_initialize_only_the_bytes_received() {
         .unwrap();
         assert_eq!(buf.filled().len(), 0);
         assert_eq!(buf.initialized().len(), 0);
+    });
+}
+
+/// The borrowed halves of `TcpStream::split` through both trait families at once: a server
+/// echoing with tokio's `io::copy` from its read half to its write half, and a client whose
+/// halves write and read concurrently with futures' extension traits, in one task.
+#[test]
+fn borrowed_halves_echo_through_tokio_copy_to_futures_io_halves() {
+    use futures::{AsyncReadExt, AsyncWriteExt};
+    gort::Runtime::new().unwrap().block_on(async {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = gort::spawn(async move {
+            let (s, _) = l.accept().await.unwrap();
+            // The path form: `s.split()` here would be `AsyncReadExt::split` (next test).
+            let (mut r, mut w) = TcpStream::split(&s);
+            let n = tokio::io::copy(&mut r, &mut w).await.unwrap();
+            tokio::io::AsyncWriteExt::shutdown(&mut w).await.unwrap();
+            n
+        });
+        let c = TcpStream::connect(addr).await.unwrap();
+        let data: Vec<u8> = (0..1_000_000).map(|i| (i % 239) as u8).collect();
+        let (mut r, mut w): (ReadHalf<'_>, WriteHalf<'_>) = TcpStream::split(&c);
+        let send = async {
+            w.write_all(&data).await.unwrap();
+            w.close().await.unwrap();
+        };
+        let mut got = Vec::new();
+        let recv = r.read_to_end(&mut got);
+        let (_, n) = futures::future::join(send, recv).await;
+        assert_eq!(n.unwrap(), data.len());
+        assert!(got == data);
+        assert_eq!(server.await.unwrap(), data.len() as u64);
+    });
+}
+
+/// The caveat `TcpStream::split`'s docs give: with futures' `AsyncReadExt` in scope, Rust
+/// resolves `split()` on an owned stream to the trait's by-value `split`, before the inherent
+/// by-reference one.
+#[test]
+fn an_owned_streams_split_with_futures_ext_in_scope_is_the_traits() {
+    use futures::AsyncReadExt;
+    gort::Runtime::new().unwrap().block_on(async {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (s, _) = l.accept().await.unwrap();
+        // On a `&TcpStream` the inherent `split(&self)` comes first.
+        let by_ref = &s;
+        let _inherent: (ReadHalf<'_>, WriteHalf<'_>) = by_ref.split();
+        let _traits: (
+            futures::io::ReadHalf<TcpStream>,
+            futures::io::WriteHalf<TcpStream>,
+        ) = c.split();
     });
 }

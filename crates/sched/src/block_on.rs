@@ -3,6 +3,10 @@
 //! For a paused clock the future counts as a task (`paused.rs`): it holds the clock while it
 //! runs and from the moment it is woken until it runs again, so the clock never jumps past an
 //! instant the future was woken for before it has looked at it.
+//!
+//! Inside `block_in_place` the thread already holds the clock (a task running without a P);
+//! that hold is lent out for the loop's life (`lend_place_hold`), else the clock would
+//! never move while the future waits for a timer. It is taken back before `run` returns.
 
 use crate::shared::Shared;
 use crossbeam_utils::sync::{Parker, Unparker};
@@ -19,8 +23,9 @@ const NOTIFIED: u8 = 1;
 /// `block_on` returned: wakes are ignored (and take no hold).
 const DONE: u8 = 2;
 
-/// Runs `future` to completion on this thread, for `shared`'s `block_on`.
-pub(crate) fn run<F: Future>(shared: &Arc<Shared>, future: F) -> F::Output {
+/// Runs `future` to completion on this thread, for `shared`'s `block_on`; with
+/// `lend_place_hold`, the caller's `block_in_place` hold is released meanwhile (module docs).
+pub(crate) fn run<F: Future>(shared: &Arc<Shared>, future: F, lend_place_hold: bool) -> F::Output {
     let parker = Parker::new();
     let signal = Arc::new(Signal {
         state: AtomicU8::new(IDLE),
@@ -31,10 +36,16 @@ pub(crate) fn run<F: Future>(shared: &Arc<Shared>, future: F) -> F::Output {
     let mut cx = Context::from_waker(&waker);
     let mut future = pin!(future);
     shared.clock.hold();
+    if lend_place_hold {
+        // After the loop's own hold is taken: the clock never sees this thread idle while it
+        // is about to poll.
+        shared.release_clock_hold();
+    }
     let mut held = Held {
         shared,
         signal: &signal,
         own: true,
+        lent: lend_place_hold,
     };
     loop {
         if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
@@ -60,10 +71,15 @@ struct Held<'a> {
     shared: &'a Arc<Shared>,
     signal: &'a Signal,
     own: bool,
+    /// The `block_in_place` hold was lent out: take it back first.
+    lent: bool,
 }
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
+        if self.lent {
+            self.shared.clock.hold();
+        }
         if self.own {
             self.shared.release_clock_hold();
         }

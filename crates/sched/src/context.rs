@@ -14,9 +14,15 @@ thread_local! {
     /// which `SHARED` keeps alive, so the pointer stays valid while it is set.
     static CURRENT_P: Cell<*const P> = const { Cell::new(std::ptr::null()) };
     /// Whether `block_on` may park this thread: true on a plain thread (a `Handle::enter`
-    /// guard does not change it) and on a blocking-pool thread, which run no tasks; false on
-    /// an M and inside `block_on` itself, where parking would stall the tasks to be run.
+    /// guard does not change it), on a blocking-pool thread, which run no tasks, and on an M
+    /// inside `block_in_place`, which handed its P (and so its tasks) to another M; false on
+    /// an M otherwise and inside `block_on` itself, where parking would stall the tasks to be
+    /// run.
     static MAY_BLOCK_ON: Cell<bool> = const { Cell::new(true) };
+    /// The runtime whose paused clock this thread holds from `block_in_place` (null when
+    /// none): a `block_on` of that runtime there lends the hold out while it parks, as a
+    /// top-level `block_on` holds the clock only while its future runs (paused.rs).
+    static PLACE_HOLD: Cell<*const Shared> = const { Cell::new(std::ptr::null()) };
 }
 
 /// Restores the previous context when dropped.
@@ -25,6 +31,7 @@ pub(crate) struct EnterGuard {
     /// The P to restore, or `None` to leave the P alone (see `enter_keep_own`).
     prev_p: Option<*const P>,
     prev_may_block: bool,
+    prev_place_hold: *const Shared,
 }
 
 /// Makes `shared` (or none) this thread's runtime, and its clock the thread's clock; returns
@@ -44,10 +51,12 @@ pub(crate) fn enter(shared: Arc<Shared>) -> EnterGuard {
     let prev = replace_shared(Some(shared));
     let prev_p = CURRENT_P.with(|p| p.replace(std::ptr::null()));
     let prev_may_block = MAY_BLOCK_ON.with(|b| b.replace(false));
+    let prev_place_hold = PLACE_HOLD.with(|h| h.replace(std::ptr::null()));
     EnterGuard {
         prev,
         prev_p: Some(prev_p),
         prev_may_block,
+        prev_place_hold,
     }
 }
 
@@ -75,6 +84,7 @@ pub(crate) fn enter_keep_own(shared: Arc<Shared>) -> EnterGuard {
         prev,
         prev_p,
         prev_may_block: may_block_on(),
+        prev_place_hold: PLACE_HOLD.with(Cell::get),
     }
 }
 
@@ -85,12 +95,41 @@ impl Drop for EnterGuard {
             CURRENT_P.with(|p| p.set(prev_p));
         }
         MAY_BLOCK_ON.with(|b| b.set(self.prev_may_block));
+        PLACE_HOLD.with(|h| h.set(self.prev_place_hold));
     }
 }
 
 /// Whether `block_on` may park this thread (see `MAY_BLOCK_ON`).
 pub(crate) fn may_block_on() -> bool {
     MAY_BLOCK_ON.with(|b| b.get())
+}
+
+/// Restores the context `enter_place` changed when dropped (also when `f` unwinds, so that
+/// the M does not go on running tasks with `block_on` allowed).
+pub(crate) struct PlaceGuard {
+    prev_may_block: bool,
+    prev_place_hold: *const Shared,
+}
+
+/// `block_in_place` after handing its P off: this thread runs no tasks now, so it may
+/// `block_on`, and it holds `shared`'s clock (see `PLACE_HOLD`).
+pub(crate) fn enter_place(shared: &Arc<Shared>) -> PlaceGuard {
+    PlaceGuard {
+        prev_may_block: MAY_BLOCK_ON.with(|b| b.replace(true)),
+        prev_place_hold: PLACE_HOLD.with(|h| h.replace(Arc::as_ptr(shared))),
+    }
+}
+
+impl Drop for PlaceGuard {
+    fn drop(&mut self) {
+        MAY_BLOCK_ON.with(|b| b.set(self.prev_may_block));
+        PLACE_HOLD.with(|h| h.set(self.prev_place_hold));
+    }
+}
+
+/// Whether this thread holds `shared`'s clock from `block_in_place` (see `PLACE_HOLD`).
+pub(crate) fn holds_clock_in_place(shared: &Arc<Shared>) -> bool {
+    PLACE_HOLD.with(|h| std::ptr::eq(h.get(), Arc::as_ptr(shared)))
 }
 
 /// The current runtime; `Err` while this thread's locals are being torn down.

@@ -147,8 +147,11 @@ impl Handle {
     ///
     /// # Panics
     ///
-    /// On a worker thread (in a task, `block_in_place` included) or inside another
-    /// `block_on`: parking there would stall the tasks it should run. Use `.await` there.
+    /// In a task (outside [`block_in_place`](crate::block_in_place)) or inside another
+    /// `block_on`: parking there would stall the tasks the thread should run. Use `.await`
+    /// there. Inside `block_in_place` the thread has handed its P to another M, so
+    /// `block_on` works there, as Tokio's `Handle::current().block_on` does (example in
+    /// [`block_in_place`](crate::block_in_place)).
     ///
     /// # Examples
     ///
@@ -163,10 +166,12 @@ impl Handle {
         assert!(
             context::may_block_on(),
             "gort: block_on called on a thread that runs tasks (or inside another block_on); \
-             use .await there instead, or call it from a blocking closure"
+             use .await there instead, or call it from a blocking closure or block_in_place"
         );
+        // Read before `enter`, which clears it for the future's polls.
+        let lend_place_hold = context::holds_clock_in_place(&self.shared);
         let _ctx = context::enter(self.shared.clone());
-        crate::block_on::run(&self.shared, future)
+        crate::block_on::run(&self.shared, future, lend_place_hold)
     }
 
     /// The runtime's current number of Ps.

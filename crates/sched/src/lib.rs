@@ -111,9 +111,31 @@ where
 /// Runs `f`, which may block, on the current thread after handing this thread's P to another
 /// M (Go's `entersyscall`/`handoffp`), so that the P's other tasks and its timers keep
 /// running meanwhile. Afterwards the thread takes any idle P back (Go's `exitsyscall`) and
-/// the calling task goes on.
+/// the calling task goes on; if `f` panics, the thread does the same before the panic goes
+/// on unwinding the task.
 ///
 /// Outside a worker thread (in `block_on`, a blocking closure) it simply runs `f`.
+///
+/// `f` may call [`Handle::block_on`] (Tokio's bridge from sync code back to async): the
+/// thread runs no tasks while it holds no P. Under a paused clock (`gort::time::pause`) that
+/// `block_on` holds the clock only while its future runs, as a top-level one does, so a
+/// sleep in it ends by the clock's jump.
+///
+/// # Examples
+///
+/// ```
+/// let rt = gort::Runtime::new().unwrap();
+/// let out = rt.block_on(rt.spawn(async {
+///     // Sync code in a task, which needs an async result.
+///     gort::block_in_place(|| {
+///         gort::Handle::current().block_on(async {
+///             gort::time::sleep(std::time::Duration::from_millis(1)).await;
+///             gort::spawn(async { 6 * 7 }).await.unwrap()
+///         })
+///     })
+/// }));
+/// assert_eq!(out.unwrap(), 42);
+/// ```
 pub fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
     let p = context::current_p();
     let Some(shared) = context::current().filter(|_| !p.is_null()) else {
@@ -126,14 +148,29 @@ pub fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
     // The task runs on without a P: it holds a paused clock like a running task (paused.rs).
     shared.clock.hold();
     shared.handoffp(p);
-    let out = f();
-    shared.release_clock_hold();
-    if let Some(p) = shared.idle.pidleget() {
-        context::set_current_p(std::sync::Arc::as_ptr(&p));
-        // The M loop re-reads the context after this poll and takes ownership of `p` from
-        // `allp`; the Arc we hold here is just a reference.
+    let _back = BackFromPlace {
+        _place: context::enter_place(&shared),
+        shared,
+    };
+    f()
+}
+
+/// The end of `block_in_place` (Go's `exitsyscall`), also when `f` panics: gives the clock
+/// hold back (a leaked one would stop a paused clock for good) and takes an idle P if any.
+struct BackFromPlace {
+    shared: std::sync::Arc<shared::Shared>,
+    _place: context::PlaceGuard,
+}
+
+impl Drop for BackFromPlace {
+    fn drop(&mut self) {
+        self.shared.release_clock_hold();
+        if let Some(p) = self.shared.idle.pidleget() {
+            context::set_current_p(std::sync::Arc::as_ptr(&p));
+            // The M loop re-reads the context after this poll and takes ownership of `p`
+            // from `allp`; the Arc we hold here is just a reference.
+        }
     }
-    out
 }
 
 /// Yields to the scheduler: the current task goes to the back of its P's queue and runs again

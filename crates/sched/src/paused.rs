@@ -13,7 +13,8 @@
 //! - no P is held by an M (so no task is running and no M is spinning),
 //! - no run queue holds a task (the global queue, each P's ring and `runnext`),
 //! - no clock hold is out: `block_on`'s future is not running and was not woken since it last
-//!   returned `Pending`, and no task is inside `block_in_place`,
+//!   returned `Pending`, and no task is inside `block_in_place` (but for a `block_on` parked
+//!   there, which lends the hold out as a top-level one holds none while parked),
 //! - no blocking-pool job of the runtime is queued or running,
 //! - and no timer is already due (those run first, and may wake tasks).
 //!

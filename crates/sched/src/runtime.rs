@@ -243,9 +243,16 @@ impl Runtime {
     ///
     /// # Panics
     ///
-    /// When called from a thread that runs tasks (a worker) or inside another `block_on`:
-    /// blocking there would stall the scheduler. Use `.await` instead. A blocking closure
-    /// may call it.
+    /// When called from a task's poll or inside another `block_on`: blocking there would
+    /// stall the scheduler. Use `.await` instead. A blocking closure may call it, and so may
+    /// [`block_in_place`](crate::block_in_place)'s closure (see [`Handle::block_on`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort::Runtime::new().unwrap();
+    /// assert_eq!(rt.block_on(async { gort::spawn(async { 42 }).await.unwrap() }), 42);
+    /// ```
     #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         self.handle.block_on(future)

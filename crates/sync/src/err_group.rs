@@ -3,14 +3,23 @@
 //! Each task is wrapped so that its error is recorded the moment it returns, and the group's
 //! context canceled then, not when `wait` gets to it: the other tasks stop while the failed
 //! one's siblings are still running, as in Go.
+//!
+//! `spawn` takes `&self`, as Go's `g.Go` may be called from the group's own tasks: the
+//! tasks' join set sits behind a lock, held only to insert a spawned task's handle (the
+//! spawn itself, which drops the future at once on a shut-down runtime, runs outside it).
+//! `wait` takes the set out of the lock and joins it unlocked, then again for the tasks
+//! spawned meanwhile, until the set stays empty; a counter of running tasks covers those a
+//! concurrent `wait` took.
 
 use std::fmt;
 use std::future::Future;
 use std::panic::resume_unwind;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use gort_context::{CancelFn, Context};
 use gort_sched::JoinSet;
+
+use crate::WaitGroup;
 
 /// A group of tasks working on one job: [`wait`](ErrGroup::wait) waits for all of them and
 /// returns the first error any returned; with [`with_context`](ErrGroup::with_context), that
@@ -21,8 +30,12 @@ use gort_sched::JoinSet;
 ///   Later errors are dropped.
 /// - A task that panics makes `wait` cancel the context, wait for the other tasks, then
 ///   resume the panic (as Go's errgroup re-panics in `Wait`).
+/// - [`spawn`](ErrGroup::spawn) takes `&self`: share the group as an `Arc<ErrGroup>` and a
+///   task may spawn siblings (Go's `g.Go` from a group's goroutine); `wait` returns once
+///   they have finished too.
 /// - Dropping the group without calling `wait` aborts its tasks (it holds them in a
-///   [`JoinSet`](gort_sched::JoinSet)).
+///   [`JoinSet`](gort_sched::JoinSet)); so does dropping `wait`'s future before it ends.
+///   Tasks holding an `Arc` of the group keep it alive until they finish.
 /// - To run at most `n` tasks at once (Go's `SetLimit`), have each task hold a permit of a
 ///   `tokio::sync::Semaphore` of `n` permits.
 ///
@@ -37,7 +50,7 @@ use gort_sched::JoinSet;
 ///
 /// let rt = gort::Runtime::new().unwrap();
 /// rt.block_on(async {
-///     let (mut group, ctx) = ErrGroup::with_context(&Context::background());
+///     let (group, ctx) = ErrGroup::with_context(&Context::background());
 ///     for part in 0..3u64 {
 ///         let ctx = ctx.clone();
 ///         group.spawn(async move {
@@ -56,14 +69,27 @@ use gort_sched::JoinSet;
 /// ```
 #[doc(alias = "errgroup")]
 pub struct ErrGroup<E> {
-    tasks: JoinSet<()>,
+    /// The tasks not yet taken by a `wait`. Locked only to insert or take: no user code.
+    tasks: Mutex<JoinSet<()>>,
     first: Arc<FirstError<E>>,
 }
 
-/// The error of the first task that failed, and the cancel of the group's context.
+/// The error of the first task that failed, the cancel of the group's context, and the
+/// count of the tasks still running.
 struct FirstError<E> {
     error: Mutex<Option<E>>,
     cancel: Option<CancelFn>,
+    running: WaitGroup,
+}
+
+/// Counts a task as running from before its spawn until its future is dropped (it ended,
+/// panicked, was aborted, or never spawned).
+struct Running<E>(Arc<FirstError<E>>);
+
+impl<E> Drop for Running<E> {
+    fn drop(&mut self) {
+        self.0.running.done();
+    }
 }
 
 impl<E> FirstError<E> {
@@ -107,7 +133,7 @@ impl<E: Send + 'static> ErrGroup<E> {
     /// ```
     /// let rt = gort::Runtime::new().unwrap();
     /// rt.block_on(async {
-    ///     let mut group = gort::sync::ErrGroup::new();
+    ///     let group = gort::sync::ErrGroup::new();
     ///     for n in [1u32, 2, 3] {
     ///         group.spawn(async move { if n == 2 { Err(n) } else { Ok(()) } });
     ///     }
@@ -129,7 +155,7 @@ impl<E: Send + 'static> ErrGroup<E> {
     ///
     /// let rt = gort::Runtime::new().unwrap();
     /// rt.block_on(async {
-    ///     let (mut group, ctx) = gort::sync::ErrGroup::<()>::with_context(&Context::background());
+    ///     let (group, ctx) = gort::sync::ErrGroup::<()>::with_context(&Context::background());
     ///     group.spawn(async { Ok(()) });
     ///     assert_eq!(group.wait().await, Ok(()));
     ///     assert_eq!(ctx.err(), Some(Error::Canceled)); // wait's end cancels it, as in Go
@@ -143,51 +169,90 @@ impl<E: Send + 'static> ErrGroup<E> {
 
     fn with_cancel(cancel: Option<CancelFn>) -> ErrGroup<E> {
         ErrGroup {
-            tasks: JoinSet::new(),
+            tasks: Mutex::new(JoinSet::new()),
             first: Arc::new(FirstError {
                 error: Mutex::new(None),
                 cancel,
+                running: WaitGroup::new(),
             }),
         }
     }
 
+    fn lock_tasks(&self) -> MutexGuard<'_, JoinSet<()>> {
+        self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Spawns `task` in the group (Go's `g.Go`). If it returns an error and it is the first,
-    /// the group's context is canceled at once.
+    /// the group's context is canceled at once. Takes `&self`: the group's own tasks may
+    /// call it, through an `Arc` of the group.
     ///
     /// # Panics
     ///
     /// Outside a gort runtime.
+    ///
+    /// # Examples
+    ///
+    /// A task spawns its sibling, whose error `wait` returns:
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use gort::sync::ErrGroup;
+    ///
+    /// let rt = gort::Runtime::new().unwrap();
+    /// rt.block_on(async {
+    ///     let group = Arc::new(ErrGroup::new());
+    ///     let g = group.clone();
+    ///     group.spawn(async move {
+    ///         g.spawn(async { Err("sibling failed") });
+    ///         Ok(())
+    ///     });
+    ///     assert_eq!(group.wait().await, Err("sibling failed"));
+    /// });
+    /// ```
     #[doc(alias = "Go")]
     #[track_caller]
-    pub fn spawn<F>(&mut self, task: F)
+    pub fn spawn<F>(&self, task: F)
     where
         F: Future<Output = Result<(), E>> + Send + 'static,
     {
         let first = self.first.clone();
-        self.tasks.spawn(async move {
+        self.first.running.add(1);
+        let running = Running(self.first.clone());
+        let handle = gort_sched::spawn(async move {
+            let _running = running;
             if let Err(error) = task.await {
                 first.record(error);
             }
         });
+        self.lock_tasks().insert(handle);
     }
 
-    /// Waits for every task, cancels the group's context, and returns the first error (Go's
-    /// `g.Wait`).
+    /// Waits for every task, those spawned meanwhile included, cancels the group's context,
+    /// and returns the first error (Go's `g.Wait`). The error is taken: a later `wait`
+    /// returns only errors of tasks spawned after it.
     ///
     /// # Panics
     ///
     /// With the panic of the first task that panicked, once every other task has finished.
     #[doc(alias = "Wait")]
-    pub async fn wait(mut self) -> Result<(), E> {
+    pub async fn wait(&self) -> Result<(), E> {
         let mut panic = None;
-        while let Some(done) = self.tasks.join_next().await {
-            if let Err(e) = done {
-                if e.is_panic() && panic.is_none() {
-                    panic = Some(e.into_panic());
-                    self.first.cancel_context();
+        loop {
+            let mut batch = std::mem::take(&mut *self.lock_tasks());
+            if batch.is_empty() {
+                break;
+            }
+            while let Some(done) = batch.join_next().await {
+                if let Err(e) = done {
+                    if e.is_panic() && panic.is_none() {
+                        panic = Some(e.into_panic());
+                        self.first.cancel_context();
+                    }
                 }
             }
         }
+        // Tasks another `wait` took are still counted.
+        self.first.running.wait().await;
         self.first.cancel_context();
         if let Some(payload) = panic {
             resume_unwind(payload);
@@ -208,7 +273,7 @@ impl<E: Send + 'static> Default for ErrGroup<E> {
 impl<E> fmt::Debug for ErrGroup<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ErrGroup")
-            .field("tasks", &self.tasks.len())
+            .field("running", &self.first.running.count())
             .field("has_context", &self.first.cancel.is_some())
             .finish_non_exhaustive()
     }

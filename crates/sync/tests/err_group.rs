@@ -15,7 +15,7 @@ fn runtime() -> gort::Runtime {
 #[test]
 fn the_first_error_in_time_wins_whatever_the_spawn_order() {
     runtime().block_on(async {
-        let mut group = ErrGroup::new();
+        let group = ErrGroup::new();
         group.spawn(async {
             gort::time::sleep(Duration::from_millis(40)).await;
             Err("late")
@@ -29,7 +29,7 @@ fn the_first_error_in_time_wins_whatever_the_spawn_order() {
 #[test]
 fn an_error_cancels_the_context_before_wait_is_called() {
     runtime().block_on(async {
-        let (mut group, ctx) = ErrGroup::with_context(&Context::background());
+        let (group, ctx) = ErrGroup::with_context(&Context::background());
         let stopped = Arc::new(AtomicUsize::new(0));
         for _ in 0..8 {
             let (ctx, stopped) = (ctx.clone(), stopped.clone());
@@ -55,7 +55,7 @@ fn an_error_cancels_the_context_before_wait_is_called() {
 #[test]
 fn wait_returns_ok_and_cancels_the_context_when_all_succeed() {
     runtime().block_on(async {
-        let (mut group, ctx) = ErrGroup::<String>::with_context(&Context::background());
+        let (group, ctx) = ErrGroup::<String>::with_context(&Context::background());
         let done = Arc::new(AtomicUsize::new(0));
         for i in 0..100u64 {
             let done = done.clone();
@@ -78,7 +78,7 @@ fn a_panic_is_resumed_by_wait_after_the_other_tasks_finish() {
     let finished = Arc::new(AtomicUsize::new(0));
     let f = finished.clone();
     let res = rt.block_on(rt.spawn(async move {
-        let (mut group, ctx) = ErrGroup::<()>::with_context(&Context::background());
+        let (group, ctx) = ErrGroup::<()>::with_context(&Context::background());
         group.spawn(async { panic!("test: this errgroup task panics") });
         group.spawn(async move {
             ctx.done().recv().await; // canceled by the panic
@@ -99,7 +99,7 @@ fn a_panic_is_resumed_by_wait_after_the_other_tasks_finish() {
 fn dropping_the_group_unwaited_aborts_its_tasks() {
     runtime().block_on(async {
         let alive = Arc::new(());
-        let mut group = ErrGroup::<()>::new();
+        let group = ErrGroup::<()>::new();
         let held = alive.clone();
         group.spawn(async move {
             let _held = held;
@@ -117,4 +117,88 @@ fn dropping_the_group_unwaited_aborts_its_tasks() {
             gort::time::sleep(Duration::from_millis(1)).await;
         }
     });
+}
+
+#[test]
+fn a_group_is_send_and_sync_so_its_tasks_can_share_it() {
+    fn check<T: Send + Sync + std::fmt::Debug>() {}
+    check::<ErrGroup<String>>();
+}
+
+/// Go's `g.Go` from inside a group's goroutine: a task spawns a sibling (after its spawner's
+/// batch may already be joined), whose sibling fails; `wait` waits for all three and
+/// returns that error, and the error canceled the group's context.
+#[test]
+fn a_task_spawns_a_sibling_whose_error_wait_returns() {
+    runtime().block_on(async {
+        let (group, ctx) = ErrGroup::with_context(&Context::background());
+        let group = Arc::new(group);
+        let finished = Arc::new(AtomicUsize::new(0));
+        let (g, done) = (group.clone(), finished.clone());
+        group.spawn(async move {
+            gort::time::sleep(Duration::from_millis(5)).await;
+            let (g2, done2) = (g.clone(), done.clone());
+            g.spawn(async move {
+                gort::time::sleep(Duration::from_millis(20)).await;
+                g2.spawn(async move {
+                    gort::time::sleep(Duration::from_millis(20)).await;
+                    done2.fetch_add(1, Ordering::SeqCst);
+                    Err("grandchild failed")
+                });
+                Ok(())
+            });
+            done.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        });
+        assert_eq!(group.wait().await, Err("grandchild failed"));
+        assert_eq!(finished.load(Ordering::SeqCst), 2);
+        assert_eq!(ctx.err(), Some(Error::Canceled));
+        // The group is reusable and holds no error any more.
+        group.spawn(async { Ok(()) });
+        assert_eq!(group.wait().await, Ok(()));
+    });
+}
+
+/// Two tasks wait at once: each takes part of the tasks, and neither returns before every
+/// task (the other's included) has finished.
+#[test]
+fn concurrent_waits_both_wait_for_every_task() {
+    runtime().block_on(async {
+        let group = Arc::new(ErrGroup::<()>::new());
+        let finished = Arc::new(AtomicUsize::new(0));
+        let spawn_slow = |ms: u64| {
+            let done = finished.clone();
+            group.spawn(async move {
+                gort::time::sleep(Duration::from_millis(ms)).await;
+                done.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            });
+        };
+        spawn_slow(60);
+        let first = {
+            let (g, done) = (group.clone(), finished.clone());
+            gort::spawn(async move {
+                g.wait().await.unwrap();
+                done.load(Ordering::SeqCst)
+            })
+        };
+        // Let the first wait take the slow task before the second is spawned.
+        gort::time::sleep(Duration::from_millis(10)).await;
+        spawn_slow(1);
+        group.wait().await.unwrap();
+        assert_eq!(finished.load(Ordering::SeqCst), 2);
+        assert_eq!(first.await.unwrap(), 2);
+    });
+}
+
+/// A spawn that panics (outside a runtime) leaves no task counted: a later `wait` returns.
+#[test]
+fn a_failed_spawn_is_not_counted_as_running() {
+    let group = ErrGroup::<()>::new();
+    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        group.spawn(async { Ok(()) })
+    }));
+    assert!(res.is_err());
+    assert!(format!("{group:?}").contains("running: 0"), "{group:?}");
+    runtime().block_on(async { assert_eq!(group.wait().await, Ok(())) });
 }

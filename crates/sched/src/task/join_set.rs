@@ -165,9 +165,25 @@ impl<T> JoinSet<T> {
         self.tasks.is_empty()
     }
 
-    /// Adds the task of `handle` to the set (the spawn methods are in `join_set_spawn.rs`,
-    /// apart from this runtime-agnostic core that the loom models compile).
-    pub(crate) fn insert(&mut self, handle: JoinHandle<T>) -> AbortHandle {
+    /// Adds a task spawned elsewhere to the set, by its `handle` (not yet awaited to its
+    /// end); the set then owns it as if it had spawned it: `join_next` returns its output,
+    /// dropping the set aborts it. The spawn methods are this after a spawn; calling it
+    /// apart lets the spawn run where the set is not at hand (outside a lock that guards
+    /// the set, say, so that a future dropped at once by a shut-down runtime is not dropped
+    /// under it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort::Runtime::new().unwrap();
+    /// rt.block_on(async {
+    ///     let handle = gort::spawn(async { 7 });
+    ///     let mut set = gort::task::JoinSet::new();
+    ///     set.insert(handle);
+    ///     assert_eq!(set.join_next().await.unwrap().unwrap(), 7);
+    /// });
+    /// ```
+    pub fn insert(&mut self, handle: JoinHandle<T>) -> AbortHandle {
         let id = handle.id();
         let abort = handle.abort_handle();
         let waker = Waker::from(Arc::new(EntryWaker {

@@ -1,0 +1,244 @@
+//! Borrowed halves of a [`TcpStream`] (tokio's `split`): a read half and a write half that
+//! borrow the stream, for code that drives both directions at once without moving them to
+//! `'static` tasks. `TcpStream`'s methods take `&self`, so the halves are plain references.
+
+use crate::TcpStream;
+use gort_time::Instant;
+use std::io;
+use std::net::{Shutdown, SocketAddr};
+
+impl TcpStream {
+    /// Splits the stream into a read half and a write half that borrow it (tokio's `split`),
+    /// for two futures run at once, or two threads of a scope. For halves that move to
+    /// separate tasks, use [`into_split`](TcpStream::into_split).
+    ///
+    /// Dropping a half does nothing to the socket (the stream still owns it); to end the
+    /// peer's stream while reading on, call [`WriteHalf::close_write`]. With the `tokio-io`
+    /// or `futures-io` feature, [`ReadHalf`] implements `AsyncRead` and [`WriteHalf`]
+    /// `AsyncWrite`.
+    ///
+    /// With futures' `AsyncReadExt` in scope, `stream.split()` on an owned stream resolves to
+    /// that trait's `split(self)` (Rust picks a by-value trait method before a by-reference
+    /// inherent one); write `TcpStream::split(&stream)` there. On a `&TcpStream` the
+    /// inherent method wins.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::net::{TcpListener, TcpStream};
+    ///
+    /// gort::Runtime::new().unwrap().block_on(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    ///     let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+    ///     let (conn, _) = listener.accept().await.unwrap();
+    ///     gort::spawn(async move {
+    ///         // An echo: one half reads while the other writes what was read.
+    ///         let (reader, writer) = conn.split();
+    ///         let mut buf = [0; 64];
+    ///         while let Ok(n @ 1..) = reader.read(&mut buf).await {
+    ///             writer.write_all(&buf[..n]).await.unwrap();
+    ///         }
+    ///     });
+    ///     client.write_all(b"ping").await.unwrap();
+    ///     let mut got = [0; 4];
+    ///     client.read_exact(&mut got).await.unwrap();
+    ///     assert_eq!(&got, b"ping");
+    /// });
+    /// ```
+    pub fn split(&self) -> (ReadHalf<'_>, WriteHalf<'_>) {
+        (ReadHalf { stream: self }, WriteHalf { stream: self })
+    }
+}
+
+/// The read half of a [`TcpStream`], from [`TcpStream::split`].
+///
+/// # Examples
+///
+/// ```
+/// use gort::net::{ReadHalf, TcpListener, TcpStream};
+///
+/// async fn first_byte(reader: ReadHalf<'_>) -> std::io::Result<u8> {
+///     let mut b = [0];
+///     reader.read_exact(&mut b).await?;
+///     Ok(b[0])
+/// }
+///
+/// gort::Runtime::new().unwrap().block_on(async {
+///     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+///     let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+///     let (conn, _) = listener.accept().await.unwrap();
+///     client.write_all(b"x").await.unwrap();
+///     let (reader, _writer) = conn.split();
+///     assert_eq!(first_byte(reader).await.unwrap(), b'x');
+/// });
+/// ```
+#[derive(Debug)]
+pub struct ReadHalf<'a> {
+    stream: &'a TcpStream,
+}
+
+impl ReadHalf<'_> {
+    /// As [`TcpStream::read`].
+    ///
+    /// # Errors
+    ///
+    /// As [`TcpStream::read`].
+    pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stream.read(buf).await
+    }
+
+    /// As [`TcpStream::read_exact`].
+    ///
+    /// # Errors
+    ///
+    /// As [`TcpStream::read_exact`].
+    pub async fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
+        self.stream.read_exact(buf).await
+    }
+
+    /// As [`TcpStream::set_read_deadline`].
+    ///
+    /// # Errors
+    ///
+    /// Outside a gort runtime.
+    pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.stream.set_read_deadline(deadline)
+    }
+
+    /// As [`TcpStream::local_addr`].
+    ///
+    /// # Errors
+    ///
+    /// The OS's.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.stream.local_addr()
+    }
+
+    /// As [`TcpStream::peer_addr`].
+    ///
+    /// # Errors
+    ///
+    /// The OS's.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.stream.peer_addr()
+    }
+
+    /// The stream (for the I/O trait implementations).
+    #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
+    pub(crate) fn stream(&self) -> &TcpStream {
+        self.stream
+    }
+}
+
+/// The write half of a [`TcpStream`], from [`TcpStream::split`]. Dropping it does nothing to
+/// the socket (tokio's borrowed `WriteHalf` neither); [`close_write`](WriteHalf::close_write)
+/// ends the peer's stream.
+///
+/// # Examples
+///
+/// ```
+/// use gort::net::{TcpListener, TcpStream};
+///
+/// gort::Runtime::new().unwrap().block_on(async {
+///     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+///     let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+///     let (conn, _) = listener.accept().await.unwrap();
+///     let (_reader, writer) = conn.split();
+///     writer.write_all(b"hi").await.unwrap();
+///     drop(writer); // the stream stays open and writable
+///     conn.write_all(b"!").await.unwrap();
+///     let mut buf = [0; 3];
+///     client.read_exact(&mut buf).await.unwrap();
+///     assert_eq!(&buf, b"hi!");
+/// });
+/// ```
+#[derive(Debug)]
+pub struct WriteHalf<'a> {
+    stream: &'a TcpStream,
+}
+
+impl WriteHalf<'_> {
+    /// As [`TcpStream::write`].
+    ///
+    /// # Errors
+    ///
+    /// As [`TcpStream::write`].
+    pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        self.stream.write(buf).await
+    }
+
+    /// As [`TcpStream::write_all`].
+    ///
+    /// # Errors
+    ///
+    /// As [`TcpStream::write_all`].
+    pub async fn write_all(&self, buf: &[u8]) -> io::Result<()> {
+        self.stream.write_all(buf).await
+    }
+
+    /// Shuts the write direction down (Go's `TCPConn.CloseWrite`, as
+    /// [`OwnedWriteHalf::close_write`](crate::OwnedWriteHalf::close_write)): the peer reads
+    /// end of stream, the read half reads on, later writes fail. Not named `shutdown`, so
+    /// that tokio's `AsyncWriteExt::shutdown` stays callable on the half with the `tokio-io`
+    /// feature.
+    ///
+    /// # Errors
+    ///
+    /// The OS's (`NotConnected` once the peer has reset the connection).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::net::{TcpListener, TcpStream};
+    ///
+    /// gort::Runtime::new().unwrap().block_on(async {
+    ///     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    ///     let client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+    ///     let (conn, _) = listener.accept().await.unwrap();
+    ///     let (reader, writer) = conn.split();
+    ///     writer.write_all(b"request").await.unwrap();
+    ///     writer.close_write().unwrap();
+    ///     let mut buf = [0; 16];
+    ///     assert_eq!(client.read(&mut buf).await.unwrap(), 7);
+    ///     assert_eq!(client.read(&mut buf).await.unwrap(), 0);
+    ///     client.write_all(b"reply").await.unwrap();
+    ///     assert_eq!(reader.read(&mut buf).await.unwrap(), 5);
+    /// });
+    /// ```
+    pub fn close_write(&self) -> io::Result<()> {
+        self.stream.shutdown(Shutdown::Write)
+    }
+
+    /// As [`TcpStream::set_write_deadline`].
+    ///
+    /// # Errors
+    ///
+    /// Outside a gort runtime.
+    pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.stream.set_write_deadline(deadline)
+    }
+
+    /// As [`TcpStream::local_addr`].
+    ///
+    /// # Errors
+    ///
+    /// The OS's.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.stream.local_addr()
+    }
+
+    /// As [`TcpStream::peer_addr`].
+    ///
+    /// # Errors
+    ///
+    /// The OS's.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.stream.peer_addr()
+    }
+
+    /// The stream (for the I/O trait implementations).
+    #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
+    pub(crate) fn stream(&self) -> &TcpStream {
+        self.stream
+    }
+}
