@@ -1,0 +1,242 @@
+//! A timer's payload ([`Target`]: what firing does) and its coalescing slack, kept in one
+//! 24-byte cell.
+//!
+//! A `Mutex<Target>` took 32 bytes (a lock byte, 7 bytes of padding, an enum of two 16-byte
+//! variants with an 8-byte tag) and the slack 8 more. Here the lock, the payload's tag and
+//! the slack (nanoseconds in a `u32`) share one word and the payload is a 16-byte union, so
+//! [`Timer`](crate::Timer) is 72 bytes and its `Arc` fits a 96-byte allocator chunk instead
+//! of 112 (design/TIMERS.md, "Memory"). The lock is what the `Mutex` was: a leaf lock,
+//! parking waiters; the payload is moved out while it is held and back before it is released.
+
+use std::mem::ManuallyDrop;
+use std::sync::Arc;
+use std::task::Waker;
+
+use gort_loom::atomic::{AtomicU32, Ordering::Relaxed};
+use gort_loom::{RawLock, UnsafeCell};
+
+use crate::clock::Nanos;
+use crate::timer::Fire;
+
+/// What firing does. Kept behind its own small lock so that `del` can drop it at once.
+///
+/// The payload rule (design/TIMERS.md): a payload is user code, so it is dropped only with no
+/// heap lock held and outside every transient status. Whoever takes one out in such a place
+/// hands it on (`Heap::dead`, [`Released`](crate::Released), a local dropped after the CAS
+/// that ends the window).
+pub(crate) enum Target {
+    None,
+    Fire(Arc<dyn Fire>),
+    Waker(Waker),
+}
+
+impl Target {
+    pub(crate) fn is_none(&self) -> bool {
+        matches!(self, Target::None)
+    }
+}
+
+/// [`TargetCell::tag`] values: which field of [`Raw`] holds a value.
+const NONE: u8 = 0;
+const FIRE: u8 = 1;
+const WAKER: u8 = 2;
+
+/// A [`Target`]'s value without its tag (kept apart, beside the lock).
+union Raw {
+    none: (),
+    fire: ManuallyDrop<Arc<dyn Fire>>,
+    waker: ManuallyDrop<Waker>,
+}
+
+/// The payload and the slack of a timer (module docs).
+pub(crate) struct TargetCell {
+    lock: RawLock,
+    /// Which field of `raw` is live; read and written only with `lock` held or through
+    /// `&mut self`.
+    tag: UnsafeCell<u8>,
+    /// How late (ns, saturating) an arming may run to share a poller wake-up; not under the
+    /// lock (a relaxed hint, read by the heap when the timer becomes its root).
+    slack: AtomicU32,
+    /// The payload named by `tag`; same access rule.
+    raw: UnsafeCell<Raw>,
+}
+
+// SAFETY: `tag` and `raw` are reached only with `lock` held (`with`) or through `&mut self`,
+// so two threads never touch them at once; what they hold (`Arc<dyn Fire>`, `Waker`) is
+// `Send + Sync`. `slack` is atomic.
+unsafe impl Sync for TargetCell {}
+
+impl TargetCell {
+    /// No payload, no slack.
+    pub(crate) fn new() -> TargetCell {
+        TargetCell {
+            lock: RawLock::new(),
+            tag: UnsafeCell::new(NONE),
+            slack: AtomicU32::new(0),
+            raw: UnsafeCell::new(Raw { none: () }),
+        }
+    }
+
+    /// The slack, ns.
+    pub(crate) fn slack(&self) -> Nanos {
+        Nanos::from(self.slack.load(Relaxed))
+    }
+
+    /// Sets the slack (ns), clamped to `0..=u32::MAX` (about 4.3 s).
+    pub(crate) fn set_slack(&self, slack: Nanos) {
+        let slack = u32::try_from(slack.max(0)).unwrap_or(u32::MAX);
+        self.slack.store(slack, Relaxed);
+    }
+
+    /// Runs `f` on the payload with the lock held. `f` must not drop a payload (it returns
+    /// the replaced one instead) and must not lock a timer.
+    #[inline]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Target) -> R) -> R {
+        self.lock.with(|| {
+            // SAFETY: we hold the lock; `held` puts the payload back when it is dropped,
+            // before `with` releases the lock, even if `f` panics.
+            let target = unsafe { self.take_locked() };
+            let mut held = Held { cell: self, target };
+            f(&mut held.target)
+        })
+    }
+
+    /// The payload of a cell nobody else can reach.
+    pub(crate) fn into_inner(self) -> Target {
+        // SAFETY: `self` is owned, so nobody else holds the lock or reaches the cells; the
+        // cell is left empty for its `Drop`.
+        unsafe { self.take_locked() }
+    }
+
+    /// Moves the payload out, leaving the cell empty.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `lock`, or has the only access to `self`.
+    unsafe fn take_locked(&self) -> Target {
+        let tag = self.tag.with_mut(|p| {
+            // SAFETY: exclusive access, per this function's contract.
+            unsafe { std::mem::replace(&mut *p, NONE) }
+        });
+        self.raw.with_mut(|p| {
+            // SAFETY: exclusive access (contract); `tag` named the live field, which is moved
+            // out exactly once: the tag now says the cell is empty.
+            unsafe {
+                match tag {
+                    FIRE => Target::Fire(ManuallyDrop::take(&mut (*p).fire)),
+                    WAKER => Target::Waker(ManuallyDrop::take(&mut (*p).waker)),
+                    _ => Target::None,
+                }
+            }
+        })
+    }
+
+    /// Moves `target` into the cell.
+    ///
+    /// # Safety
+    ///
+    /// As [`take_locked`](TargetCell::take_locked), and the cell is empty (its value was taken).
+    unsafe fn put_locked(&self, target: Target) {
+        let (tag, raw) = match target {
+            Target::None => (NONE, Raw { none: () }),
+            Target::Fire(f) => (
+                FIRE,
+                Raw {
+                    fire: ManuallyDrop::new(f),
+                },
+            ),
+            Target::Waker(w) => (
+                WAKER,
+                Raw {
+                    waker: ManuallyDrop::new(w),
+                },
+            ),
+        };
+        // SAFETY: exclusive access (contract); the cell is empty, so nothing is overwritten
+        // that needed dropping.
+        self.raw.with_mut(|p| unsafe { p.write(raw) });
+        // SAFETY: as above.
+        self.tag.with_mut(|p| unsafe { *p = tag });
+    }
+}
+
+impl Drop for TargetCell {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: the only access.
+        drop(unsafe { self.take_locked() });
+    }
+}
+
+/// The payload moved out of a locked cell; put back on drop.
+struct Held<'a> {
+    cell: &'a TargetCell,
+    target: Target,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        let target = std::mem::replace(&mut self.target, Target::None);
+        // SAFETY: a `Held` lives only inside `TargetCell::with`'s locked closure, and the cell
+        // is empty since `take_locked` built it.
+        unsafe { self.cell.put_locked(target) }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::Timer;
+
+    #[test]
+    fn a_timer_fits_a_96_byte_chunk() {
+        assert_eq!(std::mem::size_of::<TargetCell>(), 24);
+        // With its `Arc` counts, 88 bytes: a 96-byte glibc chunk.
+        assert_eq!(std::mem::size_of::<Timer>(), 72);
+    }
+
+    #[test]
+    fn payloads_move_in_and_out_and_drop_with_the_cell() {
+        let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let h = hits.clone();
+        let f: Arc<dyn Fire> = Arc::new(move |_| {
+            h.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        });
+        let cell = TargetCell::new();
+        assert!(cell.with(|t| t.is_none()));
+        let old = cell.with(|t| std::mem::replace(t, Target::Fire(f.clone())));
+        assert!(old.is_none());
+        assert_eq!(Arc::strong_count(&f), 2);
+        let waker = std::task::Waker::from(Arc::new(NoWake));
+        match cell.with(|t| std::mem::replace(t, Target::Waker(waker))) {
+            Target::Fire(g) => g.fire(0),
+            _ => panic!("the callback"),
+        }
+        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(Arc::strong_count(&f), 1);
+        cell.with(|t| *t = Target::Fire(f.clone()));
+        assert_eq!(Arc::strong_count(&f), 2);
+        drop(cell);
+        assert_eq!(
+            Arc::strong_count(&f),
+            1,
+            "the cell's drop dropped its payload"
+        );
+    }
+
+    struct NoWake;
+
+    impl std::task::Wake for NoWake {
+        fn wake(self: Arc<Self>) {}
+    }
+
+    #[test]
+    fn slack_saturates() {
+        let cell = TargetCell::new();
+        cell.set_slack(7);
+        assert_eq!(cell.slack(), 7);
+        cell.set_slack(-3);
+        assert_eq!(cell.slack(), 0);
+        cell.set_slack(3_600_000_000_000 / 16);
+        assert_eq!(cell.slack(), Nanos::from(u32::MAX));
+    }
+}
