@@ -36,6 +36,13 @@ impl Target {
     }
 }
 
+/// A view of the installed payload, under the lock ([`TargetCell::peek`]).
+pub(crate) enum TargetRef<'a> {
+    None,
+    Fire(&'a Arc<dyn Fire>),
+    Waker(&'a Waker),
+}
+
 /// [`TargetCell::tag`] values: which field of [`Raw`] holds a value.
 const NONE: u8 = 0;
 const FIRE: u8 = 1;
@@ -88,16 +95,76 @@ impl TargetCell {
         self.slack.store(slack, Relaxed);
     }
 
-    /// Runs `f` on the payload with the lock held. `f` must not drop a payload (it returns
-    /// the replaced one instead) and must not lock a timer.
-    #[inline]
-    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Target) -> R) -> R {
+    /// Takes the payload out, leaving none (for the caller to drop outside every lock).
+    #[inline(always)]
+    pub(crate) fn take(&self) -> Target {
+        // SAFETY: we hold the lock; the cell is left empty, a valid state.
+        self.lock.with(|| unsafe { self.take_locked() })
+    }
+
+    /// Installs `new` and returns the payload it replaced (for the caller to drop outside
+    /// every lock).
+    #[inline(always)]
+    pub(crate) fn replace(&self, new: Target) -> Target {
         self.lock.with(|| {
-            // SAFETY: we hold the lock; `held` puts the payload back when it is dropped,
-            // before `with` releases the lock, even if `f` panics.
-            let target = unsafe { self.take_locked() };
-            let mut held = Held { cell: self, target };
-            f(&mut held.target)
+            // SAFETY: we hold the lock; the value taken is replaced before it is released.
+            unsafe {
+                let old = self.take_locked();
+                self.put_locked(new);
+                old
+            }
+        })
+    }
+
+    /// Installs `new()` unless `keep` says the installed payload will do; returns what it
+    /// replaced (`Target::None` if kept). `keep` and `new` run with the lock held: they only
+    /// compare and clone.
+    #[inline(always)]
+    pub(crate) fn replace_unless(
+        &self,
+        keep: impl FnOnce(TargetRef<'_>) -> bool,
+        new: impl FnOnce() -> Target,
+    ) -> Target {
+        self.lock.with(|| {
+            // SAFETY: we hold the lock.
+            if keep(unsafe { self.peek_locked() }) {
+                return Target::None;
+            }
+            let new = new();
+            // SAFETY: as above; the value taken is replaced before the lock is released.
+            unsafe {
+                let old = self.take_locked();
+                self.put_locked(new);
+                old
+            }
+        })
+    }
+
+    /// Runs `f` on a view of the payload with the lock held (to clone it).
+    #[inline(always)]
+    pub(crate) fn peek<R>(&self, f: impl FnOnce(TargetRef<'_>) -> R) -> R {
+        // SAFETY: we hold the lock for as long as the view lives (it is not returned).
+        self.lock.with(|| f(unsafe { self.peek_locked() }))
+    }
+
+    /// A view of the payload.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `lock` for as long as the view is used.
+    #[inline(always)]
+    unsafe fn peek_locked(&self) -> TargetRef<'_> {
+        // SAFETY: the lock is held (contract), so nobody writes the cells meanwhile.
+        let tag = self.tag.with(|p| unsafe { *p });
+        self.raw.with(|p| {
+            // SAFETY: as above; `tag` names the live field, borrowed only while the lock is.
+            unsafe {
+                match tag {
+                    FIRE => TargetRef::Fire(&(*p).fire),
+                    WAKER => TargetRef::Waker(&(*p).waker),
+                    _ => TargetRef::None,
+                }
+            }
         })
     }
 
@@ -113,6 +180,7 @@ impl TargetCell {
     /// # Safety
     ///
     /// The caller holds `lock`, or has the only access to `self`.
+    #[inline(always)]
     unsafe fn take_locked(&self) -> Target {
         let tag = self.tag.with_mut(|p| {
             // SAFETY: exclusive access, per this function's contract.
@@ -136,6 +204,7 @@ impl TargetCell {
     /// # Safety
     ///
     /// As [`take_locked`](TargetCell::take_locked), and the cell is empty (its value was taken).
+    #[inline(always)]
     unsafe fn put_locked(&self, target: Target) {
         let (tag, raw) = match target {
             Target::None => (NONE, Raw { none: () }),
@@ -167,21 +236,6 @@ impl Drop for TargetCell {
     }
 }
 
-/// The payload moved out of a locked cell; put back on drop.
-struct Held<'a> {
-    cell: &'a TargetCell,
-    target: Target,
-}
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        let target = std::mem::replace(&mut self.target, Target::None);
-        // SAFETY: a `Held` lives only inside `TargetCell::with`'s locked closure, and the cell
-        // is empty since `take_locked` built it.
-        unsafe { self.cell.put_locked(target) }
-    }
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -202,18 +256,24 @@ mod tests {
             h.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         });
         let cell = TargetCell::new();
-        assert!(cell.with(|t| t.is_none()));
-        let old = cell.with(|t| std::mem::replace(t, Target::Fire(f.clone())));
+        assert!(cell.peek(|t| matches!(t, TargetRef::None)));
+        let old = cell.replace(Target::Fire(f.clone()));
         assert!(old.is_none());
         assert_eq!(Arc::strong_count(&f), 2);
         let waker = std::task::Waker::from(Arc::new(NoWake));
-        match cell.with(|t| std::mem::replace(t, Target::Waker(waker))) {
+        let kept = cell.replace_unless(
+            |t| matches!(t, TargetRef::Fire(g) if Arc::ptr_eq(g, &f)),
+            || panic!("the same callback is kept"),
+        );
+        assert!(kept.is_none());
+        match cell.replace(Target::Waker(waker)) {
             Target::Fire(g) => g.fire(0),
             _ => panic!("the callback"),
         }
         assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
         assert_eq!(Arc::strong_count(&f), 1);
-        cell.with(|t| *t = Target::Fire(f.clone()));
+        assert!(cell.peek(|t| matches!(t, TargetRef::Waker(_))));
+        drop(cell.replace(Target::Fire(f.clone())));
         assert_eq!(Arc::strong_count(&f), 2);
         drop(cell);
         assert_eq!(

@@ -9,7 +9,7 @@ use gort_loom::{yield_now, Arc};
 use crate::clock::Nanos;
 use crate::status::{bad, Status};
 pub(crate) use crate::target::Target;
-use crate::target::TargetCell;
+use crate::target::{TargetCell, TargetRef};
 use crate::timers::Shared;
 
 /// The callback of a timer: Go's `f(arg, seq)`.
@@ -208,7 +208,7 @@ impl Timer {
     /// keeps a callback's captures alive): re-arm a fired or stopped timer with a new
     /// `set_fire`, or with [`modify_fire`](crate::modify_fire).
     pub fn set_fire(&self, f: std::sync::Arc<dyn Fire>) {
-        let old = self.target.with(|t| std::mem::replace(t, Target::Fire(f)));
+        let old = self.target.replace(Target::Fire(f));
         drop(old); // outside the lock: a payload's Drop may run arbitrary code
     }
 
@@ -218,15 +218,12 @@ impl Timer {
     /// [`modify_fire`](crate::modify_fire) inside `Modifying`, so it returns the replaced
     /// payload instead of dropping it: the caller drops it after leaving `Modifying`.
     #[must_use = "the replaced payload must be dropped outside Modifying"]
+    #[inline]
     pub(crate) fn ensure_fire(&self, f: &std::sync::Arc<dyn Fire>) -> Target {
-        self.target.with(|g| {
-            if let Target::Fire(old) = &*g {
-                if std::sync::Arc::ptr_eq(old, f) {
-                    return Target::None;
-                }
-            }
-            std::mem::replace(g, Target::Fire(f.clone()))
-        })
+        self.target.replace_unless(
+            |old| matches!(old, TargetRef::Fire(old) if std::sync::Arc::ptr_eq(old, f)),
+            || Target::Fire(f.clone()),
+        )
     }
 
     /// Installs or replaces a [`Waker`] payload; a no-op if the installed one `will_wake` the
@@ -237,14 +234,10 @@ impl Timer {
     /// owns `Running`, so either the run takes the new waker, or `is_pending` sees the run's
     /// final status. Reading the status without waiting out `Running` can lose a wake-up.
     pub fn set_waker(&self, w: &Waker) {
-        let old = self.target.with(|g| {
-            if let Target::Waker(old) = &*g {
-                if old.will_wake(w) {
-                    return Target::None;
-                }
-            }
-            std::mem::replace(g, Target::Waker(w.clone()))
-        });
+        let old = self.target.replace_unless(
+            |old| matches!(old, TargetRef::Waker(old) if old.will_wake(w)),
+            || Target::Waker(w.clone()),
+        );
         drop(old);
     }
 
@@ -272,13 +265,15 @@ impl Timer {
     }
 
     /// The payload of a timer nobody else references (no locking).
+    #[inline]
     pub(crate) fn into_target(self) -> Target {
         self.target.into_inner()
     }
 
     /// Takes the payload out (the caller drops it outside any lock).
+    #[inline]
     pub(crate) fn take_target(&self) -> Target {
-        self.target.with(|t| std::mem::replace(t, Target::None))
+        self.target.take()
     }
 
     /// Claims what a run must do, while the caller owns `Running` (so a racing `del` that
@@ -287,17 +282,15 @@ impl Timer {
     /// rule: a stale heap entry may keep this `Timer` alive for a long time, never its
     /// payload).
     pub(crate) fn claim_payload(&self, periodic: bool) -> Option<Payload> {
-        let target = self.target.with(|g| {
-            if periodic {
-                match &*g {
-                    Target::None => Target::None,
-                    Target::Fire(f) => Target::Fire(f.clone()),
-                    Target::Waker(w) => Target::Waker(w.clone()),
-                }
-            } else {
-                std::mem::replace(g, Target::None)
-            }
-        });
+        let target = if periodic {
+            self.target.peek(|t| match t {
+                TargetRef::None => Target::None,
+                TargetRef::Fire(f) => Target::Fire(f.clone()),
+                TargetRef::Waker(w) => Target::Waker(w.clone()),
+            })
+        } else {
+            self.target.take()
+        };
         match target {
             Target::None => None,
             Target::Fire(f) => Some(Payload::Fire(f)),
