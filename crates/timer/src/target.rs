@@ -168,6 +168,20 @@ impl TargetCell {
         })
     }
 
+    /// Whether the cell holds no payload (through `&mut`: no lock needed).
+    #[inline(always)]
+    pub(crate) fn is_empty_unique(&mut self) -> bool {
+        // SAFETY: `&mut self`: the only access.
+        self.tag.with(|p| unsafe { *p }) == NONE
+    }
+
+    /// Takes the payload out of a cell reached through `&mut` (no lock needed).
+    #[inline(always)]
+    pub(crate) fn take_unique(&mut self) -> Target {
+        // SAFETY: `&mut self`: the only access.
+        unsafe { self.take_locked() }
+    }
+
     /// The payload of a cell nobody else can reach.
     pub(crate) fn into_inner(self) -> Target {
         // SAFETY: `self` is owned, so nobody else holds the lock or reaches the cells; the

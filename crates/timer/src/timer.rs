@@ -145,6 +145,24 @@ impl Timer {
         }
     }
 
+    /// Resets a timer nobody else references to [`Timer::fresh`]'s state, field by field in
+    /// place (a whole-struct replace copies it twice), and hands its payload, if any, to
+    /// `payload`.
+    #[inline]
+    pub(crate) fn refresh(&mut self, payload: impl FnOnce(Target)) {
+        self.status.store(Status::NoStatus as u32, Relaxed);
+        self.index.store(crate::entry::UNINDEXED, Relaxed);
+        self.owner.store(std::ptr::null_mut(), Relaxed);
+        self.when.store(0, Relaxed);
+        self.nextwhen.store(0, Relaxed);
+        self.period.store(0, Relaxed);
+        self.queued.store(std::ptr::null_mut(), Relaxed);
+        self.target.set_slack(0);
+        if !self.target.is_empty_unique() {
+            payload(self.target.take_unique());
+        }
+    }
+
     /// Gives back a timer its user is done with: if this was its last reference (it is in
     /// no heap and nothing else holds it), its payload is dropped here and the timer is reset
     /// and kept for the next [`Timer::new`] on this thread (at most 256 per thread); otherwise
@@ -162,7 +180,8 @@ impl Timer {
     /// assert_eq!(u.when(), 0);
     /// ```
     pub fn recycle(this: Arc<Timer>) {
-        let (payload, rest) = crate::recycle::keep(this);
+        let mut payload = None;
+        let rest = crate::recycle::keep(this, |p| payload = Some(p));
         drop(rest);
         drop(payload);
     }
@@ -306,10 +325,7 @@ impl Timer {
     pub(crate) fn release(this: Arc<Timer>, dead: &mut Vec<Target>) {
         // A unique timer is reset and kept for reuse (`recycle.rs`); its payload goes to
         // `dead` like a freed one's.
-        let (payload, rest) = crate::recycle::keep(this);
-        if !payload.is_none() {
-            dead.push(payload);
-        }
+        let rest = crate::recycle::keep(this, |payload| dead.push(payload));
         let Some(this) = rest else {
             return;
         };
