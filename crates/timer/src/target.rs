@@ -16,7 +16,7 @@ use gort_loom::atomic::{AtomicU32, Ordering::Relaxed};
 use gort_loom::{RawLock, UnsafeCell};
 
 use crate::clock::Nanos;
-use crate::timer::Fire;
+use crate::timer::{Fire, Payload};
 
 /// What firing does. Kept behind its own small lock so that `del` can drop it at once.
 ///
@@ -24,15 +24,74 @@ use crate::timer::Fire;
 /// heap lock held and outside every transient status. Whoever takes one out in such a place
 /// hands it on (`Heap::dead`, [`Released`](crate::Released), a local dropped after the CAS
 /// that ends the window).
-pub(crate) enum Target {
-    None,
-    Fire(Arc<dyn Fire>),
-    Waker(Waker),
+///
+/// Laid out as the cell keeps it, the value first and the tag in a word of its own, so that
+/// taking it out of the cell is one 16-byte copy and every later move copies whole stores
+/// (an enum built field by field and then moved cost a store-forwarding stall per move).
+#[repr(C)]
+pub(crate) struct Target {
+    raw: Raw,
+    /// [`NONE`], [`FIRE`] or [`WAKER`]: which field of `raw` is live.
+    tag: usize,
 }
 
 impl Target {
+    /// No payload.
+    pub(crate) const fn none() -> Target {
+        Target {
+            raw: Raw { none: () },
+            tag: NONE,
+        }
+    }
+
+    /// A callback payload.
+    pub(crate) fn fire(f: Arc<dyn Fire>) -> Target {
+        Target {
+            raw: Raw {
+                fire: ManuallyDrop::new(f),
+            },
+            tag: FIRE,
+        }
+    }
+
+    /// A waker payload.
+    pub(crate) fn waker(w: Waker) -> Target {
+        Target {
+            raw: Raw {
+                waker: ManuallyDrop::new(w),
+            },
+            tag: WAKER,
+        }
+    }
+
     pub(crate) fn is_none(&self) -> bool {
-        matches!(self, Target::None)
+        self.tag == NONE
+    }
+
+    /// What a run of this payload does, if anything.
+    pub(crate) fn into_payload(self) -> Option<Payload> {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `tag` names the live field, moved out exactly once: `this` is never dropped.
+        unsafe {
+            match this.tag {
+                FIRE => Some(Payload::Fire(std::ptr::read(&*this.raw.fire))),
+                WAKER => Some(Payload::Waker(std::ptr::read(&*this.raw.waker))),
+                _ => None,
+            }
+        }
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        // SAFETY: `tag` names the live field, dropped once (the target is being dropped).
+        unsafe {
+            match self.tag {
+                FIRE => ManuallyDrop::drop(&mut self.raw.fire),
+                WAKER => ManuallyDrop::drop(&mut self.raw.waker),
+                _ => {}
+            }
+        }
     }
 }
 
@@ -43,12 +102,12 @@ pub(crate) enum TargetRef<'a> {
     Waker(&'a Waker),
 }
 
-/// [`TargetCell::tag`] values: which field of [`Raw`] holds a value.
-const NONE: u8 = 0;
-const FIRE: u8 = 1;
-const WAKER: u8 = 2;
+/// Tag values: which field of [`Raw`] holds a value.
+const NONE: usize = 0;
+const FIRE: usize = 1;
+const WAKER: usize = 2;
 
-/// A [`Target`]'s value without its tag (kept apart, beside the lock).
+/// A [`Target`]'s value without its tag (the cell keeps the tag beside the lock).
 union Raw {
     none: (),
     fire: ManuallyDrop<Arc<dyn Fire>>,
@@ -58,8 +117,8 @@ union Raw {
 /// The payload and the slack of a timer (module docs).
 pub(crate) struct TargetCell {
     lock: RawLock,
-    /// Which field of `raw` is live; read and written only with `lock` held or through
-    /// `&mut self`.
+    /// Which field of `raw` is live (a [`Target`]'s tag, in a byte); read and written only
+    /// with `lock` held or through `&mut self`.
     tag: UnsafeCell<u8>,
     /// How late (ns, saturating) an arming may run to share a poller wake-up; not under the
     /// lock (a relaxed hint, read by the heap when the timer becomes its root).
@@ -78,7 +137,7 @@ impl TargetCell {
     pub(crate) fn new() -> TargetCell {
         TargetCell {
             lock: RawLock::new(),
-            tag: UnsafeCell::new(NONE),
+            tag: UnsafeCell::new(NONE as u8),
             slack: AtomicU32::new(0),
             raw: UnsafeCell::new(Raw { none: () }),
         }
@@ -128,7 +187,7 @@ impl TargetCell {
         self.lock.with(|| {
             // SAFETY: we hold the lock.
             if keep(unsafe { self.peek_locked() }) {
-                return Target::None;
+                return Target::none();
             }
             let new = new();
             // SAFETY: as above; the value taken is replaced before the lock is released.
@@ -155,7 +214,7 @@ impl TargetCell {
     #[inline(always)]
     unsafe fn peek_locked(&self) -> TargetRef<'_> {
         // SAFETY: the lock is held (contract), so nobody writes the cells meanwhile.
-        let tag = self.tag.with(|p| unsafe { *p });
+        let tag = usize::from(self.tag.with(|p| unsafe { *p }));
         self.raw.with(|p| {
             // SAFETY: as above; `tag` names the live field, borrowed only while the lock is.
             unsafe {
@@ -172,7 +231,7 @@ impl TargetCell {
     #[inline(always)]
     pub(crate) fn is_empty_unique(&mut self) -> bool {
         // SAFETY: `&mut self`: the only access.
-        self.tag.with(|p| unsafe { *p }) == NONE
+        usize::from(self.tag.with(|p| unsafe { *p })) == NONE
     }
 
     /// Takes the payload out of a cell reached through `&mut` (no lock needed).
@@ -198,19 +257,15 @@ impl TargetCell {
     unsafe fn take_locked(&self) -> Target {
         let tag = self.tag.with_mut(|p| {
             // SAFETY: exclusive access, per this function's contract.
-            unsafe { std::mem::replace(&mut *p, NONE) }
+            unsafe { std::mem::replace(&mut *p, NONE as u8) }
         });
-        self.raw.with_mut(|p| {
-            // SAFETY: exclusive access (contract); `tag` named the live field, which is moved
-            // out exactly once: the tag now says the cell is empty.
-            unsafe {
-                match tag {
-                    FIRE => Target::Fire(ManuallyDrop::take(&mut (*p).fire)),
-                    WAKER => Target::Waker(ManuallyDrop::take(&mut (*p).waker)),
-                    _ => Target::None,
-                }
-            }
-        })
+        // SAFETY: exclusive access (contract); the value named by `tag` is moved out exactly
+        // once: the tag now says the cell is empty.
+        let raw = self.raw.with(|p| unsafe { std::ptr::read(p) });
+        Target {
+            raw,
+            tag: usize::from(tag),
+        }
     }
 
     /// Moves `target` into the cell.
@@ -220,24 +275,13 @@ impl TargetCell {
     /// As [`take_locked`](TargetCell::take_locked), and the cell is empty (its value was taken).
     #[inline(always)]
     unsafe fn put_locked(&self, target: Target) {
-        let (tag, raw) = match target {
-            Target::None => (NONE, Raw { none: () }),
-            Target::Fire(f) => (
-                FIRE,
-                Raw {
-                    fire: ManuallyDrop::new(f),
-                },
-            ),
-            Target::Waker(w) => (
-                WAKER,
-                Raw {
-                    waker: ManuallyDrop::new(w),
-                },
-            ),
-        };
+        let target = ManuallyDrop::new(target);
         // SAFETY: exclusive access (contract); the cell is empty, so nothing is overwritten
-        // that needed dropping.
-        self.raw.with_mut(|p| unsafe { p.write(raw) });
+        // that needed dropping; the value moves into the cell (`target` is never dropped).
+        self.raw
+            .with_mut(|p| unsafe { p.write(std::ptr::read(&target.raw)) });
+        // The tags are 0, 1 and 2.
+        let tag = target.tag as u8;
         // SAFETY: as above.
         self.tag.with_mut(|p| unsafe { *p = tag });
     }
@@ -271,7 +315,7 @@ mod tests {
         });
         let cell = TargetCell::new();
         assert!(cell.peek(|t| matches!(t, TargetRef::None)));
-        let old = cell.replace(Target::Fire(f.clone()));
+        let old = cell.replace(Target::fire(f.clone()));
         assert!(old.is_none());
         assert_eq!(Arc::strong_count(&f), 2);
         let waker = std::task::Waker::from(Arc::new(NoWake));
@@ -280,14 +324,14 @@ mod tests {
             || panic!("the same callback is kept"),
         );
         assert!(kept.is_none());
-        match cell.replace(Target::Waker(waker)) {
-            Target::Fire(g) => g.fire(0),
+        match cell.replace(Target::waker(waker)).into_payload() {
+            Some(Payload::Fire(g)) => g.fire(0),
             _ => panic!("the callback"),
         }
         assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
         assert_eq!(Arc::strong_count(&f), 1);
         assert!(cell.peek(|t| matches!(t, TargetRef::Waker(_))));
-        drop(cell.replace(Target::Fire(f.clone())));
+        drop(cell.replace(Target::fire(f.clone())));
         assert_eq!(Arc::strong_count(&f), 2);
         drop(cell);
         assert_eq!(

@@ -227,7 +227,7 @@ impl Timer {
     /// keeps a callback's captures alive): re-arm a fired or stopped timer with a new
     /// `set_fire`, or with [`modify_fire`](crate::modify_fire).
     pub fn set_fire(&self, f: std::sync::Arc<dyn Fire>) {
-        let old = self.target.replace(Target::Fire(f));
+        let old = self.target.replace(Target::fire(f));
         drop(old); // outside the lock: a payload's Drop may run arbitrary code
     }
 
@@ -241,7 +241,7 @@ impl Timer {
     pub(crate) fn ensure_fire(&self, f: &std::sync::Arc<dyn Fire>) -> Target {
         self.target.replace_unless(
             |old| matches!(old, TargetRef::Fire(old) if std::sync::Arc::ptr_eq(old, f)),
-            || Target::Fire(f.clone()),
+            || Target::fire(f.clone()),
         )
     }
 
@@ -255,7 +255,7 @@ impl Timer {
     pub fn set_waker(&self, w: &Waker) {
         let old = self.target.replace_unless(
             |old| matches!(old, TargetRef::Waker(old) if old.will_wake(w)),
-            || Target::Waker(w.clone()),
+            || Target::waker(w.clone()),
         );
         drop(old);
     }
@@ -303,18 +303,14 @@ impl Timer {
     pub(crate) fn claim_payload(&self, periodic: bool) -> Option<Payload> {
         let target = if periodic {
             self.target.peek(|t| match t {
-                TargetRef::None => Target::None,
-                TargetRef::Fire(f) => Target::Fire(f.clone()),
-                TargetRef::Waker(w) => Target::Waker(w.clone()),
+                TargetRef::None => Target::none(),
+                TargetRef::Fire(f) => Target::fire(f.clone()),
+                TargetRef::Waker(w) => Target::waker(w.clone()),
             })
         } else {
             self.target.take()
         };
-        match target {
-            Target::None => None,
-            Target::Fire(f) => Some(Payload::Fire(f)),
-            Target::Waker(w) => Some(Payload::Waker(w)),
-        }
+        target.into_payload()
     }
 
     /// Lets go of a reference that a heap or a list held, under that heap's lock. If it was
