@@ -6,7 +6,8 @@
 //! the slack (nanoseconds in a `u32`) share one word and the payload is a 16-byte union, so
 //! [`Timer`](crate::Timer) is 72 bytes and its `Arc` fits a 96-byte allocator chunk instead
 //! of 112 (design/TIMERS.md, "Memory"). The lock is what the `Mutex` was: a leaf lock,
-//! parking waiters; the payload is moved out while it is held and back before it is released.
+//! parking waiters, held only to look at, clone, take or replace the payload (never to drop
+//! one: a replaced payload is returned to the caller).
 
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
@@ -176,12 +177,12 @@ impl TargetCell {
     }
 
     /// Installs `new()` unless `keep` says the installed payload will do; returns what it
-    /// replaced (`Target::None` if kept). `keep` and `new` run with the lock held: they only
+    /// replaced (`Target::none()` if kept). `keep` and `new` run with the lock held: they only
     /// compare and clone.
     #[inline(always)]
     pub(crate) fn replace_unless(
         &self,
-        keep: impl FnOnce(TargetRef<'_>) -> bool,
+        keep: impl for<'a> FnOnce(TargetRef<'a>) -> bool,
         new: impl FnOnce() -> Target,
     ) -> Target {
         self.lock.with(|| {
@@ -199,10 +200,11 @@ impl TargetCell {
         })
     }
 
-    /// Runs `f` on a view of the payload with the lock held (to clone it).
+    /// Runs `f` on a view of the payload with the lock held (to clone it). The view's
+    /// lifetime is `f`'s own, so nothing borrowed from it outlives the lock.
     #[inline(always)]
-    pub(crate) fn peek<R>(&self, f: impl FnOnce(TargetRef<'_>) -> R) -> R {
-        // SAFETY: we hold the lock for as long as the view lives (it is not returned).
+    pub(crate) fn peek<R>(&self, f: impl for<'a> FnOnce(TargetRef<'a>) -> R) -> R {
+        // SAFETY: we hold the lock for as long as the view lives (`f` cannot return it).
         self.lock.with(|| f(unsafe { self.peek_locked() }))
     }
 
