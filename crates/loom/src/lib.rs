@@ -32,6 +32,52 @@ mod imp {
     /// The guard of [`Mutex`].
     pub type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
 
+    /// A lock of one byte guarding no value of its own, reached only through
+    /// [`RawLock::with`]: for a structure that keeps what it guards in cells beside the lock,
+    /// so that small fields can share the lock's word (a [`Mutex`] of `T` puts `T` after the
+    /// lock, aligned, and the padding between is lost). parking_lot's raw mutex: waiters
+    /// park, as on a [`Mutex`].
+    pub struct RawLock(parking_lot::RawMutex);
+
+    impl RawLock {
+        /// A new, unlocked lock.
+        pub const fn new() -> Self {
+            RawLock(<parking_lot::RawMutex as parking_lot::lock_api::RawMutex>::INIT)
+        }
+
+        /// Runs `f` with the lock held, and releases it (also if `f` panics).
+        #[inline]
+        pub fn with<R>(&self, f: impl FnOnce() -> R) -> R {
+            use parking_lot::lock_api::RawMutex as _;
+
+            /// Unlocks on drop.
+            struct Unlock<'a>(&'a parking_lot::RawMutex);
+            impl Drop for Unlock<'_> {
+                #[inline]
+                fn drop(&mut self) {
+                    // SAFETY: `with` locked this mutex on this thread just before building
+                    // the guard, and nothing else unlocks it.
+                    unsafe { self.0.unlock() }
+                }
+            }
+            self.0.lock();
+            let _unlock = Unlock(&self.0);
+            f()
+        }
+    }
+
+    impl Default for RawLock {
+        fn default() -> Self {
+            RawLock::new()
+        }
+    }
+
+    impl std::fmt::Debug for RawLock {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("RawLock")
+        }
+    }
+
     /// A condition variable for [`Mutex`] (parking_lot's, outside loom), taking and returning
     /// the guard by value as std's and loom's do.
     #[derive(Debug, Default)]
@@ -129,6 +175,22 @@ mod imp {
         /// Tries to lock without blocking.
         pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
             self.0.try_lock().ok()
+        }
+    }
+
+    /// `RawLock`'s API on loom's mutex of `()`.
+    #[derive(Debug, Default)]
+    pub struct RawLock(loom::sync::Mutex<()>);
+
+    impl RawLock {
+        /// A new, unlocked lock.
+        pub fn new() -> Self {
+            RawLock(loom::sync::Mutex::new(()))
+        }
+        /// Runs `f` with the lock held.
+        pub fn with<R>(&self, f: impl FnOnce() -> R) -> R {
+            let _held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            f()
         }
     }
 

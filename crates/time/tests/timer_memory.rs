@@ -45,7 +45,7 @@ const COUNT: usize = 2_000;
 const HOUR: Duration = Duration::from_secs(3600);
 
 /// The channel (its core, lock, one-value buffer, parked slot and hook in one allocation) and
-/// the timer's arming core. The runtime timer (104 bytes, gort-timer's) exists only while a
+/// the timer's arming core. The runtime timer (88 bytes, gort-timer's) exists only while a
 /// receive waits: the one each timer had while its receive waited was freed when it fired.
 const ALLOCATIONS_PER_TIMER: f64 = 2.0;
 const BYTES_PER_TIMER: f64 = 240.0;

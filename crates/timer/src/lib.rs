@@ -46,6 +46,7 @@ mod recycle;
 mod run;
 mod slots;
 mod status;
+mod target;
 mod timer;
 mod timers;
 

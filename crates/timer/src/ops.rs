@@ -187,7 +187,7 @@ fn modtimer(
     // Not pending: a `del` or a one-shot run released the payload, so `ensure_fire` installs
     // `fire` (or only compares pointers, if a `set_fire` put it back already). A replaced
     // payload is dropped after Modifying ends (the payload rule).
-    let replaced = fire.map_or(Target::None, |f| t.ensure_fire(f));
+    let replaced = fire.map_or(Target::none(), |f| t.ensure_fire(f));
     if was_removed {
         drop_dead(reactivate(t, when, home, host));
     } else {

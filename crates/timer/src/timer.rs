@@ -4,10 +4,12 @@ use std::fmt;
 use std::task::Waker;
 
 use gort_loom::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering::*};
-use gort_loom::{yield_now, Arc, Mutex};
+use gort_loom::{yield_now, Arc};
 
 use crate::clock::Nanos;
 use crate::status::{bad, Status};
+pub(crate) use crate::target::Target;
+use crate::target::{TargetCell, TargetRef};
 use crate::timers::Shared;
 
 /// The callback of a timer: Go's `f(arg, seq)`.
@@ -41,24 +43,6 @@ pub trait Host {
 impl<F: Fn(Nanos)> Host for F {
     fn wake_netpoller(&self, when: Nanos) {
         self(when)
-    }
-}
-
-/// What firing does. Kept behind its own small lock so that `del` can drop it at once.
-///
-/// The payload rule (design/TIMERS.md): a payload is user code, so it is dropped only with no
-/// heap lock held and outside every transient status. Whoever takes one out in such a place
-/// hands it on (`Heap::dead`, [`Released`](crate::Released), a local dropped after the CAS
-/// that ends the window).
-pub(crate) enum Target {
-    None,
-    Fire(std::sync::Arc<dyn Fire>),
-    Waker(Waker),
-}
-
-impl Target {
-    pub(crate) fn is_none(&self) -> bool {
-        matches!(self, Target::None)
     }
 }
 
@@ -135,10 +119,9 @@ pub struct Timer {
     /// The modified-earlier list this timer sits in (compared, never dereferenced); null if
     /// none. Changed only under that list's lock (see `Shared::queue_early`).
     pub(crate) queued: AtomicPtr<Shared>,
-    /// How late this arming may run to share a poller wake-up (see [`Timer::set_slack`]).
-    pub(crate) slack: AtomicI64,
-    /// The payload; a leaf lock (nothing else is locked while holding it).
-    target: Mutex<Target>,
+    /// The payload, behind a leaf lock (nothing else is locked while holding it), and how
+    /// late this arming may run to share a poller wake-up ([`Timer::set_slack`]).
+    target: TargetCell,
 }
 
 impl Timer {
@@ -158,8 +141,25 @@ impl Timer {
             nextwhen: AtomicI64::new(0),
             period: AtomicI64::new(0),
             queued: AtomicPtr::new(std::ptr::null_mut()),
-            slack: AtomicI64::new(0),
-            target: Mutex::new(Target::None),
+            target: TargetCell::new(),
+        }
+    }
+
+    /// Resets a timer nobody else references to [`Timer::fresh`]'s state, field by field in
+    /// place (a whole-struct replace copies it twice), and hands its payload, if any, to
+    /// `payload`.
+    #[inline]
+    pub(crate) fn refresh(&mut self, payload: impl FnOnce(Target)) {
+        self.status.store(Status::NoStatus as u32, Relaxed);
+        self.index.store(crate::entry::UNINDEXED, Relaxed);
+        self.owner.store(std::ptr::null_mut(), Relaxed);
+        self.when.store(0, Relaxed);
+        self.nextwhen.store(0, Relaxed);
+        self.period.store(0, Relaxed);
+        self.queued.store(std::ptr::null_mut(), Relaxed);
+        self.target.set_slack(0);
+        if !self.target.is_empty_unique() {
+            payload(self.target.take_unique());
         }
     }
 
@@ -180,7 +180,8 @@ impl Timer {
     /// assert_eq!(u.when(), 0);
     /// ```
     pub fn recycle(this: Arc<Timer>) {
-        let (payload, rest) = crate::recycle::keep(this);
+        let mut payload = None;
+        let rest = crate::recycle::keep(this, |p| payload = Some(p));
         drop(rest);
         drop(payload);
     }
@@ -211,8 +212,14 @@ impl Timer {
     /// Callers derive it from the duration asked for (gort::time uses 1/16 of it), so a
     /// 50 µs timer keeps microsecond precision while a one-second one may share a wake-up.
     /// 0 (the default) = as precise as the runtime can.
+    /// Kept to about 4.3 s at most (a `u32` of nanoseconds, for the timer's size).
     pub fn set_slack(&self, slack: Nanos) {
-        self.slack.store(slack.max(0), Relaxed);
+        self.target.set_slack(slack);
+    }
+
+    /// The slack set by [`set_slack`](Timer::set_slack).
+    pub(crate) fn slack(&self) -> Nanos {
+        self.target.slack()
     }
 
     /// Installs a callback payload, replacing any previous one. A periodic run keeps it; a
@@ -220,7 +227,7 @@ impl Timer {
     /// keeps a callback's captures alive): re-arm a fired or stopped timer with a new
     /// `set_fire`, or with [`modify_fire`](crate::modify_fire).
     pub fn set_fire(&self, f: std::sync::Arc<dyn Fire>) {
-        let old = std::mem::replace(&mut *self.target.lock(), Target::Fire(f));
+        let old = self.target.replace(Target::fire(f));
         drop(old); // outside the lock: a payload's Drop may run arbitrary code
     }
 
@@ -230,14 +237,12 @@ impl Timer {
     /// [`modify_fire`](crate::modify_fire) inside `Modifying`, so it returns the replaced
     /// payload instead of dropping it: the caller drops it after leaving `Modifying`.
     #[must_use = "the replaced payload must be dropped outside Modifying"]
+    #[inline]
     pub(crate) fn ensure_fire(&self, f: &std::sync::Arc<dyn Fire>) -> Target {
-        let mut g = self.target.lock();
-        if let Target::Fire(old) = &*g {
-            if std::sync::Arc::ptr_eq(old, f) {
-                return Target::None;
-            }
-        }
-        std::mem::replace(&mut *g, Target::Fire(f.clone()))
+        self.target.replace_unless(
+            |old| matches!(old, TargetRef::Fire(old) if std::sync::Arc::ptr_eq(old, f)),
+            || Target::fire(f.clone()),
+        )
     }
 
     /// Installs or replaces a [`Waker`] payload; a no-op if the installed one `will_wake` the
@@ -248,14 +253,10 @@ impl Timer {
     /// owns `Running`, so either the run takes the new waker, or `is_pending` sees the run's
     /// final status. Reading the status without waiting out `Running` can lose a wake-up.
     pub fn set_waker(&self, w: &Waker) {
-        let mut g = self.target.lock();
-        if let Target::Waker(old) = &*g {
-            if old.will_wake(w) {
-                return;
-            }
-        }
-        let old = std::mem::replace(&mut *g, Target::Waker(w.clone()));
-        drop(g);
+        let old = self.target.replace_unless(
+            |old| matches!(old, TargetRef::Waker(old) if old.will_wake(w)),
+            || Target::waker(w.clone()),
+        );
         drop(old);
     }
 
@@ -282,18 +283,16 @@ impl Timer {
         }
     }
 
-    /// The payload of a timer nobody else references (no locking outside loom, whose mutex
-    /// wrapper has no `into_inner`).
+    /// The payload of a timer nobody else references (no locking).
+    #[inline]
     pub(crate) fn into_target(self) -> Target {
-        #[cfg(not(loom))]
-        return self.target.into_inner();
-        #[cfg(loom)]
-        return self.take_target();
+        self.target.into_inner()
     }
 
     /// Takes the payload out (the caller drops it outside any lock).
+    #[inline]
     pub(crate) fn take_target(&self) -> Target {
-        std::mem::replace(&mut *self.target.lock(), Target::None)
+        self.target.take()
     }
 
     /// Claims what a run must do, while the caller owns `Running` (so a racing `del` that
@@ -302,22 +301,16 @@ impl Timer {
     /// rule: a stale heap entry may keep this `Timer` alive for a long time, never its
     /// payload).
     pub(crate) fn claim_payload(&self, periodic: bool) -> Option<Payload> {
-        let mut g = self.target.lock();
         let target = if periodic {
-            match &*g {
-                Target::None => Target::None,
-                Target::Fire(f) => Target::Fire(f.clone()),
-                Target::Waker(w) => Target::Waker(w.clone()),
-            }
+            self.target.peek(|t| match t {
+                TargetRef::None => Target::none(),
+                TargetRef::Fire(f) => Target::fire(f.clone()),
+                TargetRef::Waker(w) => Target::waker(w.clone()),
+            })
         } else {
-            std::mem::replace(&mut *g, Target::None)
+            self.target.take()
         };
-        drop(g);
-        match target {
-            Target::None => None,
-            Target::Fire(f) => Some(Payload::Fire(f)),
-            Target::Waker(w) => Some(Payload::Waker(w)),
-        }
+        target.into_payload()
     }
 
     /// Lets go of a reference that a heap or a list held, under that heap's lock. If it was
@@ -328,10 +321,7 @@ impl Timer {
     pub(crate) fn release(this: Arc<Timer>, dead: &mut Vec<Target>) {
         // A unique timer is reset and kept for reuse (`recycle.rs`); its payload goes to
         // `dead` like a freed one's.
-        let (payload, rest) = crate::recycle::keep(this);
-        if !payload.is_none() {
-            dead.push(payload);
-        }
+        let rest = crate::recycle::keep(this, |payload| dead.push(payload));
         let Some(this) = rest else {
             return;
         };

@@ -177,7 +177,7 @@ impl Shared {
         // "I sleep" and then loads `wake_time`; we publish a deadline and then, via
         // `Host::wake_netpoller`, load its state). Also pairs with `wake_time`.
         self.timer0_when.store(h.root_when(), SeqCst);
-        let slack = h.v.first().map_or(0, |e| e.timer().slack.load(Relaxed));
+        let slack = h.v.first().map_or(0, |e| e.timer().slack());
         self.timer0_slack.store(slack, Relaxed);
     }
 
