@@ -97,6 +97,8 @@ mod compat;
 #[doc(hidden)]
 pub mod desc;
 mod fd;
+#[macro_use]
+mod halves;
 mod io;
 mod keepalive;
 mod resolve;

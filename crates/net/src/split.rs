@@ -131,50 +131,7 @@ pub struct OwnedReadHalf {
 }
 
 impl OwnedReadHalf {
-    /// As [`TcpStream::read`].
-    ///
-    /// # Errors
-    ///
-    /// As [`TcpStream::read`].
-    pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.stream.read(buf).await
-    }
-
-    /// As [`TcpStream::read_exact`].
-    ///
-    /// # Errors
-    ///
-    /// As [`TcpStream::read_exact`].
-    pub async fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
-        self.stream.read_exact(buf).await
-    }
-
-    /// As [`TcpStream::set_read_deadline`].
-    ///
-    /// # Errors
-    ///
-    /// Outside a gort runtime.
-    pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
-        self.stream.set_read_deadline(deadline)
-    }
-
-    /// As [`TcpStream::local_addr`].
-    ///
-    /// # Errors
-    ///
-    /// The OS's.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.stream.local_addr()
-    }
-
-    /// As [`TcpStream::peer_addr`].
-    ///
-    /// # Errors
-    ///
-    /// The OS's.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.stream.peer_addr()
-    }
+    read_half_methods!();
 
     /// Puts the stream back together from this half and `write`, its other half (tokio's
     /// `reunite`): the stream is as it was, deadlines and options included, and writable (the
@@ -205,12 +162,6 @@ impl OwnedReadHalf {
     pub fn reunite(self, write: OwnedWriteHalf) -> Result<TcpStream, ReuniteError> {
         reunite(self, write)
     }
-
-    /// The stream (for the I/O trait implementations).
-    #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
-    pub(crate) fn stream(&self) -> &TcpStream {
-        &self.stream
-    }
 }
 
 /// The write half of a [`TcpStream`], from [`TcpStream::into_split`]. Dropping it shuts the
@@ -240,23 +191,7 @@ pub struct OwnedWriteHalf {
 }
 
 impl OwnedWriteHalf {
-    /// As [`TcpStream::write`].
-    ///
-    /// # Errors
-    ///
-    /// As [`TcpStream::write`].
-    pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        self.stream.write(buf).await
-    }
-
-    /// As [`TcpStream::write_all`].
-    ///
-    /// # Errors
-    ///
-    /// As [`TcpStream::write_all`].
-    pub async fn write_all(&self, buf: &[u8]) -> io::Result<()> {
-        self.stream.write_all(buf).await
-    }
+    write_half_methods!();
 
     /// Shuts the write direction down now, while the half is still held (Go's
     /// `TCPConn.CloseWrite`): the peer reads end of stream, and the read half goes on reading
@@ -293,33 +228,6 @@ impl OwnedWriteHalf {
         self.stream.shutdown(Shutdown::Write)
     }
 
-    /// As [`TcpStream::set_write_deadline`].
-    ///
-    /// # Errors
-    ///
-    /// Outside a gort runtime.
-    pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
-        self.stream.set_write_deadline(deadline)
-    }
-
-    /// As [`TcpStream::local_addr`].
-    ///
-    /// # Errors
-    ///
-    /// The OS's.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.stream.local_addr()
-    }
-
-    /// As [`TcpStream::peer_addr`].
-    ///
-    /// # Errors
-    ///
-    /// The OS's.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.stream.peer_addr()
-    }
-
     /// As [`OwnedReadHalf::reunite`], from this side.
     ///
     /// # Errors
@@ -342,12 +250,6 @@ impl OwnedWriteHalf {
     /// ```
     pub fn reunite(self, read: OwnedReadHalf) -> Result<TcpStream, ReuniteError> {
         reunite(read, self)
-    }
-
-    /// The stream (for the I/O trait implementations).
-    #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
-    pub(crate) fn stream(&self) -> &TcpStream {
-        &self.stream
     }
 }
 

@@ -78,56 +78,7 @@ pub struct ReadHalf<'a> {
 }
 
 impl ReadHalf<'_> {
-    /// As [`TcpStream::read`].
-    ///
-    /// # Errors
-    ///
-    /// As [`TcpStream::read`].
-    pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.stream.read(buf).await
-    }
-
-    /// As [`TcpStream::read_exact`].
-    ///
-    /// # Errors
-    ///
-    /// As [`TcpStream::read_exact`].
-    pub async fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
-        self.stream.read_exact(buf).await
-    }
-
-    /// As [`TcpStream::set_read_deadline`].
-    ///
-    /// # Errors
-    ///
-    /// Outside a gort runtime.
-    pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
-        self.stream.set_read_deadline(deadline)
-    }
-
-    /// As [`TcpStream::local_addr`].
-    ///
-    /// # Errors
-    ///
-    /// The OS's.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.stream.local_addr()
-    }
-
-    /// As [`TcpStream::peer_addr`].
-    ///
-    /// # Errors
-    ///
-    /// The OS's.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.stream.peer_addr()
-    }
-
-    /// The stream (for the I/O trait implementations).
-    #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
-    pub(crate) fn stream(&self) -> &TcpStream {
-        self.stream
-    }
+    read_half_methods!();
 }
 
 /// The write half of a [`TcpStream`], from [`TcpStream::split`]. Dropping it does nothing to
@@ -158,23 +109,7 @@ pub struct WriteHalf<'a> {
 }
 
 impl WriteHalf<'_> {
-    /// As [`TcpStream::write`].
-    ///
-    /// # Errors
-    ///
-    /// As [`TcpStream::write`].
-    pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        self.stream.write(buf).await
-    }
-
-    /// As [`TcpStream::write_all`].
-    ///
-    /// # Errors
-    ///
-    /// As [`TcpStream::write_all`].
-    pub async fn write_all(&self, buf: &[u8]) -> io::Result<()> {
-        self.stream.write_all(buf).await
-    }
+    write_half_methods!();
 
     /// Shuts the write direction down (Go's `TCPConn.CloseWrite`, as
     /// [`OwnedWriteHalf::close_write`](crate::OwnedWriteHalf::close_write)): the peer reads
@@ -207,38 +142,5 @@ impl WriteHalf<'_> {
     /// ```
     pub fn close_write(&self) -> io::Result<()> {
         self.stream.shutdown(Shutdown::Write)
-    }
-
-    /// As [`TcpStream::set_write_deadline`].
-    ///
-    /// # Errors
-    ///
-    /// Outside a gort runtime.
-    pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
-        self.stream.set_write_deadline(deadline)
-    }
-
-    /// As [`TcpStream::local_addr`].
-    ///
-    /// # Errors
-    ///
-    /// The OS's.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.stream.local_addr()
-    }
-
-    /// As [`TcpStream::peer_addr`].
-    ///
-    /// # Errors
-    ///
-    /// The OS's.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.stream.peer_addr()
-    }
-
-    /// The stream (for the I/O trait implementations).
-    #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
-    pub(crate) fn stream(&self) -> &TcpStream {
-        self.stream
     }
 }

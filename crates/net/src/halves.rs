@@ -1,0 +1,104 @@
+//! The methods every half of a split [`TcpStream`](crate::TcpStream) shares, borrowed
+//! ([`ReadHalf`](crate::ReadHalf), [`WriteHalf`](crate::WriteHalf)) or owned
+//! ([`OwnedReadHalf`](crate::OwnedReadHalf), [`OwnedWriteHalf`](crate::OwnedWriteHalf)):
+//! each forwards to the stream its `stream` field reaches (`&TcpStream` or
+//! `Arc<TcpStream>`), so one definition serves both kinds.
+
+/// A read half's methods: `read`, `read_exact`, `set_read_deadline`, the addresses, and the
+/// crate's `stream()` accessor for the I/O trait implementations.
+macro_rules! read_half_methods {
+    () => {
+        /// As [`TcpStream::read`].
+        ///
+        /// # Errors
+        ///
+        /// As [`TcpStream::read`].
+        pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+            self.stream.read(buf).await
+        }
+
+        /// As [`TcpStream::read_exact`].
+        ///
+        /// # Errors
+        ///
+        /// As [`TcpStream::read_exact`].
+        pub async fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
+            self.stream.read_exact(buf).await
+        }
+
+        /// As [`TcpStream::set_read_deadline`].
+        ///
+        /// # Errors
+        ///
+        /// Outside a gort runtime.
+        pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+            self.stream.set_read_deadline(deadline)
+        }
+
+        half_common_methods!();
+    };
+}
+
+/// A write half's methods: `write`, `write_all`, `set_write_deadline`, the addresses, and
+/// the `stream()` accessor. `close_write` is each half's own (its example differs).
+macro_rules! write_half_methods {
+    () => {
+        /// As [`TcpStream::write`].
+        ///
+        /// # Errors
+        ///
+        /// As [`TcpStream::write`].
+        pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
+            self.stream.write(buf).await
+        }
+
+        /// As [`TcpStream::write_all`].
+        ///
+        /// # Errors
+        ///
+        /// As [`TcpStream::write_all`].
+        pub async fn write_all(&self, buf: &[u8]) -> io::Result<()> {
+            self.stream.write_all(buf).await
+        }
+
+        /// As [`TcpStream::set_write_deadline`].
+        ///
+        /// # Errors
+        ///
+        /// Outside a gort runtime.
+        pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+            self.stream.set_write_deadline(deadline)
+        }
+
+        half_common_methods!();
+    };
+}
+
+/// The methods of both directions' halves.
+macro_rules! half_common_methods {
+    () => {
+        /// As [`TcpStream::local_addr`].
+        ///
+        /// # Errors
+        ///
+        /// The OS's.
+        pub fn local_addr(&self) -> io::Result<SocketAddr> {
+            self.stream.local_addr()
+        }
+
+        /// As [`TcpStream::peer_addr`].
+        ///
+        /// # Errors
+        ///
+        /// The OS's.
+        pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+            self.stream.peer_addr()
+        }
+
+        /// The stream (for the I/O trait implementations).
+        #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
+        pub(crate) fn stream(&self) -> &TcpStream {
+            &self.stream
+        }
+    };
+}
