@@ -49,12 +49,19 @@ const HOUR: Duration = Duration::from_secs(3600);
 /// receive waits: the one each timer had while its receive waited was freed when it fired.
 const ALLOCATIONS_PER_TIMER: isize = 2;
 const BYTES_PER_TIMER: isize = 240;
-/// gort-timer's `Timer`. A runtime timer let go is kept for reuse on the list of the thread
-/// that let it go, up to 256 a thread (crates/timer/src/recycle.rs), and taken from the list
-/// of the thread that makes one: when a runtime timer is made on one thread and let go on
-/// another (a heap run by sysmon or a second M, as on a loaded machine), a window ends with
-/// some more or fewer of them live.
-const RUNTIME_TIMER_BYTES: isize = 104;
+/// The allocation of a runtime timer: gort-timer's `Timer` in its `Arc`. A runtime timer let
+/// go is kept for reuse on the list of the thread that let it go, up to 256 a thread
+/// (crates/timer/src/recycle.rs), and taken from the list of the thread that makes one: when
+/// a runtime timer is made on one thread and let go on another (a heap run by sysmon or a
+/// second M, as on a loaded machine), a window ends with some more or fewer of them live.
+fn runtime_timer_bytes() -> isize {
+    let counts = Layout::new::<[usize; 2]>();
+    let (inner, _) = counts
+        .extend(Layout::new::<gort_timer::Timer>())
+        .expect("a small layout");
+    inner.pad_to_align().size() as isize
+}
+
 /// Runtime timers a window may gain or lose that way: the lists of two threads (beside six
 /// CPU hogs on two cores, up to 170 were seen; on a quiet machine none). A layout change
 /// moves the count by 2,000 allocations or the bytes by an amount that whole runtime timers
@@ -85,7 +92,7 @@ fn is_the_pinned_layout(held: (isize, isize)) -> bool {
     let (bytes, allocs) = held;
     let recycled = allocs - ALLOCATIONS_PER_TIMER * count;
     recycled.abs() <= RECYCLED_AT_MOST
-        && bytes == BYTES_PER_TIMER * count + RUNTIME_TIMER_BYTES * recycled
+        && bytes == BYTES_PER_TIMER * count + runtime_timer_bytes() * recycled
 }
 
 #[test]
@@ -118,7 +125,8 @@ fn a_received_on_channel_timer_holds_two_allocations_of_240_bytes() {
     );
     panic!(
         "{bytes} bytes in {allocs} allocations for {COUNT} timers: {BYTES_PER_TIMER} bytes \
-         per timer, pinned, and some recycled runtime timers of {RUNTIME_TIMER_BYTES} bytes \
-         do not explain it: update design/TIMERS.md and PERFORMANCE-LOG.md if this is meant"
+         per timer, pinned, and some recycled runtime timers of {} bytes do not explain it: \
+         update design/TIMERS.md and PERFORMANCE-LOG.md if this is meant",
+        runtime_timer_bytes()
     );
 }
