@@ -26,8 +26,26 @@ const SPINNERS: usize = 4;
 /// release, 63-124 in debug); waiting for sysmon's 10 ms poll took 248k-272k (12.7k-13.2k).
 const YIELDS_BOUND: u64 = 1_500;
 
+/// The OS may still keep an M blocked in the poller off the CPUs when other processes take
+/// them (the spare CPU is then not free): it has fetched the event, so the busy M's look finds
+/// nothing, and the read waits for that M (25k to 124k yields, in 6 of 300 runs beside CPU
+/// hogs). So the test has `ATTEMPTS` tries; waiting for sysmon fails every one.
 #[test]
 fn a_socket_ready_while_every_p_is_busy_is_read_within_a_few_rounds() {
+    const ATTEMPTS: usize = 3;
+    let mut counts = Vec::new();
+    for _ in 0..ATTEMPTS {
+        let counted = yields_until_the_read_returns();
+        if counted < YIELDS_BOUND {
+            return;
+        }
+        counts.push(counted);
+    }
+    panic!("the read waited {counts:?} yields of the busy Ps for its socket in each try");
+}
+
+/// One try: the spinners' yields between the write and the read's return.
+fn yields_until_the_read_returns() -> u64 {
     let rt = gort::Builder::new().procs(1).build().unwrap();
     let (mut peer, server) = loopback_pair();
     let yields = Arc::new(AtomicU64::new(0));
@@ -73,10 +91,7 @@ fn a_socket_ready_while_every_p_is_busy_is_read_within_a_few_rounds() {
         assert_eq!(n, 4);
         counted
     });
-    assert!(
-        counted < YIELDS_BOUND,
-        "the read waited {counted} yields of the busy Ps for its socket"
-    );
+    counted
 }
 
 /// Writer tasks queued at once in each burst: nearly a ring (256).

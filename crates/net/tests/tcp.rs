@@ -275,7 +275,10 @@ fn sockets_used_outside_a_runtime_fail_instead_of_panicking() {
 
 /// A thread without a P (here `block_on`) that blocks on a socket while no task runs is
 /// served by an M blocked in the poller, not by sysmon's look every 10 ms (which would make
-/// these 200 accepts take ~2 s; they take well under 0.2 s).
+/// these 200 accepts take ~2 s; they take well under 0.2 s). A loaded machine can make them
+/// take over a second too (1.08 and 1.37 s seen beside CPU hogs), so the test also counts
+/// sysmon's looks: served by sysmon, each accept costs one (sysmon parks only while an M
+/// watches the sockets); served by the poller, a handful in all (1 to 7 seen).
 #[test]
 fn block_on_waiting_on_a_socket_gets_a_poller_without_waiting_for_sysmon() {
     let rt = gort::Runtime::new().unwrap();
@@ -290,6 +293,7 @@ fn block_on_waiting_on_a_socket_gets_a_poller_without_waiting_for_sysmon() {
         }
     });
     let t0 = std::time::Instant::now();
+    let looks_before = rt.metrics().sysmon_wakeups;
     rt.block_on(async {
         for _ in 0..200 {
             // Let every M park first (no task runs, no timer is pending).
@@ -300,7 +304,11 @@ fn block_on_waiting_on_a_socket_gets_a_poller_without_waiting_for_sysmon() {
     });
     clients.join().unwrap();
     let took = t0.elapsed();
-    assert!(took < Duration::from_secs(1), "200 accepts took {took:?}");
+    let looks = rt.metrics().sysmon_wakeups - looks_before;
+    assert!(
+        took < Duration::from_secs(1) || looks < 100,
+        "200 accepts took {took:?}, and sysmon looked {looks} times meanwhile"
+    );
 }
 
 #[test]

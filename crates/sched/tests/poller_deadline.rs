@@ -42,8 +42,36 @@ impl Future for ArmAll {
     }
 }
 
+/// Served at the end of the coalesced sleep, ~90 % of the probes are late by `LATE` (measured:
+/// 89-98 of 100 on either heap); served by a break, on the heap without the stream only those
+/// whose thread the OS ran late (measured: 0 on a quiet machine; 12 to 17, once 61, beside
+/// five or six CPU hogs on two cores, where a woken thread waits for a CPU). On the stream's
+/// heap the probe is not the earliest timer and the poller coalesces by the earliest one's
+/// slack (`Timers::wake_bound`), so those stay late. So a quarter of them late fails a try,
+/// far from both, and the stream gets `ATTEMPTS` tries: a lost break fails every one.
 #[test]
 fn a_short_timer_armed_while_the_poller_coalesces_breaks_its_sleep() {
+    const ATTEMPTS: usize = 3;
+    let mut tries = Vec::new();
+    for _ in 0..ATTEMPTS {
+        let (late, worst) = probes_late_beside_a_stream();
+        let alone = late[0].min(late[1]);
+        if alone < PROBES / 2 / 4 {
+            return;
+        }
+        tries.push(format!(
+            "{alone} of the {} short sleeps alone on their heap ran more than {LATE:?} late \
+             (on the stream's heap: {}; worst {worst:?})",
+            PROBES / 2,
+            late[0].max(late[1]),
+        ));
+    }
+    panic!("in each of {ATTEMPTS} tries: {tries:#?}");
+}
+
+/// Runs the probes beside a fresh stream; returns how many were late by the parity of their
+/// heap, and the worst lateness.
+fn probes_late_beside_a_stream() -> ([usize; 2], Duration) {
     let rt = gort::Builder::new().procs(2).build().unwrap();
     let start = Instant::now();
     let stream = rt
@@ -56,7 +84,6 @@ fn a_short_timer_armed_while_the_poller_coalesces_breaks_its_sleep() {
         }))
         .unwrap();
     rt.block_on(gort::time::sleep_until(start + LEAD * 2));
-    // Late probes by the parity of their heap.
     let mut late = [0usize; 2];
     let mut worst = Duration::ZERO;
     for i in 0..PROBES {
@@ -71,17 +98,5 @@ fn a_short_timer_armed_while_the_poller_coalesces_breaks_its_sleep() {
         std::thread::sleep(Duration::from_micros(170));
     }
     drop(stream);
-    // Served at the end of the coalesced sleep, ~90 % of the probes are that late (measured:
-    // 89-98 of 100 on either heap); served by a break, on the heap without the stream only
-    // those whose thread the OS ran late (measured: 0). On the stream's heap the probe is
-    // not the earliest timer and the poller coalesces by the earliest one's slack
-    // (`Timers::wake_bound`), so those stay late.
-    let alone = late[0].min(late[1]);
-    assert!(
-        alone < PROBES / 2 / 8,
-        "{alone} of the {} short sleeps alone on their heap ran more than {LATE:?} late \
-         (on the stream's heap: {}; worst {worst:?})",
-        PROBES / 2,
-        late[0].max(late[1]),
-    );
+    (late, worst)
 }

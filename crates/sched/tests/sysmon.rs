@@ -45,18 +45,34 @@ fn an_idle_ticker_does_not_wake_sysmon_every_period() {
     let rt = gort::Builder::new().procs(2).build().unwrap();
     warm_then_idle(&rt);
     let before = sysmon_looks(&rt);
-    rt.block_on(rt.spawn(async {
-        let ticker = Ticker::new(Duration::from_millis(1));
-        for _ in 0..200 {
-            ticker.c().recv().await.unwrap();
-        }
-    }))
-    .unwrap();
+    let stalls = rt
+        .block_on(rt.spawn(async {
+            let ticker = Ticker::new(Duration::from_millis(1));
+            let mut last = Instant::now();
+            let mut stalls = 0;
+            for _ in 0..200 {
+                ticker.c().recv().await.unwrap();
+                stalls += u64::from(last.elapsed() > STALL);
+                last = Instant::now();
+            }
+            stalls
+        }))
+        .unwrap();
     let looks = sysmon_looks(&rt) - before;
     // Ticking every 10 ms, sysmon looked ~20 times over these 200 ticks; it now looks only
-    // when the ticks leave a gap of more than 7 ms (a stalled machine).
-    assert!(looks <= 10, "sysmon looked {looks} times over 200 ticks");
+    // when the ticks leave a gap of more than 7 ms (a stalled machine), and then up to a few
+    // times before it parks again. A loaded machine makes such gaps (11 looks were seen
+    // beside CPU hogs): each the consumer saw allows `LOOKS_PER_STALL` more.
+    assert!(
+        looks <= 10 + LOOKS_PER_STALL * stalls,
+        "sysmon looked {looks} times over 200 ticks, with {stalls} gaps of over {STALL:?}"
+    );
 }
+
+/// A gap between two ticks that lets sysmon's alarm ring: no P taken for this long.
+const STALL: Duration = Duration::from_millis(7);
+/// sysmon's looks after a gap before it parks again, at most (its quiet rounds).
+const LOOKS_PER_STALL: u64 = 5;
 
 /// Spawns one hog per P; each spins until `fired` or `HOG_LIMIT` and returns whether it saw
 /// `fired`. Returns once every hog runs.

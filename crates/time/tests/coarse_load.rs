@@ -144,12 +144,29 @@ fn a_tick_arrives_in_the_first_round_of_either_p() {
 /// the global queue; a yield served one of them, and the rest waited for the next wake-up or
 /// the 61-round check: sleeps 0.6-1.1 s late (found by the stress scenario coarse-load). A
 /// yield now takes Go's share of them (`globrunqget`), so each sleep ends within about two
-/// slices. The bound, 200 ms, is far from both.
+/// slices. A loaded machine keeps the Ms off their CPUs for hundreds of milliseconds now and
+/// then (a 200 ms bound failed 7 of 40 debug runs beside CPU hogs, at up to 437 ms; one try
+/// in 120 took 670 ms), so the bound is 300 ms, half the late sleeps of old, and the test has
+/// `ATTEMPTS` tries of a second each: those late sleeps were in every second.
 #[test]
 fn many_timer_woken_tasks_run_within_slices_of_coarse_spinners() {
+    const ATTEMPTS: usize = 3;
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut worsts = Vec::new();
+    for _ in 0..ATTEMPTS {
+        let worst = worst_sleep_beside_coarse_spinners();
+        if worst < Duration::from_millis(300) {
+            return;
+        }
+        worsts.push(worst);
+    }
+    panic!("the worst 1 ms sleep beside 10 ms slices took, in each try: {worsts:?}");
+}
+
+/// One second of the scenario above on a fresh runtime: the longest any 1 ms sleep took.
+fn worst_sleep_beside_coarse_spinners() -> Duration {
     let rt = gort_sched::Builder::new().procs(2).build().unwrap();
-    let worst = rt.block_on(async {
+    rt.block_on(async {
         let stop = spawn_spinners(2, Duration::from_millis(10));
         let sleepers: Vec<_> = (0..8)
             .map(|_| {
@@ -171,9 +188,5 @@ fn many_timer_woken_tasks_run_within_slices_of_coarse_spinners() {
         }
         stop.store(true, Relaxed);
         worst
-    });
-    assert!(
-        worst < Duration::from_millis(200),
-        "a 1 ms sleep took {worst:?} beside 10 ms slices"
-    );
+    })
 }

@@ -47,11 +47,29 @@ const HOUR: Duration = Duration::from_secs(3600);
 /// The channel (its core, lock, one-value buffer, parked slot and hook in one allocation) and
 /// the timer's arming core. The runtime timer (88 bytes, gort-timer's) exists only while a
 /// receive waits: the one each timer had while its receive waited was freed when it fired.
-const ALLOCATIONS_PER_TIMER: f64 = 2.0;
-const BYTES_PER_TIMER: f64 = 240.0;
+const ALLOCATIONS_PER_TIMER: isize = 2;
+const BYTES_PER_TIMER: isize = 240;
+/// The allocation of a runtime timer: gort-timer's `Timer` in its `Arc`. A runtime timer let
+/// go is kept for reuse on the list of the thread that let it go, up to 256 a thread
+/// (crates/timer/src/recycle.rs), and taken from the list of the thread that makes one: when
+/// a runtime timer is made on one thread and let go on another (a heap run by sysmon or a
+/// second M, as on a loaded machine), a window ends with some more or fewer of them live.
+fn runtime_timer_bytes() -> isize {
+    let counts = Layout::new::<[usize; 2]>();
+    let (inner, _) = counts
+        .extend(Layout::new::<gort_timer::Timer>())
+        .expect("a small layout");
+    inner.pad_to_align().size() as isize
+}
 
-/// Live bytes and allocations per timer while COUNT received-on timers are held.
-fn per_timer(rt: &Runtime) -> (f64, f64) {
+/// Runtime timers a window may gain or lose that way: the lists of two threads (beside six
+/// CPU hogs on two cores, up to 170 were seen; on a quiet machine none). A layout change
+/// moves the count by 2,000 allocations or the bytes by an amount that whole runtime timers
+/// do not explain.
+const RECYCLED_AT_MOST: isize = 2 * 256;
+
+/// Live bytes and allocations added while COUNT received-on timers are held.
+fn held_by_timers(rt: &Runtime) -> (isize, isize) {
     rt.block_on(async {
         let mut timers = Vec::with_capacity(COUNT);
         let (bytes, allocs) = (BYTES.load(Relaxed), ALLOCS.load(Relaxed));
@@ -61,44 +79,54 @@ fn per_timer(rt: &Runtime) -> (f64, f64) {
             t.reset(HOUR);
             timers.push(t);
         }
-        let per = |now: isize, before: isize| (now - before) as f64 / COUNT as f64;
-        let out = (
-            per(BYTES.load(Relaxed), bytes),
-            per(ALLOCS.load(Relaxed), allocs),
-        );
+        let out = (BYTES.load(Relaxed) - bytes, ALLOCS.load(Relaxed) - allocs);
         drop(timers);
         out
     })
+}
+
+/// Whether `held` (bytes, allocations) is `COUNT` timers of the pinned layout, give or take
+/// some recycled runtime timers.
+fn is_the_pinned_layout(held: (isize, isize)) -> bool {
+    let count = COUNT as isize;
+    let (bytes, allocs) = held;
+    let recycled = allocs - ALLOCATIONS_PER_TIMER * count;
+    recycled.abs() <= RECYCLED_AT_MOST
+        && bytes == BYTES_PER_TIMER * count + runtime_timer_bytes() * recycled
 }
 
 #[test]
 fn a_received_on_channel_timer_holds_two_allocations_of_240_bytes() {
     let rt = Builder::new().procs(1).build().unwrap();
     // Warm up what the runtime allocates once (its timer heap's first entries).
-    per_timer(&rt);
+    held_by_timers(&rt);
     // The runtime's other threads may allocate or free during a window (a stray buffer is a
     // few bytes and a thousandth of an allocation per timer): a layout change shows in every
     // window, a stray one in one at most.
-    let mut last = (0.0, 0.0);
+    let mut last = (0, 0);
     for _ in 0..3 {
-        last = per_timer(&rt);
+        last = held_by_timers(&rt);
+        let per = |n: isize| n as f64 / COUNT as f64;
         eprintln!(
             "per channel Timer: {} allocations, {} bytes",
-            last.1, last.0
+            per(last.1),
+            per(last.0)
         );
-        if last == (BYTES_PER_TIMER, ALLOCATIONS_PER_TIMER) {
+        if is_the_pinned_layout(last) {
             return;
         }
     }
     let (bytes, allocs) = last;
-    assert_eq!(
-        allocs, ALLOCATIONS_PER_TIMER,
-        "allocations per timer, pinned at {ALLOCATIONS_PER_TIMER}: update design/TIMERS.md \
-         and PERFORMANCE-LOG.md if this is meant"
+    let count = COUNT as isize;
+    assert!(
+        (allocs - ALLOCATIONS_PER_TIMER * count).abs() <= RECYCLED_AT_MOST,
+        "{allocs} allocations for {COUNT} timers, pinned at {ALLOCATIONS_PER_TIMER} per timer: \
+         update design/TIMERS.md and PERFORMANCE-LOG.md if this is meant"
     );
-    assert_eq!(
-        bytes, BYTES_PER_TIMER,
-        "bytes per timer, pinned at {BYTES_PER_TIMER}: update design/TIMERS.md and \
-         PERFORMANCE-LOG.md if this is meant"
+    panic!(
+        "{bytes} bytes in {allocs} allocations for {COUNT} timers: {BYTES_PER_TIMER} bytes \
+         per timer, pinned, and some recycled runtime timers of {} bytes do not explain it: \
+         update design/TIMERS.md and PERFORMANCE-LOG.md if this is meant",
+        runtime_timer_bytes()
     );
 }
