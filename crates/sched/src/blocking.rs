@@ -84,8 +84,11 @@ impl Blocking {
         let mut s = self.state.lock();
         if s.shutdown {
             drop(s);
+            // `self` may live in the task's cell, which its shutdown can free (`Schedule`'s
+            // rule): the pool is reached through an `Arc` of its own.
+            let pool = Arc::clone(self);
             task.shutdown();
-            self.job_done();
+            pool.job_done();
             return;
         }
         s.queue.push_back(task);

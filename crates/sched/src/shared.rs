@@ -454,22 +454,24 @@ impl crate::p::Thieves for Arc<Shared> {
 
 impl Schedule for Arc<Shared> {
     fn schedule(&self, task: Task) {
-        if self.is_shutdown() {
+        let p = self.held_p();
+        let shared = RuntimeRef::outside_cell(self, p);
+        if shared.is_shutdown() {
             // Nothing will run it; the teardown drops queued tasks.
-            self.global.push(task, Lane::Ready);
+            shared.global.push(task, Lane::Ready);
             return;
         }
-        self.push_task(task, true, Lane::Ready);
+        shared.push_task_from(p, task, true, Lane::Ready);
     }
 
     fn yield_task(&self, task: Task) {
-        self.push_task(task, false, Lane::Ready);
-        let p = context::current_p();
+        let p = self.held_p();
+        let shared = RuntimeRef::outside_cell(self, p);
+        shared.push_task_from(p, task, false, Lane::Ready);
         if !p.is_null() {
             // SAFETY: this thread holds `p` (context invariant), and a yield is queued after
-            // the task's poll, outside every `with_local` borrow. A P of another runtime
-            // (a task of this one polled there) would only serve its own global queue sooner.
-            unsafe { (*p).note_yield(&self.global) };
+            // the task's poll, outside every `with_local` borrow.
+            unsafe { (*p).note_yield(&shared.global) };
         }
     }
 
@@ -488,6 +490,53 @@ impl Schedule for Arc<Shared> {
 
     fn on_panic(&self) {
         self.panics.fetch_add(1, Relaxed);
+    }
+}
+
+/// A task's runtime reached through an `Arc` that does not live in the task's cell. The
+/// handle in the cell may be freed once the task is queued (`Schedule`'s rule) while the
+/// caller still needs the runtime (`wakep` after the push). On a thread of this runtime
+/// (`p` held, or the context's runtime) the context's `Arc` keeps the runtime alive for the
+/// call, so a copy of the handle's pointer, not counted, will do; another thread (a waker
+/// called outside the runtime) counts a clone of its own.
+struct RuntimeRef {
+    arc: std::mem::ManuallyDrop<Arc<Shared>>,
+    counted: bool,
+}
+
+impl RuntimeRef {
+    /// `p`: `handle.held_p()`.
+    #[inline]
+    fn outside_cell(handle: &Arc<Shared>, p: *const P) -> RuntimeRef {
+        let ours =
+            !p.is_null() || context::with_current(|c| c.is_some_and(|c| Arc::ptr_eq(c, handle)));
+        let arc = if ours {
+            // SAFETY: a bitwise copy of the handle, never dropped (`counted` is false): this
+            // thread's context holds another `Arc` of the same runtime until the call ends.
+            unsafe { std::ptr::read(handle) }
+        } else {
+            Arc::clone(handle)
+        };
+        RuntimeRef {
+            arc: std::mem::ManuallyDrop::new(arc),
+            counted: !ours,
+        }
+    }
+}
+
+impl std::ops::Deref for RuntimeRef {
+    type Target = Arc<Shared>;
+    fn deref(&self) -> &Arc<Shared> {
+        &self.arc
+    }
+}
+
+impl Drop for RuntimeRef {
+    fn drop(&mut self) {
+        if self.counted {
+            // SAFETY: `counted` marks a clone this value owns; dropped once, here.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.arc) }
+        }
     }
 }
 

@@ -139,14 +139,9 @@ where
         match res {
             Ok(Poll::Pending) => {
                 if this.header.state.end_poll() == AfterPoll::Requeue {
-                    // Once queued, the task may be run to completion by another M and its
-                    // cell freed while `yield_task`, a method of the handle in that cell, has
-                    // yet to return (it read the freed handle: a segfault in
-                    // tests/timers.rs, about one debug run in 120). A reference of our own
-                    // keeps the cell until then.
-                    let cell = task.clone();
+                    // `yield_task` must not read `this.sched` once the task is queued
+                    // (`Schedule`'s rule).
                     this.sched.yield_task(Task::Raw(task));
-                    drop(cell);
                 }
             }
             Ok(Poll::Ready(out)) => this.finish(Ok(out)),

@@ -71,6 +71,13 @@ pub(crate) trait Runnable: Send + Sync + 'static {
 }
 
 /// Where a task goes when it becomes runnable: a runtime's Ps, or the blocking pool.
+///
+/// The rule of every method that queues the task: `self` is the handle kept in the task's
+/// own cell, and once the task is queued another M may run it to completion and free that
+/// cell, so the method must not read `self` after queueing it: it reaches the runtime
+/// through an `Arc` that lives elsewhere (shared.rs, `RuntimeRef`). Reading
+/// `self` afterwards was a use-after-free: `yield_task`'s, a segfault in tests/timers.rs
+/// about one debug run in 120 beside CPU hogs; `schedule`'s `wakep` after the push, the same.
 pub(crate) trait Schedule: Send + Sync + 'static {
     /// A waker (or `abort`, or `spawn`) made the task runnable.
     fn schedule(&self, task: Task);
