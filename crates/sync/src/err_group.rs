@@ -215,14 +215,13 @@ impl<E: Send + 'static> ErrGroup<E> {
     where
         F: Future<Output = Result<(), E>> + Send + 'static,
     {
-        let first = self.first.clone();
         self.first.running.add(1);
         let running = Running(self.first.clone());
         let handle = gort_sched::spawn(async move {
-            let _running = running;
             if let Err(error) = task.await {
-                first.record(error);
+                running.0.record(error);
             }
+            drop(running);
         });
         self.lock_tasks().insert(handle);
     }
