@@ -427,7 +427,8 @@ fn drop_every_task_and_timer(shared: &Arc<Shared>, all_exited: bool) {
             found = true;
         }
         for p in shared.all_ps() {
-            // A payload that panics ends a drain early: drain again for the rest.
+            // A panic in a payload's drop is resumed once the drain dropped the rest of its
+            // payloads; drain again for timers armed meanwhile.
             while shared.catch_user(|| p.timers.drain()).is_none() {}
         }
         if !found {

@@ -8,7 +8,7 @@ use gort_loom::yield_now;
 
 use crate::clock::Nanos;
 use crate::entry::Entry;
-use crate::heap::{Heap, Locked};
+use crate::heap::{drop_each, Heap, Locked};
 use crate::status::{bad, Status};
 use crate::timer::{Host, Target, Timer};
 use crate::timers::{Shared, TimerStats, Timers};
@@ -40,6 +40,12 @@ impl Released {
     /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+}
+
+impl Drop for Released {
+    fn drop(&mut self) {
+        drop_each(std::mem::take(&mut self.0));
     }
 }
 
@@ -158,7 +164,7 @@ impl Timers {
             drop(list);
             entries
         };
-        drop(payloads);
+        drop_each(payloads);
         drop(entries);
     }
 
