@@ -1,6 +1,8 @@
 //! Issue 17, item 4: dropping a runtime on its own thread, a `#[gort::main]` that returns
-//! while threads are blocked, and timers armed by blocking closures during shutdown.
+//! while threads are blocked, and timers armed by blocking closures during shutdown or waited
+//! for in them.
 
+use std::panic::AssertUnwindSafe;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
@@ -96,6 +98,60 @@ fn timers_armed_by_blocking_closures_during_shutdown_are_dropped() {
         payload_dropped.load(SeqCst),
         "a timer armed during shutdown kept its payload after the runtime was dropped"
     );
+}
+
+/// Shutdown waits for running blocking closures; one parked in `block_on` on a sleep (armed
+/// before the shutdown, or after it began) waited for a timer that no M would run any more,
+/// and the drop hung for good. The drain now wakes a timer's waker, and a timer armed off
+/// the runtime's Ps once it is shut down panics, as Tokio's do: the closure ends.
+#[test]
+fn a_blocking_closure_sleeping_in_block_on_lets_the_drop_return() {
+    let rt = gort::Runtime::new().unwrap();
+    let (parked, late) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let outcomes = Arc::new(std::sync::Mutex::new(Vec::new()));
+    for (started, wait_first) in [(parked.clone(), false), (late.clone(), true)] {
+        let (handle, outcomes) = (rt.handle().clone(), outcomes.clone());
+        drop(rt.handle().spawn_blocking(move || {
+            started.store(true, SeqCst);
+            if wait_first {
+                // Sleeps only once the shutdown has drained the heaps.
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            let slept = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                handle.block_on(gort::time::sleep(Duration::from_secs(3600)))
+            }));
+            outcomes.lock().unwrap().push(slept.map_err(panic_message));
+        }));
+    }
+    wait_for(&parked, "the first blocking closure to start");
+    wait_for(&late, "the second blocking closure to start");
+    std::thread::sleep(Duration::from_millis(20)); // the first one parks
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(rt);
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(PATIENCE)
+        .expect("the drop hung on a blocking closure waiting for a timer");
+    let outcomes = outcomes.lock().unwrap();
+    assert_eq!(outcomes.len(), 2);
+    for outcome in outcomes.iter() {
+        let message = outcome
+            .as_ref()
+            .expect_err("an hour-long sleep cannot have ended");
+        assert!(message.contains("not shut down"), "{message}");
+    }
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
 }
 
 /// The child of `a_gort_main_that_returns_ends_the_program`: threads blocked for ever in a

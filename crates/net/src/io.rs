@@ -256,7 +256,7 @@ fn arm(desc: &Arc<Desc>, dir: Dir, arm: Arm, now: Nanos) -> io::Result<()> {
             match modtimer(&t.timer, when, 0, Some(&t.fire)) {
                 Some(_) => Ok(()),
                 None => Err(io::Error::other(
-                    "gort::net deadlines must be set inside a gort runtime",
+                    "gort::net deadlines must be set inside a gort runtime that is not shut down",
                 )),
             }
         }

@@ -429,7 +429,7 @@ fn drop_every_task_and_timer(shared: &Arc<Shared>, all_exited: bool) {
         for p in shared.all_ps() {
             // A panic in a payload's drop is resumed once the drain dropped the rest of its
             // payloads; drain again for timers armed meanwhile.
-            while shared.catch_user(|| p.timers.drain()).is_none() {}
+            while shared.catch_user(|| p.timers.drain_waking()).is_none() {}
         }
         if !found {
             break;

@@ -101,9 +101,14 @@ fn drop_dead_slow(dead: Vec<Target>) {
 /// drop glue met a second panic while it unwound from the first, the process would abort),
 /// and the first panic is resumed after the last drop, for the caller to catch as before.
 pub(crate) fn drop_each(payloads: Vec<Target>) {
+    for_each_caught(payloads, drop);
+}
+
+/// Calls `f` on each of `items`, user code, under the rule of [`drop_each`].
+pub(crate) fn for_each_caught<T>(items: Vec<T>, mut f: impl FnMut(T)) {
     let mut first_panic = None;
-    for payload in payloads {
-        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+    for item in items {
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| f(item))) {
             match first_panic {
                 None => first_panic = Some(panic),
                 // The panic already kept is the one resumed; a payload whose own drop panics
