@@ -146,6 +146,54 @@ fn a_blocking_closure_sleeping_in_block_on_lets_the_drop_return() {
     }
 }
 
+/// A future whose `Drop` spawns a clean-up task holding the next link, `left` more times.
+struct SpawnsOnDrop {
+    left: u32,
+    dropped: Arc<AtomicUsize>,
+}
+
+impl Drop for SpawnsOnDrop {
+    fn drop(&mut self) {
+        self.dropped.fetch_add(1, SeqCst);
+        if self.left > 0 {
+            let next = SpawnsOnDrop {
+                left: self.left - 1,
+                dropped: self.dropped.clone(),
+            };
+            drop(gort::spawn(async move {
+                let _next = next;
+                std::future::pending::<()>().await;
+            }));
+        }
+    }
+}
+
+/// A task spawned on a shut-down runtime has its future dropped at once, inside the spawn:
+/// with a `Drop` that spawns again (an async clean-up whose task's drop spawns the next), each
+/// link recursed, and a chain of 10,000 overflowed the stack of the dropping thread (an
+/// abort). The nested spawns are now dropped in a loop.
+#[test]
+fn a_long_chain_of_spawns_from_drops_at_shutdown_is_dropped_whole() {
+    const LINKS: u32 = 100_000;
+    let rt = gort::Builder::new().procs(2).build().unwrap();
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let first = SpawnsOnDrop {
+        left: LINKS,
+        dropped: dropped.clone(),
+    };
+    drop(rt.spawn(async move {
+        let _first = first;
+        std::future::pending::<()>().await;
+    }));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(rt);
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(PATIENCE).expect("the drop hung");
+    assert_eq!(dropped.load(SeqCst), LINKS as usize + 1);
+}
+
 fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     payload
         .downcast_ref::<String>()
