@@ -146,6 +146,46 @@ fn a_blocking_closure_sleeping_in_block_on_lets_the_drop_return() {
     }
 }
 
+/// The same wait on a channel timer: its runtime timer's payload is a callback, not a waker,
+/// and the drain dropped it, leaving the receive parked for good. The callback is told of
+/// the shutdown now, and closes its channel: the receive ends with `None`.
+#[test]
+fn a_blocking_closure_receiving_from_a_timer_lets_the_drop_return() {
+    let rt = gort::Runtime::new().unwrap();
+    let started = Arc::new(AtomicBool::new(false));
+    let received = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (handle, started2, received2) = (rt.handle().clone(), started.clone(), received.clone());
+    drop(rt.handle().spawn_blocking(move || {
+        let ticker = handle.block_on(async { gort::time::Ticker::new(Duration::from_secs(3600)) });
+        started2.store(true, SeqCst);
+        let (once, tick) = handle.block_on(async {
+            let once = gort::time::after(Duration::from_secs(3600));
+            gort::select! {
+                v = once.recv() => (Some(v), None),
+                v = ticker.c().recv() => (None, Some(v)),
+            }
+        });
+        received2.lock().unwrap().push((once, tick));
+    }));
+    wait_for(&started, "the blocking closure to start");
+    std::thread::sleep(Duration::from_millis(20)); // it parks
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(rt);
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(PATIENCE)
+        .expect("the drop hung on a blocking closure receiving from a timer");
+    let received = received.lock().unwrap();
+    assert_eq!(received.len(), 1, "the receive ended");
+    let (once, tick) = received[0];
+    assert!(
+        once == Some(None) || tick == Some(None),
+        "an hour-long timer cannot have fired: {:?}",
+        received[0]
+    );
+}
+
 /// A future whose `Drop` spawns a clean-up task holding the next link, `left` more times.
 struct SpawnsOnDrop {
     left: u32,

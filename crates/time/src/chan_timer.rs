@@ -86,6 +86,15 @@ impl Fire for ChanTimer {
     fn fire(self: Arc<Self>, when: Nanos) {
         self.arming.fire(when, &Held(&self));
     }
+
+    /// The runtime shut down with this timer in a heap, so a receive waits on it: it will
+    /// never fire. Its sending end goes, as when the last receiver goes, and the channel
+    /// closes: the receive (a blocking closure's, which shutdown waits for) ends with `None`
+    /// instead of waiting for ever.
+    fn shutdown(self: Arc<Self>) {
+        let tx = self.arming.detach(&*self, TimerSink::default());
+        drop(tx); // outside the arming's lock
+    }
 }
 
 /// The runtime timer as the arming drives it, from a path that holds the core's `Arc`: the

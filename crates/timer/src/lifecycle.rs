@@ -138,12 +138,14 @@ impl Timers {
     /// of dropped (Tokio's time driver fires every timer at its shutdown), so a thread parked
     /// on a timer outside the runtime's tasks (a blocking closure in `block_on`, which
     /// shutdown waits for) polls again and learns that no timer will fire, where a dropped
-    /// waker left it parked for ever. Callbacks are dropped, not run.
+    /// waker left it parked for ever. Callbacks are not run: each is told
+    /// ([`Fire::shutdown`](crate::Fire::shutdown)) and dropped.
     pub fn drain_waking(&self) {
         let (payloads, entries) = self.take_all();
         for_each_caught(payloads, |t| match t.into_payload() {
             Some(Payload::Waker(w)) => w.wake(),
-            other => drop(other),
+            Some(Payload::Fire(f)) => f.shutdown(),
+            None => {}
         });
         drop(entries);
     }

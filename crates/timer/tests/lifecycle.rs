@@ -164,8 +164,20 @@ fn drain_removes_everything_and_drops_payloads() {
     assert_eq!(ts.check(7, true).ran, 1);
 }
 
+/// A callback that counts the shutdowns it is told of.
+struct ToldOfShutdown(Arc<AtomicUsize>);
+
+impl Fire for ToldOfShutdown {
+    fn fire(self: Arc<Self>, _when: Nanos) {
+        panic!("a drained timer ran");
+    }
+    fn shutdown(self: Arc<Self>) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
 /// A runtime's shutdown: a waiter parked outside the runtime's tasks must learn that its
-/// timer is gone, so a waker is woken; a callback is dropped unrun.
+/// timer is gone, so a waker is woken; a callback is told, not run, and dropped.
 #[test]
 fn drain_waking_wakes_wakers_and_drops_callbacks() {
     struct Flag(AtomicUsize);
@@ -185,11 +197,20 @@ fn drain_waking_wakes_wakers_and_drops_callbacks() {
     callback.set_fire(Arc::new(Counted(drops.clone())));
     ts.add(&callback, 20, 0, &quiet());
     let logged = armed(&ts, &log, 1, 30);
+    let told = Arc::new(AtomicUsize::new(0));
+    let waited_on = Timer::new();
+    waited_on.set_fire(Arc::new(ToldOfShutdown(told.clone())));
+    ts.add(&waited_on, 40, 0, &quiet());
     ts.drain_waking();
     assert_eq!(woken.0.load(SeqCst), 1);
     assert_eq!(drops.load(SeqCst), 1);
+    assert_eq!(
+        told.load(SeqCst),
+        1,
+        "a callback was not told of the shutdown"
+    );
     assert!(log.take().is_empty(), "a callback was run");
-    assert!([&waiting, &callback, &logged]
+    assert!([&waiting, &callback, &logged, &waited_on]
         .iter()
         .all(|t| t.status() == Status::Removed));
     assert_eq!((ts.len(), ts.wake_time()), (0, 0));
