@@ -186,6 +186,45 @@ fn a_blocking_closure_receiving_from_a_timer_lets_the_drop_return() {
     );
 }
 
+/// The same wait on a socket: no M polls any more, so the read waited for ever, and the
+/// drop with it. Shutdown now closes every registered socket's halves (Go's `pollUnblock`),
+/// so the read fails, and a socket registered after it fails at once.
+#[test]
+fn a_blocking_closure_reading_a_socket_lets_the_drop_return() {
+    let rt = gort::Runtime::new().unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let connected = Arc::new(AtomicBool::new(false));
+    let results = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (handle, connected2, results2) = (rt.handle().clone(), connected.clone(), results.clone());
+    drop(rt.handle().spawn_blocking(move || {
+        let read = handle.block_on(async {
+            let stream = gort::net::TcpStream::connect(addr).await?;
+            connected2.store(true, SeqCst);
+            stream.read(&mut [0; 8]).await
+        });
+        let again = handle.block_on(gort::net::TcpStream::connect(addr));
+        results2.lock().unwrap().push((read, again.map(drop)));
+    }));
+    let (_peer, _) = listener.accept().unwrap(); // connected; it sends nothing
+    wait_for(&connected, "the blocking closure to connect");
+    std::thread::sleep(Duration::from_millis(20)); // it parks in the read
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(rt);
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(PATIENCE)
+        .expect("the drop hung on a blocking closure reading a socket");
+    let results = results.lock().unwrap();
+    let (read, again) = &results[0];
+    assert!(read.is_err(), "the peer sent nothing: {read:?}");
+    assert!(
+        again.is_err(),
+        "a socket registered after shutdown: {again:?}"
+    );
+}
+
 /// A future whose `Drop` spawns a clean-up task holding the next link, `left` more times.
 struct SpawnsOnDrop {
     left: u32,

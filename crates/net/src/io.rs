@@ -53,6 +53,13 @@ impl Ready for Desc {
         }
         self.pd.ready(readable, writable, wakers, &self.waiters);
     }
+
+    /// The runtime shut down: both halves close (Go's `pollUnblock`), so a blocked operation
+    /// (a blocking closure's, which shutdown waits for) fails instead of waiting for ever.
+    fn shutdown(&self, wakers: &mut Vec<Waker>) {
+        self.pd.read.close(wakers, &self.waiters);
+        self.pd.write.close(wakers, &self.waiters);
+    }
 }
 
 /// The timer of one direction's deadline.

@@ -349,6 +349,8 @@ impl Runtime {
         join_until(sysmon_thread, deadline);
         let all_exited = wait_for_ms(shared, deadline);
         drop_every_task_and_timer(shared, all_exited);
+        // Before the wait for the blocking pool: a closure blocked on a socket must fail.
+        shared.shut_down_sources();
         // Step 4, the blocking pool; then step 3 again, for what its closures spawned or armed
         // after the first pass (their timers' payloads would otherwise live as long as the
         // heaps, for ever if a payload holds a task of this runtime).
