@@ -302,3 +302,38 @@ impl<S: Source + std::fmt::Debug> std::fmt::Debug for Io<S> {
             .finish()
     }
 }
+
+/// Go's `SetDeadline`, `SetReadDeadline` and `SetWriteDeadline` for a socket type with an
+/// `io: Io<_>` field (the datagram sockets; the streams get theirs from `stream_methods!`).
+macro_rules! deadline_methods {
+    () => {
+        /// Sets both deadlines (Go's `SetDeadline`).
+        ///
+        /// # Errors
+        ///
+        /// Outside a gort runtime.
+        pub fn set_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+            self.set_read_deadline(deadline)?;
+            self.set_write_deadline(deadline)
+        }
+
+        /// Sets the read deadline (Go's `SetReadDeadline`); it applies to a receive already
+        /// blocked too. `None` clears it.
+        ///
+        /// # Errors
+        ///
+        /// Outside a gort runtime.
+        pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+            self.io.set_deadline(Dir::Read, deadline)
+        }
+
+        /// Sets the write deadline (Go's `SetWriteDeadline`). `None` clears it.
+        ///
+        /// # Errors
+        ///
+        /// Outside a gort runtime.
+        pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+            self.io.set_deadline(Dir::Write, deadline)
+        }
+    };
+}

@@ -99,6 +99,7 @@ pub mod desc;
 mod fd;
 #[macro_use]
 mod halves;
+#[macro_use]
 mod io;
 mod keepalive;
 mod resolve;
@@ -106,12 +107,20 @@ mod resolve;
 pub mod signal;
 mod split;
 mod split_ref;
+#[doc(hidden)]
+#[macro_use]
+pub mod stream;
 mod tcp;
 mod udp;
+mod unix;
+mod unix_datagram;
 #[doc(hidden)]
 pub mod write_lock;
 
 pub use split::{OwnedReadHalf, OwnedWriteHalf, ReuniteError};
 pub use split_ref::{ReadHalf, WriteHalf};
+pub use stream::Stream;
 pub use tcp::{TcpListener, TcpStream};
 pub use udp::UdpSocket;
+pub use unix::{UnixListener, UnixStream};
+pub use unix_datagram::UnixDatagram;
