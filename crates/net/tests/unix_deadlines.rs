@@ -1,0 +1,95 @@
+//! Go's deadline rules on Unix domain stream sockets: the cases of `support/conn_cases.rs`
+//! (also run on TCP by `deadlines.rs`), and the listener's accept deadline.
+
+#[path = "support/conn_cases.rs"]
+#[macro_use]
+mod conn_cases;
+
+use conn_cases::{run, LATE, MS};
+use gort::net::{UnixListener, UnixStream};
+use gort::time::Instant;
+use std::io::ErrorKind;
+use std::sync::Arc;
+use std::time::Duration;
+
+conn_case_tests!(UnixStream:
+    a_deadline_set_while_a_read_is_blocked_ends_that_read,
+    a_deadline_in_the_past_set_while_a_read_is_blocked_ends_it_at_once,
+    an_extended_deadline_lets_a_blocked_read_go_on_until_data_comes,
+    a_cleared_deadline_lets_a_blocked_read_go_on_until_data_comes,
+    a_deadline_moved_earlier_while_blocked_ends_the_read_at_the_new_one,
+    a_timeout_is_not_sticky,
+    the_read_deadline_never_affects_writes_nor_the_write_deadline_reads,
+    a_deadline_set_while_a_write_is_blocked_ends_that_write,
+);
+
+/// A listener in a fresh temporary directory (removed when the guard drops).
+struct TempListener {
+    dir: std::path::PathBuf,
+    listener: Arc<UnixListener>,
+}
+
+impl TempListener {
+    fn new(name: &str) -> TempListener {
+        let dir = std::env::temp_dir().join(format!("gort-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let listener = Arc::new(UnixListener::bind(dir.join("s")).unwrap());
+        TempListener { dir, listener }
+    }
+
+    fn path(&self) -> std::path::PathBuf {
+        self.dir.join("s")
+    }
+}
+
+impl Drop for TempListener {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A passed accept deadline fails accept at once even with a connection queued; cleared,
+/// the queued connection is accepted.
+#[test]
+fn a_passed_accept_deadline_fails_accept_at_once_and_clearing_it_accepts() {
+    run(async {
+        let t = TempListener::new("accept-past");
+        let _client = UnixStream::connect(t.path()).await.unwrap();
+        t.listener.set_deadline(Some(Instant::now() - MS)).unwrap();
+        let err = t.listener.accept().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::TimedOut);
+        t.listener.set_deadline(None).unwrap();
+        t.listener.accept().await.unwrap();
+    });
+}
+
+/// An accept blocked with no deadline ends at one set meanwhile, not before it; one
+/// extended while blocked lets it go on and take the connection that comes later.
+#[test]
+fn an_accept_deadline_set_or_extended_while_blocked_applies_to_it() {
+    run(async {
+        let t = TempListener::new("accept-blocked");
+        let l = t.listener.clone();
+        let accept = gort::spawn(async move { (l.accept().await.map(|_| ()), Instant::now()) });
+        gort::time::sleep(20 * MS).await;
+        let deadline = Instant::now() + 20 * MS;
+        t.listener.set_deadline(Some(deadline)).unwrap();
+        let (r, at) = accept.await.unwrap();
+        assert_eq!(r.unwrap_err().kind(), ErrorKind::TimedOut);
+        assert!(at >= deadline && at - deadline < LATE);
+
+        t.listener
+            .set_deadline(Some(Instant::now() + 50 * MS))
+            .unwrap();
+        let l = t.listener.clone();
+        let accept = gort::spawn(async move { l.accept().await.map(|_| ()) });
+        gort::time::sleep(10 * MS).await;
+        t.listener
+            .set_deadline(Some(Instant::now() + Duration::from_secs(30)))
+            .unwrap();
+        gort::time::sleep(100 * MS).await; // past the first deadline
+        let _client = UnixStream::connect(t.path()).await.unwrap();
+        accept.await.unwrap().unwrap();
+    });
+}
