@@ -4,6 +4,8 @@
 #[path = "support/conn_cases.rs"]
 #[macro_use]
 mod conn_cases;
+#[path = "support/temp_dir.rs"]
+mod temp_dir;
 
 use conn_cases::{run, LATE, MS};
 use gort::net::{UnixListener, UnixStream};
@@ -11,6 +13,7 @@ use gort::time::Instant;
 use std::io::ErrorKind;
 use std::sync::Arc;
 use std::time::Duration;
+use temp_dir::TempDir;
 
 conn_case_tests!(UnixStream:
     a_deadline_set_while_a_read_is_blocked_ends_that_read,
@@ -23,30 +26,9 @@ conn_case_tests!(UnixStream:
     a_deadline_set_while_a_write_is_blocked_ends_that_write,
 );
 
-/// A listener in a fresh temporary directory (removed when the guard drops).
-struct TempListener {
-    dir: std::path::PathBuf,
-    listener: Arc<UnixListener>,
-}
-
-impl TempListener {
-    fn new(name: &str) -> TempListener {
-        let dir = std::env::temp_dir().join(format!("gort-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let listener = Arc::new(UnixListener::bind(dir.join("s")).unwrap());
-        TempListener { dir, listener }
-    }
-
-    fn path(&self) -> std::path::PathBuf {
-        self.dir.join("s")
-    }
-}
-
-impl Drop for TempListener {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// A listener at `dir/s`, shared with the tasks that accept.
+fn listen(dir: &TempDir) -> Arc<UnixListener> {
+    Arc::new(UnixListener::bind(dir.join("s")).unwrap())
 }
 
 /// A passed accept deadline fails accept at once even with a connection queued; cleared,
@@ -54,13 +36,14 @@ impl Drop for TempListener {
 #[test]
 fn a_passed_accept_deadline_fails_accept_at_once_and_clearing_it_accepts() {
     run(async {
-        let t = TempListener::new("accept-past");
-        let _client = UnixStream::connect(t.path()).await.unwrap();
-        t.listener.set_deadline(Some(Instant::now() - MS)).unwrap();
-        let err = t.listener.accept().await.unwrap_err();
+        let dir = TempDir::new("accept-past");
+        let listener = listen(&dir);
+        let _client = UnixStream::connect(dir.join("s")).await.unwrap();
+        listener.set_deadline(Some(Instant::now() - MS)).unwrap();
+        let err = listener.accept().await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::TimedOut);
-        t.listener.set_deadline(None).unwrap();
-        t.listener.accept().await.unwrap();
+        listener.set_deadline(None).unwrap();
+        listener.accept().await.unwrap();
     });
 }
 
@@ -69,27 +52,28 @@ fn a_passed_accept_deadline_fails_accept_at_once_and_clearing_it_accepts() {
 #[test]
 fn an_accept_deadline_set_or_extended_while_blocked_applies_to_it() {
     run(async {
-        let t = TempListener::new("accept-blocked");
-        let l = t.listener.clone();
+        let dir = TempDir::new("accept-blocked");
+        let listener = listen(&dir);
+        let l = listener.clone();
         let accept = gort::spawn(async move { (l.accept().await.map(|_| ()), Instant::now()) });
         gort::time::sleep(20 * MS).await;
         let deadline = Instant::now() + 20 * MS;
-        t.listener.set_deadline(Some(deadline)).unwrap();
+        listener.set_deadline(Some(deadline)).unwrap();
         let (r, at) = accept.await.unwrap();
         assert_eq!(r.unwrap_err().kind(), ErrorKind::TimedOut);
         assert!(at >= deadline && at - deadline < LATE);
 
-        t.listener
+        listener
             .set_deadline(Some(Instant::now() + 50 * MS))
             .unwrap();
-        let l = t.listener.clone();
+        let l = listener.clone();
         let accept = gort::spawn(async move { l.accept().await.map(|_| ()) });
         gort::time::sleep(10 * MS).await;
-        t.listener
+        listener
             .set_deadline(Some(Instant::now() + Duration::from_secs(30)))
             .unwrap();
         gort::time::sleep(100 * MS).await; // past the first deadline
-        let _client = UnixStream::connect(t.path()).await.unwrap();
+        let _client = UnixStream::connect(dir.join("s")).await.unwrap();
         accept.await.unwrap().unwrap();
     });
 }

@@ -1,0 +1,166 @@
+//! Unix domain datagram sockets: sends and receives between bound paths, an unbound sender,
+//! a connected pair, and Go's deadlines on receives and on sends into a full queue.
+
+#[path = "support/temp_dir.rs"]
+mod temp_dir;
+
+use gort::net::UnixDatagram;
+use gort::time::Instant;
+use std::io::ErrorKind;
+use std::sync::Arc;
+use std::time::Duration;
+use temp_dir::TempDir;
+
+const MS: Duration = Duration::from_millis(1);
+const LATE: Duration = Duration::from_secs(5);
+
+fn run<F: std::future::Future>(f: F) -> F::Output {
+    gort::Runtime::new().unwrap().block_on(f)
+}
+
+/// Sends datagrams from `sender` to `to` until one would wait (the receiver's queue is
+/// full), under a write deadline 20 ms away; returns how many went.
+async fn fill(sender: &UnixDatagram, to: &std::path::Path) -> usize {
+    sender
+        .set_write_deadline(Some(Instant::now() + 20 * MS))
+        .unwrap();
+    let mut sent = 0;
+    loop {
+        match sender.send_to(&[0; 1024], to).await {
+            Ok(_) => sent += 1,
+            Err(e) => {
+                assert_eq!(e.kind(), ErrorKind::TimedOut);
+                sender.set_write_deadline(None).unwrap();
+                return sent;
+            }
+        }
+    }
+}
+
+#[test]
+fn datagrams_keep_their_boundaries_and_name_their_sender() {
+    run(async {
+        let dir = TempDir::new("dgram");
+        let server = UnixDatagram::bind(dir.join("server")).unwrap();
+        let client = UnixDatagram::bind(dir.join("client")).unwrap();
+        client.send_to(b"one", dir.join("server")).await.unwrap();
+        client.send_to(b"three", dir.join("server")).await.unwrap();
+        let mut buf = [0; 64];
+        let (n, from) = server.recv_from(&mut buf).await.unwrap();
+        assert_eq!(
+            (&buf[..n], from.as_pathname()),
+            (&b"one"[..], Some(dir.join("client").as_path()))
+        );
+        let (n, _) = server.recv_from(&mut buf).await.unwrap();
+        assert_eq!(&buf[..n], b"three");
+        // A longer datagram than the buffer: the rest is lost, as in Go.
+        client.send_to(&[9; 100], dir.join("server")).await.unwrap();
+        assert_eq!(server.recv(&mut buf[..10]).await.unwrap(), 10);
+        client.send_to(b"next", dir.join("server")).await.unwrap();
+        assert_eq!(server.recv(&mut buf).await.unwrap(), 4);
+    });
+}
+
+#[test]
+fn an_unbound_socket_sends_to_a_connected_path_and_a_pair_talks_both_ways() {
+    run(async {
+        let dir = TempDir::new("dgram-unbound");
+        let server = UnixDatagram::bind(dir.join("s")).unwrap();
+        let client = UnixDatagram::unbound().unwrap();
+        assert!(client.peer_addr().is_err());
+        client.connect(dir.join("s")).unwrap();
+        assert_eq!(
+            client.peer_addr().unwrap().as_pathname(),
+            Some(dir.join("s").as_path())
+        );
+        client.send(b"READY=1").await.unwrap();
+        let mut buf = [0; 16];
+        let (n, from) = server.recv_from(&mut buf).await.unwrap();
+        assert_eq!(&buf[..n], b"READY=1");
+        assert!(from.is_unnamed() && client.local_addr().unwrap().is_unnamed());
+
+        let (a, b) = UnixDatagram::pair().unwrap();
+        a.send(b"ping").await.unwrap();
+        assert_eq!(b.recv(&mut buf).await.unwrap(), 4);
+        b.send(b"pong!").await.unwrap();
+        assert_eq!(a.recv(&mut buf).await.unwrap(), 5);
+    });
+}
+
+#[test]
+fn a_receive_times_out_at_its_deadline_and_not_after_it_is_cleared() {
+    run(async {
+        let (a, b) = UnixDatagram::pair().unwrap();
+        let b = Arc::new(b);
+        let deadline = Instant::now() + 20 * MS;
+        b.set_read_deadline(Some(deadline)).unwrap();
+        let err = b.recv(&mut [0; 8]).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::TimedOut);
+        assert!(Instant::now() >= deadline);
+        // Cleared while a receive is blocked: the receive waits on and gets the datagram.
+        b.set_read_deadline(Some(Instant::now() + 50 * MS)).unwrap();
+        let recv = {
+            let b = b.clone();
+            gort::spawn(async move { b.recv(&mut [0; 8]).await })
+        };
+        gort::time::sleep(10 * MS).await;
+        b.set_read_deadline(None).unwrap();
+        gort::time::sleep(100 * MS).await;
+        a.send(b"late").await.unwrap();
+        assert_eq!(recv.await.unwrap().unwrap(), 4);
+    });
+}
+
+/// A sender that filled the receiver's queue waits (a deadline ends the wait with
+/// `TimedOut`, sending nothing); once the receiver drains its datagrams, the blocked send
+/// goes through: the kernel signals the sender's room when its own queued datagrams are
+/// read.
+#[test]
+fn a_send_into_a_full_queue_times_out_or_waits_for_the_receiver() {
+    run(async {
+        let dir = TempDir::new("dgram-full");
+        let receiver = UnixDatagram::bind(dir.join("r")).unwrap();
+        let sender = Arc::new(UnixDatagram::unbound().unwrap());
+        let queued = fill(&sender, &dir.join("r")).await;
+        assert!(queued > 0);
+        let blocked = {
+            let (sender, to) = (sender.clone(), dir.join("r"));
+            gort::spawn(async move { sender.send_to(b"last", to).await })
+        };
+        gort::time::sleep(20 * MS).await;
+        assert!(!blocked.is_finished(), "sent into a full queue");
+        let mut buf = [0; 2048];
+        for _ in 0..queued {
+            assert_eq!(receiver.recv(&mut buf).await.unwrap(), 1024);
+        }
+        let sent = gort::time::timeout(Duration::from_secs(10), blocked).await;
+        assert_eq!(sent.expect("the send never woke").unwrap().unwrap(), 4);
+        assert_eq!(receiver.recv(&mut buf).await.unwrap(), 4);
+    });
+}
+
+/// A connected sender's write deadline set while its send is blocked on a full peer ends
+/// that send at the deadline.
+#[test]
+fn a_write_deadline_set_while_a_send_is_blocked_ends_it() {
+    run(async {
+        let (a, _b) = UnixDatagram::pair().unwrap();
+        let a = Arc::new(a);
+        let sender = {
+            let a = a.clone();
+            gort::spawn(async move {
+                loop {
+                    if let Err(e) = a.send(&[1; 1024]).await {
+                        return (e.kind(), Instant::now());
+                    }
+                }
+            })
+        };
+        gort::time::sleep(30 * MS).await;
+        let deadline = Instant::now() + 20 * MS;
+        a.set_write_deadline(Some(deadline)).unwrap();
+        let (kind, at) = sender.await.unwrap();
+        assert_eq!(kind, ErrorKind::TimedOut);
+        assert!(at >= deadline && at - deadline < LATE);
+    });
+}
