@@ -14,6 +14,25 @@ use std::io::{self, IoSlice};
 use std::net::Shutdown;
 use std::task::{Context, Poll};
 
+/// Calls `$read!` for every type that reads (the streams, `&` each, the read halves) and
+/// `$write!` for every type that writes; a generic half comes with its parameter's name.
+macro_rules! for_each_stream_type {
+    ($read:ident, $write:ident) => {
+        $read!(TcpStream);
+        $write!(TcpStream);
+        $read!(&TcpStream);
+        $write!(&TcpStream);
+        $read!(UnixStream);
+        $write!(UnixStream);
+        $read!(&UnixStream);
+        $write!(&UnixStream);
+        $read!(OwnedReadHalf<S>, S);
+        $write!(OwnedWriteHalf<S>, S);
+        $read!(ReadHalf<'_, S>, S);
+        $write!(WriteHalf<'_, S>, S);
+    };
+}
+
 #[cfg(feature = "tokio-io")]
 mod tokio_io {
     use super::*;
@@ -106,18 +125,7 @@ mod tokio_io {
         };
     }
 
-    impl_tokio_read!(TcpStream);
-    impl_tokio_write!(TcpStream);
-    impl_tokio_read!(&TcpStream);
-    impl_tokio_write!(&TcpStream);
-    impl_tokio_read!(UnixStream);
-    impl_tokio_write!(UnixStream);
-    impl_tokio_read!(&UnixStream);
-    impl_tokio_write!(&UnixStream);
-    impl_tokio_read!(OwnedReadHalf<S>, S);
-    impl_tokio_write!(OwnedWriteHalf<S>, S);
-    impl_tokio_read!(ReadHalf<'_, S>, S);
-    impl_tokio_write!(WriteHalf<'_, S>, S);
+    for_each_stream_type!(impl_tokio_read, impl_tokio_write);
 }
 
 #[cfg(feature = "futures-io")]
@@ -170,16 +178,5 @@ mod futures_io_impls {
         };
     }
 
-    impl_futures_read!(TcpStream);
-    impl_futures_write!(TcpStream);
-    impl_futures_read!(&TcpStream);
-    impl_futures_write!(&TcpStream);
-    impl_futures_read!(UnixStream);
-    impl_futures_write!(UnixStream);
-    impl_futures_read!(&UnixStream);
-    impl_futures_write!(&UnixStream);
-    impl_futures_read!(OwnedReadHalf<S>, S);
-    impl_futures_write!(OwnedWriteHalf<S>, S);
-    impl_futures_read!(ReadHalf<'_, S>, S);
-    impl_futures_write!(WriteHalf<'_, S>, S);
+    for_each_stream_type!(impl_futures_read, impl_futures_write);
 }

@@ -86,12 +86,7 @@ impl UnixListener {
 
     async fn accept_now(&self) -> io::Result<(UnixStream, SocketAddr)> {
         let (s, addr) = self.io.op(Dir::Read, |l| l.accept()).await?;
-        Ok((
-            UnixStream {
-                conn: Conn::new(s)?,
-            },
-            addr,
-        ))
+        Ok((UnixStream::register(s)?, addr))
     }
 
     /// The address the listener is bound to.
@@ -257,15 +252,13 @@ impl UnixStream {
     /// ```
     pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
         let (a, b) = mio::net::UnixStream::pair()?;
-        let a = UnixStream {
-            conn: Conn::new(a)?,
-        };
-        Ok((
-            a,
-            UnixStream {
-                conn: Conn::new(b)?,
-            },
-        ))
+        Ok((UnixStream::register(a)?, UnixStream::register(b)?))
+    }
+
+    /// Registers a connected socket.
+    fn register(s: mio::net::UnixStream) -> io::Result<UnixStream> {
+        let conn = Conn::new(s)?;
+        Ok(UnixStream { conn })
     }
 
     stream_methods!(SocketAddr);
@@ -327,8 +320,7 @@ impl UnixStream {
     /// ```
     pub fn from_std(stream: std::os::unix::net::UnixStream) -> io::Result<UnixStream> {
         stream.set_nonblocking(true)?;
-        let conn = Conn::new(mio::net::UnixStream::from_std(stream))?;
-        Ok(UnixStream { conn })
+        UnixStream::register(mio::net::UnixStream::from_std(stream))
     }
 
     /// The registered socket (for `AsRawFd` and `AsFd`).

@@ -14,16 +14,7 @@ use gort::time::Instant;
 use std::io::ErrorKind;
 use std::time::Duration;
 
-conn_case_tests!(TcpStream:
-    a_deadline_set_while_a_read_is_blocked_ends_that_read,
-    a_deadline_in_the_past_set_while_a_read_is_blocked_ends_it_at_once,
-    an_extended_deadline_lets_a_blocked_read_go_on_until_data_comes,
-    a_cleared_deadline_lets_a_blocked_read_go_on_until_data_comes,
-    a_deadline_moved_earlier_while_blocked_ends_the_read_at_the_new_one,
-    a_timeout_is_not_sticky,
-    the_read_deadline_never_affects_writes_nor_the_write_deadline_reads,
-    a_deadline_set_while_a_write_is_blocked_ends_that_write,
-);
+conn_case_tests!(TcpStream);
 
 async fn pair() -> (TcpStream, TcpStream) {
     <TcpStream as Conn>::pair().await

@@ -3,6 +3,9 @@
 //! a blocked task, a connect that waits for room in a full accept queue without blocking an
 //! M, the path left in place after the listener is dropped, and the split halves.
 
+#[allow(dead_code, unused_macros)] // only the helpers: `unix_deadlines.rs` runs the cases
+#[path = "support/conn_cases.rs"]
+mod conn_cases;
 #[path = "support/temp_dir.rs"]
 mod temp_dir;
 
@@ -14,11 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use temp_dir::TempDir;
 
-const MS: Duration = Duration::from_millis(1);
-
-fn run<F: std::future::Future>(f: F) -> F::Output {
-    gort::Runtime::new().unwrap().block_on(f)
-}
+use conn_cases::{run, spawn_read, MS};
 
 /// Echoes every connection of `listener` until the client closes it.
 fn spawn_echo_server(listener: UnixListener) {
@@ -117,15 +116,11 @@ fn a_half_closed_stream_ends_the_peers_reads_and_still_reads_its_reply() {
         let (c, s) = UnixStream::pair().unwrap();
         c.write_all(b"request").await.unwrap();
         c.shutdown(Shutdown::Write).unwrap();
-        let mut req = Vec::new();
+        let mut req = [0; 7];
+        s.read_exact(&mut req).await.unwrap();
+        assert_eq!(&req, b"request");
         let mut buf = [0; 16];
-        loop {
-            match s.read(&mut buf).await.unwrap() {
-                0 => break,
-                n => req.extend_from_slice(&buf[..n]),
-            }
-        }
-        assert_eq!(req, b"request");
+        assert_eq!(s.read(&mut buf).await.unwrap(), 0, "no end of stream");
         s.write_all(b"reply").await.unwrap();
         drop(s);
         let mut reply = [0; 5];
@@ -139,18 +134,29 @@ fn a_half_closed_stream_ends_the_peers_reads_and_still_reads_its_reply() {
     });
 }
 
+/// Blocks a one-byte read on one end of a pair in a task of its own, calls `end` with that
+/// end and the other one 20 ms later (it gives back what must stay open), and asserts that
+/// the read returns end of stream; returns the read's end.
+async fn end_a_blocked_read(
+    end: impl FnOnce(&UnixStream, UnixStream) -> Option<UnixStream>,
+) -> Arc<UnixStream> {
+    let (c, s) = UnixStream::pair().unwrap();
+    let c = Arc::new(c);
+    let reader = spawn_read(&c);
+    gort::time::sleep(20 * MS).await; // the read blocks
+    let _kept = end(&c, s);
+    assert_eq!(reader.await.unwrap().0.unwrap(), 0, "no end of stream");
+    c
+}
+
 #[test]
 fn a_peer_dropped_while_a_read_waits_ends_the_read_and_fails_writes() {
     run(async {
-        let (c, s) = UnixStream::pair().unwrap();
-        let c = Arc::new(c);
-        let reader = {
-            let c = c.clone();
-            gort::spawn(async move { c.read(&mut [0; 8]).await })
-        };
-        gort::time::sleep(20 * MS).await; // the read blocks
-        drop(s);
-        assert_eq!(reader.await.unwrap().unwrap(), 0, "end of stream");
+        let c = end_a_blocked_read(|_, peer| {
+            drop(peer);
+            None
+        })
+        .await;
         let err = c.write_all(b"x").await.unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::BrokenPipe);
         let err = c.read_exact(&mut [0; 1]).await.unwrap_err();
@@ -159,19 +165,16 @@ fn a_peer_dropped_while_a_read_waits_ends_the_read_and_fails_writes() {
 }
 
 /// Go ends a goroutine's blocked `Read` by closing the connection; here the reader holds it,
-/// and `shutdown(Both)` from another task ends the read with end of stream.
+/// and `shutdown(Both)` from another task ends the read with end of stream (the peer stays
+/// open).
 #[test]
 fn shutting_down_both_ways_ends_a_read_blocked_in_another_task() {
     run(async {
-        let (c, _s) = UnixStream::pair().unwrap();
-        let c = Arc::new(c);
-        let reader = {
-            let c = c.clone();
-            gort::spawn(async move { c.read(&mut [0; 8]).await })
-        };
-        gort::time::sleep(20 * MS).await;
-        c.shutdown(Shutdown::Both).unwrap();
-        assert_eq!(reader.await.unwrap().unwrap(), 0);
+        end_a_blocked_read(|c, peer| {
+            c.shutdown(Shutdown::Both).unwrap();
+            Some(peer)
+        })
+        .await;
     });
 }
 

@@ -30,10 +30,10 @@ fn tokio_copy_over_owned_halves_echoes_to_futures_io_borrowed_halves() {
         };
         let mut got = Vec::new();
         let read = futures::AsyncReadExt::read_to_end(&mut r, &mut got);
-        let ((), n) = futures::join!(write, read);
-        assert_eq!(n.unwrap(), data.len());
-        assert!(got == data);
-        assert_eq!(echo.await.unwrap(), data.len() as u64);
+        let ((), read) = futures::join!(write, read);
+        let echoed = echo.await.unwrap();
+        assert!(got == data, "the echo differs");
+        assert!(read.unwrap() == data.len() && echoed == data.len() as u64);
     });
 }
 

@@ -37,6 +37,12 @@ async fn fill(sender: &UnixDatagram, to: &std::path::Path) -> usize {
     }
 }
 
+/// A connected pair, the first end shared with the task the test spawns.
+fn shared_pair() -> (Arc<UnixDatagram>, UnixDatagram) {
+    let (a, b) = UnixDatagram::pair().unwrap();
+    (Arc::new(a), b)
+}
+
 #[test]
 fn datagrams_keep_their_boundaries_and_name_their_sender() {
     run(async {
@@ -90,8 +96,7 @@ fn an_unbound_socket_sends_to_a_connected_path_and_a_pair_talks_both_ways() {
 #[test]
 fn a_receive_times_out_at_its_deadline_and_not_after_it_is_cleared() {
     run(async {
-        let (a, b) = UnixDatagram::pair().unwrap();
-        let b = Arc::new(b);
+        let (b, a) = shared_pair();
         let deadline = Instant::now() + 20 * MS;
         b.set_read_deadline(Some(deadline)).unwrap();
         let err = b.recv(&mut [0; 8]).await.unwrap_err();
@@ -144,8 +149,7 @@ fn a_send_into_a_full_queue_times_out_or_waits_for_the_receiver() {
 #[test]
 fn a_write_deadline_set_while_a_send_is_blocked_ends_it() {
     run(async {
-        let (a, _b) = UnixDatagram::pair().unwrap();
-        let a = Arc::new(a);
+        let (a, _b) = shared_pair();
         let sender = {
             let a = a.clone();
             gort::spawn(async move {

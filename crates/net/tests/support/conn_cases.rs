@@ -14,8 +14,20 @@ pub const MS: Duration = Duration::from_millis(1);
 /// How late a timed-out operation may return on a loaded machine and still pass.
 pub const LATE: Duration = Duration::from_secs(5);
 
-/// One `#[test]` per named case, run on `$stream`.
+/// One `#[test]` per case of this file, run on `$stream`.
 macro_rules! conn_case_tests {
+    ($stream:ty) => {
+        conn_case_tests!($stream:
+            a_deadline_set_while_a_read_is_blocked_ends_that_read,
+            a_deadline_in_the_past_set_while_a_read_is_blocked_ends_it_at_once,
+            an_extended_deadline_lets_a_blocked_read_go_on_until_data_comes,
+            a_cleared_deadline_lets_a_blocked_read_go_on_until_data_comes,
+            a_deadline_moved_earlier_while_blocked_ends_the_read_at_the_new_one,
+            a_timeout_is_not_sticky,
+            the_read_deadline_never_affects_writes_nor_the_write_deadline_reads,
+            a_deadline_set_while_a_write_is_blocked_ends_that_write,
+        );
+    };
     ($stream:ty: $($case:ident),* $(,)?) => {
         $(
             #[test]
@@ -74,10 +86,9 @@ macro_rules! forward_conn {
 impl Conn for TcpStream {
     async fn pair() -> (TcpStream, TcpStream) {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = l.local_addr().unwrap();
-        let c = gort::spawn(async move { TcpStream::connect(addr).await.unwrap() });
-        let (s, _) = l.accept().await.unwrap();
-        (c.await.unwrap(), s)
+        let connect = TcpStream::connect(l.local_addr().unwrap());
+        let (c, accepted) = futures::join!(connect, l.accept());
+        (c.unwrap(), accepted.unwrap().0)
     }
     forward_conn!();
 }
@@ -90,7 +101,7 @@ impl Conn for UnixStream {
 }
 
 /// Starts a read of one byte on `c` in its own task; yields the result and when it came.
-fn spawn_read<C: Conn>(c: &Arc<C>) -> gort::JoinHandle<(Result<usize>, Instant)> {
+pub fn spawn_read<C: Conn>(c: &Arc<C>) -> gort::JoinHandle<(Result<usize>, Instant)> {
     let c = c.clone();
     gort::spawn(async move {
         let r = c.read(&mut [0; 1]).await;
@@ -98,17 +109,26 @@ fn spawn_read<C: Conn>(c: &Arc<C>) -> gort::JoinHandle<(Result<usize>, Instant)>
     })
 }
 
+/// Lets the task `op` block for 10 ms, sets its deadline 30 ms ahead with `set`, and
+/// asserts that `op` fails with `TimedOut` at that deadline: not before, not much after.
+pub async fn assert_a_deadline_set_meanwhile_ends<T: std::fmt::Debug>(
+    op: gort::JoinHandle<(Result<T>, Instant)>,
+    set: impl FnOnce(Option<Instant>) -> Result<()>,
+) {
+    gort::time::sleep(10 * MS).await;
+    let deadline = Instant::now() + 30 * MS;
+    set(Some(deadline)).unwrap();
+    let (r, at) = op.await.unwrap();
+    assert_eq!(r.unwrap_err().kind(), ErrorKind::TimedOut);
+    assert!(at >= deadline, "timed out early");
+    assert!(at - deadline < LATE, "timed out {:?} late", at - deadline);
+}
+
 pub async fn a_deadline_set_while_a_read_is_blocked_ends_that_read<C: Conn>() {
     let (c, _s) = C::pair().await;
     let c = Arc::new(c);
-    let read = spawn_read(&c);
-    gort::time::sleep(20 * MS).await; // the read blocks with no deadline
-    let deadline = Instant::now() + 20 * MS;
-    c.set_read_deadline(Some(deadline)).unwrap();
-    let (r, at) = read.await.unwrap();
-    assert_eq!(r.unwrap_err().kind(), ErrorKind::TimedOut);
-    assert!(at >= deadline, "timed out early");
-    assert!(at - deadline < LATE);
+    // The read blocks with no deadline.
+    assert_a_deadline_set_meanwhile_ends(spawn_read(&c), |d| c.set_read_deadline(d)).await;
 }
 
 pub async fn a_deadline_in_the_past_set_while_a_read_is_blocked_ends_it_at_once<C: Conn>() {
@@ -173,13 +193,7 @@ pub async fn a_deadline_moved_earlier_while_blocked_ends_the_read_at_the_new_one
     let c = Arc::new(c);
     c.set_read_deadline(Some(Instant::now() + Duration::from_secs(60)))
         .unwrap();
-    let read = spawn_read(&c);
-    gort::time::sleep(10 * MS).await;
-    let deadline = Instant::now() + 30 * MS;
-    c.set_read_deadline(Some(deadline)).unwrap();
-    let (r, at) = read.await.unwrap();
-    assert_eq!(r.unwrap_err().kind(), ErrorKind::TimedOut);
-    assert!(at >= deadline && at - deadline < LATE);
+    assert_a_deadline_set_meanwhile_ends(spawn_read(&c), |d| c.set_read_deadline(d)).await;
 }
 
 pub async fn a_timeout_is_not_sticky<C: Conn>() {
@@ -218,33 +232,32 @@ pub async fn the_read_deadline_never_affects_writes_nor_the_write_deadline_reads
 pub async fn a_deadline_set_while_a_write_is_blocked_ends_that_write<C: Conn>() {
     let (c, s) = C::pair().await;
     let c = Arc::new(c);
+    let (sent_tx, sent_rx) = std::sync::mpsc::channel();
     let writer = {
         let c = c.clone();
         gort::spawn(async move {
             let chunk = vec![7u8; 64 * 1024];
             let mut sent = 0;
-            loop {
-                match c.write(&chunk).await {
-                    Ok(n) => sent += n,
-                    Err(e) => return (e.kind(), sent, Instant::now()),
-                }
-            }
+            let err = loop {
+                let n = match c.write(&chunk).await {
+                    Ok(n) => n,
+                    Err(e) => break e,
+                };
+                sent += n;
+            };
+            sent_tx.send(sent).unwrap();
+            (Err::<(), _>(err), Instant::now())
         })
     };
-    gort::time::sleep(50 * MS).await; // the buffers fill and the write blocks
-    let deadline = Instant::now() + 20 * MS;
-    c.set_write_deadline(Some(deadline)).unwrap();
-    let (kind, sent, at) = writer.await.unwrap();
-    assert_eq!(kind, ErrorKind::TimedOut);
-    assert!(at >= deadline && at - deadline < LATE);
+    gort::time::sleep(40 * MS).await; // the buffers fill and the write blocks
+    assert_a_deadline_set_meanwhile_ends(writer, |d| c.set_write_deadline(d)).await;
+    let sent = sent_rx.recv().unwrap();
     drop(c);
-    let mut received = 0;
-    let mut buf = vec![0; 64 * 1024];
-    loop {
-        match s.read(&mut buf).await.unwrap() {
-            0 => break,
-            n => received += n,
-        }
-    }
-    assert_eq!(received, sent, "a timed-out write sent data");
+    let mut all = vec![0; sent];
+    s.read_exact(&mut all).await.unwrap();
+    assert_eq!(
+        s.read(&mut [0; 1]).await.unwrap(),
+        0,
+        "a timed-out write sent data"
+    );
 }
