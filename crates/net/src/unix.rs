@@ -1,13 +1,12 @@
 //! Unix domain stream sockets: Go's `UnixListener` and `UnixConn` (network `"unix"`) on the
 //! netpoller, the same machinery as TCP's ([`Conn`], `Io`).
 
-use crate::io::{Dir, Io};
+use crate::io::{Backoff, Dir, Io};
 use crate::stream::{connected, Conn};
 use gort_time::Instant;
 use std::io;
 use std::os::unix::net::SocketAddr;
 use std::path::Path;
-use std::time::Duration;
 
 /// A Unix domain socket server, listening for connections (Go's `net.UnixListener`, from
 /// `net.Listen("unix", path)`).
@@ -142,11 +141,6 @@ impl UnixListener {
     }
 }
 
-/// The first pause of [`UnixStream::connect`] when the listener's queue is full; it doubles
-/// up to [`CONNECT_RETRY_MAX`].
-const CONNECT_RETRY_FIRST: Duration = Duration::from_millis(1);
-const CONNECT_RETRY_MAX: Duration = Duration::from_millis(64);
-
 /// A Unix domain stream connection (Go's `net.UnixConn`, from `net.Dial("unix", path)`).
 ///
 /// The same as [`TcpStream`](crate::TcpStream) but for its addresses: every method takes
@@ -161,8 +155,7 @@ const CONNECT_RETRY_MAX: Duration = Duration::from_millis(64);
 ///
 /// ```
 /// use gort::net::UnixStream;
-/// use std::time::Duration;
-///
+/// ///
 /// gort::Runtime::new().unwrap().block_on(async {
 ///     let (a, b) = UnixStream::pair().unwrap();
 ///     a.write_all(b"hello").await.unwrap();
@@ -208,13 +201,12 @@ impl UnixStream {
     /// });
     /// ```
     pub async fn connect(path: impl AsRef<Path>) -> io::Result<UnixStream> {
-        let mut pause = CONNECT_RETRY_FIRST;
+        let mut backoff = Backoff::new();
         loop {
             match mio::net::UnixStream::connect(path.as_ref()) {
                 Ok(s) => return UnixStream::connected(s).await,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    gort_time::sleep(pause).await;
-                    pause = (pause * 2).min(CONNECT_RETRY_MAX);
+                    gort_time::sleep(backoff.next()).await;
                 }
                 Err(e) => return Err(e),
             }

@@ -1,6 +1,6 @@
 //! Unix domain datagram sockets: Go's `UnixConn` for network `"unixgram"` on the netpoller.
 
-use crate::io::{Dir, Io};
+use crate::io::{Backoff, Dir, Io};
 use gort_time::Instant;
 use std::io;
 use std::net::Shutdown;
@@ -120,8 +120,10 @@ impl UnixDatagram {
         self.io.source().connect(path)
     }
 
-    /// Sends `buf` as one datagram to the socket bound at `path`. Cancel-safe. Waits while
-    /// the receiver's queue is full.
+    /// Sends `buf` as one datagram to the socket bound at `path`. Cancel-safe. While the
+    /// receiver's queue is full it tries again after a pause (1 ms, doubling up to 64 ms,
+    /// never past the write deadline): Linux signals no room to such a sender, and a write
+    /// deadline set or moved meanwhile applies from the end of the pause.
     ///
     /// # Errors
     ///
@@ -129,7 +131,7 @@ impl UnixDatagram {
     /// the write deadline.
     pub async fn send_to(&self, buf: &[u8], path: impl AsRef<Path>) -> io::Result<usize> {
         let path = path.as_ref();
-        self.io.op(Dir::Write, |s| s.send_to(buf, path)).await
+        self.send_with(|s| s.send_to(buf, path)).await
     }
 
     /// Receives one datagram into `buf` (the excess of a longer one is lost, as in Go) and
@@ -142,13 +144,33 @@ impl UnixDatagram {
         self.io.op(Dir::Read, |s| s.recv_from(buf)).await
     }
 
-    /// Sends `buf` to the connected peer. Cancel-safe.
+    /// Sends `buf` to the connected peer. Cancel-safe. Waits for room in the peer's queue
+    /// as [`send_to`](Self::send_to) does.
     ///
     /// # Errors
     ///
     /// The OS's (not connected), or `TimedOut` past the write deadline.
     pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.io.op(Dir::Write, |s| s.send(buf)).await
+        self.send_with(|s| s.send(buf)).await
+    }
+
+    /// Runs the send `op` until it does not say `WouldBlock`, pausing between tries instead
+    /// of waiting for readiness: a datagram send into a full queue gets no edge when room
+    /// appears (unless its own datagrams are read), and a spurious one for every failed try
+    /// (the kernel frees the datagram it had charged to the sender), so waiting for edges
+    /// would spin (`design/NETPOLL.md`).
+    async fn send_with(
+        &self,
+        mut op: impl FnMut(&mio::net::UnixDatagram) -> io::Result<usize>,
+    ) -> io::Result<usize> {
+        let mut backoff = Backoff::new();
+        loop {
+            match self.io.try_once(Dir::Write, &mut op) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                res => return res,
+            }
+            self.io.pause(Dir::Write, backoff.next()).await?;
+        }
     }
 
     /// Receives one datagram (from the connected peer, once connected). Cancel-safe.

@@ -116,10 +116,23 @@ fn a_receive_times_out_at_its_deadline_and_not_after_it_is_cleared() {
     });
 }
 
+/// The CPU time the process has used (all its threads).
+fn cpu_time() -> Duration {
+    // SAFETY: `getrusage` writes the struct it is given, which is valid and zeroed.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, &mut usage), 0);
+        usage
+    };
+    let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    time(usage.ru_utime) + time(usage.ru_stime)
+}
+
 /// A sender that filled the receiver's queue waits (a deadline ends the wait with
-/// `TimedOut`, sending nothing); once the receiver drains its datagrams, the blocked send
-/// goes through: the kernel signals the sender's room when its own queued datagrams are
-/// read.
+/// `TimedOut`, sending nothing), without spinning: Linux sends a write edge for every send
+/// that fails on a full queue, and a send that waited for edges burned a CPU retrying (500
+/// `sendto`s in 40 ms under strace). Once the receiver drains the queue, the blocked send
+/// goes through.
 #[test]
 fn a_send_into_a_full_queue_times_out_or_waits_for_the_receiver() {
     run(async {
@@ -132,8 +145,14 @@ fn a_send_into_a_full_queue_times_out_or_waits_for_the_receiver() {
             let (sender, to) = (sender.clone(), dir.join("r"));
             gort::spawn(async move { sender.send_to(b"last", to).await })
         };
-        gort::time::sleep(20 * MS).await;
+        let cpu = cpu_time();
+        gort::time::sleep(500 * MS).await;
+        let burnt = cpu_time() - cpu;
         assert!(!blocked.is_finished(), "sent into a full queue");
+        assert!(
+            burnt < 150 * MS,
+            "a blocked send spun: {burnt:?} of CPU in 500 ms"
+        );
         let mut buf = [0; 2048];
         for _ in 0..queued {
             assert_eq!(receiver.recv(&mut buf).await.unwrap(), 1024);
