@@ -155,7 +155,8 @@ impl UnixListener {
 ///
 /// ```
 /// use gort::net::UnixStream;
-/// ///
+/// use std::time::Duration;
+///
 /// gort::Runtime::new().unwrap().block_on(async {
 ///     let (a, b) = UnixStream::pair().unwrap();
 ///     a.write_all(b"hello").await.unwrap();
