@@ -17,6 +17,7 @@
 //! | `net.ListenUDP`, `ReadFrom`, `WriteTo` | [`UdpSocket::bind`], [`UdpSocket::recv_from`], [`UdpSocket::send_to`] |
 //! | `net.Listen("unix", path)`, `net.Dial("unix", path)` | [`UnixListener::bind`], [`UnixStream::connect`] (and [`UnixStream::pair`]: `syscall.Socketpair`); the same methods and deadlines as TCP's |
 //! | `net.ListenUnixgram`, `DialUnix("unixgram", ..)` | [`UnixDatagram::bind`], [`UnixDatagram::unbound`] + [`UnixDatagram::connect`], [`UnixDatagram::send_to`], [`UnixDatagram::recv_from`] |
+//! | `net.Listen("unix", "@name")` (Linux's abstract namespace) | [`UnixListener::bind_addr`], [`UnixStream::connect_addr`], [`UnixDatagram::bind_addr`] with `SocketAddrExt::from_abstract_name` |
 //! | `UnixListener.SetUnlinkOnClose` | none: a dropped listener leaves its path, as std's (remove it with `std::fs::remove_file`; [`UnixListener`] says why) |
 //! | `CloseWrite`                         | [`TcpStream::shutdown`] (`Shutdown::Write`), [`OwnedWriteHalf::close_write`], [`WriteHalf::close_write`] |
 //! | `SetKeepAlive`, `SetKeepAlivePeriod` | [`TcpStream::set_keepalive`] (on at 15 s by default, as Go's) |

@@ -11,7 +11,8 @@ use std::path::Path;
 /// A Unix domain socket server, listening for connections (Go's `net.UnixListener`, from
 /// `net.Listen("unix", path)`).
 ///
-/// Dropping it closes the socket but leaves its path in the file system, as std's and
+/// Dropping it closes the socket but leaves its path in the file system (a name in the
+/// abstract namespace, [`bind_addr`](Self::bind_addr), goes with the socket), as std's and
 /// Tokio's listeners do (Go's removes it, unless `SetUnlinkOnClose(false)`): the path is a
 /// name anyone may have replaced by then (another instance of the server, bound after a
 /// restart), so removing it is for the program that knows it still owns it. A server
@@ -60,9 +61,22 @@ impl UnixListener {
     ///
     /// The OS's (`AddrInUse` while `path` exists), or outside a gort runtime.
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixListener> {
+        UnixListener::bind_addr(&SocketAddr::from_pathname(path)?)
+    }
+
+    /// Binds a listener to `addr`: for a name in Linux's abstract namespace
+    /// (`SocketAddrExt::from_abstract_name`), which needs no file and goes away with the
+    /// socket (see [`UnixStream::connect_addr`] for an example).
+    ///
+    /// # Errors
+    ///
+    /// The OS's (`AddrInUse` while the name is bound), or outside a gort runtime.
+    pub fn bind_addr(addr: &SocketAddr) -> io::Result<UnixListener> {
         // mio listens with a backlog of -1, which Linux caps at `net.core.somaxconn`.
-        let io = Io::new(mio::net::UnixListener::bind(path)?)?;
-        Ok(UnixListener { io })
+        let listener = mio::net::UnixListener::bind_addr(addr)?;
+        Ok(UnixListener {
+            io: Io::new(listener)?,
+        })
     }
 
     /// Accepts a connection, waiting for one (Go's `Accept`), with the peer's address (mostly
@@ -202,9 +216,50 @@ impl UnixStream {
     /// });
     /// ```
     pub async fn connect(path: impl AsRef<Path>) -> io::Result<UnixStream> {
+        UnixStream::connect_with(|| mio::net::UnixStream::connect(path.as_ref())).await
+    }
+
+    /// Connects to the socket at `addr`, as [`connect`](Self::connect) does: for an address
+    /// in Linux's abstract namespace (`SocketAddrExt::from_abstract_name`), which names no
+    /// file (Go's `"@name"` paths).
+    ///
+    /// # Errors
+    ///
+    /// As [`connect`](Self::connect)'s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[cfg(target_os = "linux")]
+    /// # {
+    /// use gort::net::{UnixListener, UnixStream};
+    /// use std::os::linux::net::SocketAddrExt;
+    /// use std::os::unix::net::SocketAddr;
+    ///
+    /// gort::Runtime::new().unwrap().block_on(async {
+    ///     let name = format!("gort-doc-{}", std::process::id());
+    ///     let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    ///     let listener = UnixListener::bind_addr(&addr).unwrap();
+    ///     let client = UnixStream::connect_addr(&addr).await.unwrap();
+    ///     let (server, _) = listener.accept().await.unwrap();
+    ///     client.write_all(b"@").await.unwrap();
+    ///     assert_eq!(server.read(&mut [0; 1]).await.unwrap(), 1);
+    ///     // Nothing to remove: the name goes with the listener.
+    /// });
+    /// # }
+    /// ```
+    pub async fn connect_addr(addr: &SocketAddr) -> io::Result<UnixStream> {
+        UnixStream::connect_with(|| mio::net::UnixStream::connect_addr(addr)).await
+    }
+
+    /// Runs `connect` (a new non-blocking socket's connect) again after pauses while the
+    /// listener's queue is full.
+    async fn connect_with(
+        mut connect: impl FnMut() -> io::Result<mio::net::UnixStream>,
+    ) -> io::Result<UnixStream> {
         let mut backoff = Backoff::new();
         loop {
-            match mio::net::UnixStream::connect(path.as_ref()) {
+            match connect() {
                 Ok(s) => return UnixStream::connected(s).await,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     gort_time::sleep(backoff.next()).await;

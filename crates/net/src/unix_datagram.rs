@@ -49,6 +49,35 @@ impl UnixDatagram {
         UnixDatagram::register(mio::net::UnixDatagram::bind(path)?)
     }
 
+    /// Binds a socket to `addr`: for a name in Linux's abstract namespace
+    /// (`SocketAddrExt::from_abstract_name`), which needs no file.
+    ///
+    /// # Errors
+    ///
+    /// The OS's (`AddrInUse` while the name is bound), or outside a gort runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[cfg(target_os = "linux")]
+    /// # {
+    /// use gort::net::UnixDatagram;
+    /// use std::os::linux::net::SocketAddrExt;
+    /// use std::os::unix::net::SocketAddr;
+    ///
+    /// gort::Runtime::new().unwrap().block_on(async {
+    ///     let name = format!("gort-doc-dgram-{}", std::process::id());
+    ///     let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    ///     let server = UnixDatagram::bind_addr(&addr).unwrap();
+    ///     let local = server.local_addr().unwrap();
+    ///     assert_eq!(local.as_abstract_name(), Some(name.as_bytes()));
+    /// });
+    /// # }
+    /// ```
+    pub fn bind_addr(addr: &SocketAddr) -> io::Result<UnixDatagram> {
+        UnixDatagram::register(mio::net::UnixDatagram::bind_addr(addr)?)
+    }
+
     /// A socket bound to no path: it can send (to a path, or after
     /// [`connect`](Self::connect)) but nobody can answer it by name.
     ///

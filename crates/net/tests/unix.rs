@@ -298,3 +298,35 @@ fn borrowed_halves_close_write_and_read_on() {
         assert!(r.local_addr().unwrap().is_unnamed());
     });
 }
+
+/// Linux's abstract namespace: a listener bound to a name that is no file, reached by
+/// `connect_addr`; the name is free again once the listener is dropped (nothing to remove).
+#[cfg(target_os = "linux")]
+#[test]
+fn an_abstract_name_is_bound_reached_and_freed_with_the_listener() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::SocketAddr;
+    run(async {
+        let name = format!("gort-test-abstract-{}", std::process::id());
+        let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+        let listener = UnixListener::bind_addr(&addr).unwrap();
+        let bound = listener.local_addr().unwrap();
+        assert_eq!(bound.as_abstract_name(), Some(name.as_bytes()));
+        assert_eq!(
+            UnixListener::bind_addr(&addr).unwrap_err().kind(),
+            std::io::ErrorKind::AddrInUse
+        );
+        spawn_echo_server(listener);
+        let c = UnixStream::connect_addr(&addr).await.unwrap();
+        c.write_all(b"abstract").await.unwrap();
+        let mut back = [0; 8];
+        c.read_exact(&mut back).await.unwrap();
+        assert_eq!(&back, b"abstract");
+    });
+    run(async {
+        // The first runtime, its echo server and so the listener are gone.
+        let name = format!("gort-test-abstract-{}", std::process::id());
+        let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+        UnixListener::bind_addr(&addr).unwrap();
+    });
+}
