@@ -169,9 +169,9 @@ impl Handle {
              use .await there instead, or call it from a blocking closure or block_in_place"
         );
         // Read before `enter`, which clears it for the future's polls.
-        let lend_place_hold = context::holds_clock_in_place(&self.shared);
+        let lend_thread_hold = context::holds_clock_here(&self.shared);
         let _ctx = context::enter(self.shared.clone());
-        crate::block_on::run(&self.shared, future, lend_place_hold)
+        crate::block_on::run(&self.shared, future, lend_thread_hold)
     }
 
     /// The runtime's current number of Ps.

@@ -149,7 +149,7 @@ pub fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
     shared.clock.hold();
     shared.handoffp(p);
     let _back = BackFromPlace {
-        _place: context::enter_place(&shared),
+        _holding: context::enter_holding_clock(&shared),
         shared,
     };
     f()
@@ -159,7 +159,7 @@ pub fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
 /// hold back (a leaked one would stop a paused clock for good) and takes an idle P if any.
 struct BackFromPlace {
     shared: std::sync::Arc<shared::Shared>,
-    _place: context::PlaceGuard,
+    _holding: context::HoldingGuard,
 }
 
 impl Drop for BackFromPlace {
