@@ -171,7 +171,7 @@ fn a_blocking_closure_holds_the_clock_while_its_future_or_its_code_runs() {
 }
 
 /// A blocking closure that sleeps in real time (`std::thread::sleep`, a blocking read) runs
-/// user code the whole time: the clock does not jump past it (as Tokio since 1.23), so a
+/// user code the whole time: the clock does not jump past it (as Tokio since 1.24), so a
 /// `timeout` of the task waiting for it does not fire on a paused clock; once it returns,
 /// the clock moves again.
 #[test]

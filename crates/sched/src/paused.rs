@@ -23,7 +23,7 @@
 //! while its future runs or is woken, as a top-level `block_on` does, and its sleeps end by
 //! the clock's jump. A closure blocked in user code (`std::thread::sleep`, a blocking read)
 //! keeps holding it: the program's own time runs there, in real time, as Tokio's
-//! `spawn_blocking` inhibits auto-advance since 1.23.
+//! `spawn_blocking` inhibits auto-advance since 1.24.
 //! - and no timer is already due (those run first, and may wake tasks).
 //!
 //! A task blocked on a socket holds the clock too (unless an `advance` asks for the time):
