@@ -84,11 +84,14 @@ fn block_on_in_spawn_blocking_from_a_task_with_other_sleepers() {
 }
 
 /// A thread of the user's own (not the runtime's) parked in `block_on` holds nothing either,
-/// while the runtime's own `block_on` waits for its answer on a channel.
+/// while the runtime's own `block_on` waits for its answer on a channel. The start is read
+/// before the thread runs: the clock may jump for its sleep before the second `block_on`
+/// here begins (nothing holds the clock meanwhile).
 #[test]
 fn block_on_on_a_users_thread_sleeps_on_a_paused_clock() {
     let (theirs, ours) = within_a_minute(|| {
         let rt = paused(2);
+        let start = rt.block_on(async { Instant::now() });
         let handle = rt.handle().clone();
         let (tx, rx) = gort::chan::bounded(1);
         let thread = std::thread::spawn(move || {
@@ -99,7 +102,10 @@ fn block_on_on_a_users_thread_sleeps_on_a_paused_clock() {
             });
             slept
         });
-        let ours = rt.block_on(timed(rx.recv())).1;
+        let ours = rt.block_on(async move {
+            rx.recv().await.unwrap();
+            start.elapsed()
+        });
         (thread.join().unwrap(), ours)
     });
     assert_eq!((theirs, ours), (HOUR, HOUR));
@@ -230,4 +236,47 @@ fn a_panic_in_a_blocking_closure_after_block_on_leaves_the_paused_clock_free() {
         })
     });
     assert_eq!(slept, HOUR);
+}
+
+/// Many bridged sleepers at once, mixed with task sleepers, on 4 Ps: each wakes at exactly
+/// its own deadline (a clock that jumped while a woken future had not run yet would make one
+/// late), and the clock ends at the last deadline.
+#[test]
+fn many_bridged_sleepers_each_wake_at_their_deadline() {
+    let (late, (ended, last)) = within_a_minute(|| {
+        let rt = paused(4);
+        rt.block_on(async {
+            let start = Instant::now();
+            let mut jobs = Vec::new();
+            for i in 1..=48u64 {
+                let d = Duration::from_secs(60 * ((i * 37) % 97 + 1));
+                if i % 3 == 0 {
+                    jobs.push(gort::spawn(async move {
+                        gort::time::sleep(d).await;
+                        (start.elapsed(), d)
+                    }));
+                } else {
+                    jobs.push(gort::spawn(async move {
+                        gort::spawn_blocking(move || {
+                            Handle::current().block_on(gort::time::sleep(d));
+                            (start.elapsed(), d)
+                        })
+                        .await
+                        .unwrap()
+                    }));
+                }
+            }
+            let (mut late, mut last) = (Vec::new(), Duration::ZERO);
+            for job in jobs {
+                let (woke, due) = job.await.unwrap();
+                if woke != due {
+                    late.push((woke, due));
+                }
+                last = last.max(due);
+            }
+            (late, (start.elapsed(), last))
+        })
+    });
+    assert!(late.is_empty(), "woke off their deadlines: {late:?}");
+    assert_eq!(ended, last, "the clock did not end at the last deadline");
 }
