@@ -195,8 +195,9 @@ impl Blocking {
 }
 
 /// A closure running on this thread: it holds the paused clock, and a `block_on` in it may
-/// lend the hold out. Dropped after the closure returned or unwound, its join handle told:
-/// gives the hold back, which may leave a paused runtime quiescent.
+/// lend the hold out. Dropped once the closure returned or unwound and its join handle has
+/// the result (the woken waiter is queued by then): gives the hold back, which may leave a
+/// paused runtime quiescent.
 struct RunningJob<'a> {
     shared: &'a Arc<Shared>,
     _holding: context::HoldingGuard,

@@ -16,6 +16,7 @@
 //!   returned `Pending`, and no thread runs user code without a P (a task inside
 //!   `block_in_place`, a blocking-pool closure),
 //! - no blocking-pool closure of the runtime is queued,
+//! - and no timer is already due (those run first, and may wake tasks).
 //!
 //! The rule behind the holds: a thread that runs user code holds the clock, a thread that
 //! waits on the runtime does not. So a `block_on` parked in `block_in_place` or in a
@@ -24,7 +25,6 @@
 //! the clock's jump. A closure blocked in user code (`std::thread::sleep`, a blocking read)
 //! keeps holding it: the program's own time runs there, in real time, as Tokio's
 //! `spawn_blocking` inhibits auto-advance since 1.24.
-//! - and no timer is already due (those run first, and may wake tasks).
 //!
 //! A task blocked on a socket holds the clock too (unless an `advance` asks for the time):
 //! its peer may be outside the runtime, in real time, and jumping would make every network
