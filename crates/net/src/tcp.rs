@@ -257,7 +257,10 @@ impl TcpStream {
     ///
     /// # Errors
     ///
-    /// As [`write`](Self::write); `WriteZero` if the socket takes nothing.
+    /// As [`write`](Self::write); `WriteZero` if the socket takes nothing. On an error
+    /// (a timeout included) a prefix of `buf` may have been sent, and how long it was is not
+    /// returned, as with std's and Tokio's `write_all`. Where that count matters (Go's
+    /// `n, err := conn.Write(b)`), loop on [`write`](Self::write), which returns each piece's.
     ///
     /// # Examples
     ///
