@@ -246,7 +246,7 @@ pub static SHAPES: &[Shape] = &[
         id: "T9",
         name: "reset_earlier",
         group: "timer",
-        metrics: &["per_op_ns", "cpu_ms"],
+        metrics: &["per_op_ns", "cpu_ms", "rss_mib"],
         reps: 1,
         quiet: false,
         gort: timer_gort::t9_reset_earlier,
