@@ -382,3 +382,23 @@ fn rusage() -> (Duration, f64) {
 fn rusage() -> (Duration, f64) {
     (Duration::ZERO, 0.0)
 }
+
+/// A Unix socket's path in the temporary directory (`tag` names the runtime), fresh (nothing
+/// left at it by an earlier run) and removed when dropped.
+#[derive(Debug)]
+pub struct UnixPath(pub std::path::PathBuf);
+
+impl UnixPath {
+    pub fn fresh(tag: &str) -> UnixPath {
+        let name = format!("gort-shapes-{tag}-{}.sock", std::process::id());
+        let path = std::env::temp_dir().join(name);
+        let _ = std::fs::remove_file(&path);
+        UnixPath(path)
+    }
+}
+
+impl Drop for UnixPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
