@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -401,4 +401,32 @@ impl Drop for UnixPath {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
     }
+}
+
+/// The echo fan-in of N2, N4 and N6: C = 256 clients at once, each the future
+/// `client(rounds)` (1,000 round trips; a tenth with `--quick`), started with `spawn`.
+pub async fn fanin_clients<C, Fut>(
+    p: &Params,
+    spawn: impl Fn(Pin<Box<dyn Future<Output = ()> + Send>>),
+    client: C,
+) -> Figures
+where
+    C: Fn(usize) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let (conns, rounds) = (256, p.n(1_000));
+    let done = Arc::new(Latch::new(conns));
+    let m = Meter::start();
+    for _ in 0..conns {
+        let (done, client) = (done.clone(), client(rounds));
+        spawn(Box::pin(async move {
+            client.await;
+            done.arrive();
+        }));
+    }
+    done.wait().await;
+    vec![
+        ("per_round_trip_ns", m.ns_per(conns * rounds)),
+        ("cpu_ms", ms(m.cpu())),
+    ]
 }

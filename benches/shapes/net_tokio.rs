@@ -1,14 +1,15 @@
 //! Network shapes N1-N5 on Tokio (W workers) over loopback TCP, and N6 (N2 over Unix
 //! sockets); the deadlines are Tokio's idiom, `timeout(d, read)` around the server read.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 
-use crate::common::{check, durations, ms, Figures, Latch, Meter, Params, Samples, UnixPath};
+use crate::common::{
+    check, durations, fanin_clients, ms, Figures, Latch, Meter, Params, Samples, UnixPath,
+};
 use crate::net_gort::{open_fds, raise_fd_limit};
 use crate::timer_tokio::run;
 
@@ -80,29 +81,6 @@ async fn client(addr: std::net::SocketAddr, rounds: usize) {
     round_trips!(c, rounds)
 }
 
-/// C = 256 clients at once, each running `client(rounds)` (1,000 round trips).
-async fn fanin_clients<F, Fut>(p: &Params, client: F) -> Figures
-where
-    F: Fn(usize) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let (conns, rounds) = (256, p.n(1_000));
-    let done = Arc::new(Latch::new(conns));
-    let m = Meter::start();
-    for _ in 0..conns {
-        let (done, client) = (done.clone(), client(rounds));
-        go(async move {
-            client.await;
-            done.arrive();
-        });
-    }
-    done.wait().await;
-    vec![
-        ("per_round_trip_ns", m.ns_per(conns * rounds)),
-        ("cpu_ms", ms(m.cpu())),
-    ]
-}
-
 /// N1: one connection, N = 100,000 round trips.
 pub fn n1_echo_pingpong(p: &Params) -> Figures {
     let n = p.n(100_000);
@@ -119,7 +97,7 @@ fn fanin(p: &Params, deadline: bool) -> Figures {
     let q = *p;
     run(p, move || async move {
         let addr = echo_server(deadline).await;
-        fanin_clients(&q, move |rounds| client(addr, rounds)).await
+        fanin_clients(&q, go, move |rounds| client(addr, rounds)).await
     })
 }
 
@@ -248,7 +226,7 @@ pub fn n6_unix_fanin(p: &Params) -> Figures {
                 go(async move { echo_conn!(c, false) });
             }
         });
-        fanin_clients(&q, move |rounds| {
+        fanin_clients(&q, go, move |rounds| {
             let path = path.clone();
             async move { round_trips!(UnixStream::connect(&path.0).await.expect("connect"), rounds) }
         })
