@@ -380,6 +380,16 @@ pub static SHAPES: &[Shape] = &[
         gort: net_gort::n5_idle_deadlines,
         tokio: net_tokio::n5_idle_deadlines,
     },
+    Shape {
+        id: "N6",
+        name: "unix_fanin",
+        group: "net",
+        metrics: &["per_round_trip_ns", "cpu_ms"],
+        reps: 3,
+        quiet: false,
+        gort: net_gort::n6_unix_fanin,
+        tokio: net_tokio::n6_unix_fanin,
+    },
 ];
 
 /// Command line of the parent (table/JSON) and of a child (`--child ID RUNTIME`).
