@@ -246,7 +246,7 @@ pub static SHAPES: &[Shape] = &[
         id: "T9",
         name: "reset_earlier",
         group: "timer",
-        metrics: &["per_op_ns", "cpu_ms"],
+        metrics: &["per_op_ns", "cpu_ms", "rss_mib"],
         reps: 1,
         quiet: false,
         gort: timer_gort::t9_reset_earlier,
@@ -379,6 +379,16 @@ pub static SHAPES: &[Shape] = &[
         quiet: false,
         gort: net_gort::n5_idle_deadlines,
         tokio: net_tokio::n5_idle_deadlines,
+    },
+    Shape {
+        id: "N6",
+        name: "unix_fanin",
+        group: "net",
+        metrics: &["per_round_trip_ns", "cpu_ms"],
+        reps: 3,
+        quiet: false,
+        gort: net_gort::n6_unix_fanin,
+        tokio: net_tokio::n6_unix_fanin,
     },
 ];
 

@@ -23,7 +23,7 @@
 //!
 //! The crates behind it: `gort-sched` (tasks, Ps, Ms, poller), `gort-timer` (per-P timer
 //! heaps and their state machine), `gort-time` (this crate's [`time`] module), `gort-chan`
-//! ([`chan`] and [`select!`]), `gort-net` ([`net`]: TCP and UDP on the netpoller, and
+//! ([`chan`] and [`select!`]), `gort-net` ([`net`]: TCP, UDP and Unix sockets on the netpoller, and
 //! [`signal`]),
 //! `gort-context` ([`context`]), `gort-sync` ([`sync`]). `design/ARCHITECTURE.md`,
 //! `design/TIMERS.md`, `design/NETPOLL.md` and `design/CHANNELS.md` explain them.
@@ -130,7 +130,7 @@ pub mod time {
     pub use gort_time::*;
 }
 
-/// Go's `net` package: TCP and UDP on the netpoller, with Go's deadlines on the per-P timers.
+/// Go's `net` package: TCP, UDP and Unix sockets on the netpoller, with Go's deadlines on the per-P timers.
 pub mod net {
     pub use gort_net::*;
 }

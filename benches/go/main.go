@@ -112,6 +112,7 @@ var shapes = []shape{
 	{"N3", "accept_churn", "net", []string{"per_conn_ns", "fds_left"}, 3, n3AcceptChurn},
 	{"N4", "deadline_echo", "net", []string{"per_round_trip_ns", "cpu_ms"}, 3, func(p params) []figure { return echoFanin(p, true) }},
 	{"N5", "idle_deadlines", "net", []string{"late_p50_us", "late_p99_us", "late_max_us", "cpu_ms", "rss_mib", "timed_out"}, 1, n5IdleDeadlines},
+	{"N6", "unix_fanin", "net", []string{"per_round_trip_ns", "cpu_ms"}, 3, n6UnixFanin},
 }
 
 // rng is SplitMix64, identical to benches/shapes/common.rs.

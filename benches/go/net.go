@@ -1,13 +1,15 @@
 package main
 
 // Network shapes N1, N2, N4 (echo round trips over loopback TCP; N4's deadline is Go's idiom,
-// SetReadDeadline(time.Now().Add(30 * time.Second)) before every server read) and N5 (idle
-// connections whose reads time out).
+// SetReadDeadline(time.Now().Add(30 * time.Second)) before every server read), N5 (idle
+// connections whose reads time out) and N6 (N2 over Unix sockets).
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -19,7 +21,12 @@ const netMsg = 64
 // echoServer listens on a fresh loopback port; each connection echoes until its client
 // closes.
 func echoServer(deadline bool) (net.Listener, string) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	return echoServerOn("tcp", "127.0.0.1:0", deadline)
+}
+
+// echoServerOn is echoServer on a listener of network ("tcp", "unix") at address.
+func echoServerOn(network, address string, deadline bool) (net.Listener, string) {
+	l, err := net.Listen(network, address)
 	if err != nil {
 		panic(err)
 	}
@@ -51,7 +58,12 @@ func echoServer(deadline bool) (net.Listener, string) {
 }
 
 func echoClient(addr string, rounds int) {
-	c, err := net.Dial("tcp", addr)
+	echoClientOn("tcp", addr, rounds)
+}
+
+// echoClientOn is echoClient over network ("tcp", "unix").
+func echoClientOn(network, addr string, rounds int) {
+	c, err := net.Dial(network, addr)
 	if err != nil {
 		panic(err)
 	}
@@ -80,20 +92,35 @@ func n1EchoPingPong(p params) []figure {
 
 // N2 / N4: C = 256 clients at once, 1,000 round trips each.
 func echoFanin(p params, deadline bool) []figure {
-	conns, rounds := 256, p.n(1000)
 	l, addr := echoServer(deadline)
 	defer l.Close()
+	return faninClients(p, "tcp", addr)
+}
+
+// faninClients runs C = 256 clients at once over network to addr, 1,000 round trips each.
+func faninClients(p params, network, addr string) []figure {
+	conns, rounds := 256, p.n(1000)
 	var wg sync.WaitGroup
 	wg.Add(conns)
 	m := startMeter()
 	for i := 0; i < conns; i++ {
 		go func() {
 			defer wg.Done()
-			echoClient(addr, rounds)
+			echoClientOn(network, addr, rounds)
 		}()
 	}
 	wg.Wait()
 	return []figure{{"per_round_trip_ns", m.nsPer(conns * rounds)}, {"cpu_ms", ms(m.cpuSince())}}
+}
+
+// N6: N2 over Unix stream sockets (a listener on a fresh path in the temporary directory;
+// Go removes it when the listener closes).
+func n6UnixFanin(p params) []figure {
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("gort-shapes-go-%d.sock", os.Getpid()))
+	os.Remove(path)
+	l, addr := echoServerOn("unix", path, false)
+	defer l.Close()
+	return faninClients(p, "unix", addr)
 }
 
 // N5: C = 9,000 idle connections (quick: 900); each server-side read has a deadline uniform

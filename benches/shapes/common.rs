@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -381,4 +381,52 @@ fn rusage() -> (Duration, f64) {
 #[cfg(not(unix))]
 fn rusage() -> (Duration, f64) {
     (Duration::ZERO, 0.0)
+}
+
+/// A Unix socket's path in the temporary directory (`tag` names the runtime), fresh (nothing
+/// left at it by an earlier run) and removed when dropped.
+#[derive(Debug)]
+pub struct UnixPath(pub std::path::PathBuf);
+
+impl UnixPath {
+    pub fn fresh(tag: &str) -> UnixPath {
+        let name = format!("gort-shapes-{tag}-{}.sock", std::process::id());
+        let path = std::env::temp_dir().join(name);
+        let _ = std::fs::remove_file(&path);
+        UnixPath(path)
+    }
+}
+
+impl Drop for UnixPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The echo fan-in of N2, N4 and N6: C = 256 clients at once, each the future
+/// `client(rounds)` (1,000 round trips; a tenth with `--quick`), started with `spawn`.
+pub async fn fanin_clients<C, Fut>(
+    p: &Params,
+    spawn: impl Fn(Pin<Box<dyn Future<Output = ()> + Send>>),
+    client: C,
+) -> Figures
+where
+    C: Fn(usize) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let (conns, rounds) = (256, p.n(1_000));
+    let done = Arc::new(Latch::new(conns));
+    let m = Meter::start();
+    for _ in 0..conns {
+        let (done, client) = (done.clone(), client(rounds));
+        spawn(Box::pin(async move {
+            client.await;
+            done.arrive();
+        }));
+    }
+    done.wait().await;
+    vec![
+        ("per_round_trip_ns", m.ns_per(conns * rounds)),
+        ("cpu_ms", ms(m.cpu())),
+    ]
 }

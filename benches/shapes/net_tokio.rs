@@ -1,13 +1,15 @@
-//! Network shapes N1, N2, N4 and N5 on Tokio (W workers) over loopback TCP; the deadlines
-//! are Tokio's idiom, `timeout(d, read)` around the server read.
+//! Network shapes N1-N5 on Tokio (W workers) over loopback TCP, and N6 (N2 over Unix
+//! sockets); the deadlines are Tokio's idiom, `timeout(d, read)` around the server read.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 
-use crate::common::{check, durations, ms, Figures, Latch, Meter, Params, Samples};
+use crate::common::{
+    check, durations, fanin_clients, ms, Figures, Latch, Meter, Params, Samples, UnixPath,
+};
 use crate::net_gort::{open_fds, raise_fd_limit};
 use crate::timer_tokio::run;
 
@@ -19,37 +21,54 @@ fn go<F: std::future::Future<Output = ()> + Send + 'static>(fut: F) {
 /// Message size of the echo shapes.
 const MSG: usize = 64;
 
-/// An echo server on a fresh loopback port: each connection echoes until its client closes;
-/// with `deadline`, a read deadline 30 s ahead is set before every read (Go's idle timeout).
+/// Echoes on the connection `$c` (a TCP or Unix stream) until its client closes; with
+/// `$deadline`, each read is wrapped in a 30 s `timeout` (Go's idle timeout, Tokio's way).
+macro_rules! echo_conn {
+    ($c:expr, $deadline:expr) => {{
+        let mut c = $c;
+        let mut buf = [0u8; MSG];
+        loop {
+            let read = if $deadline {
+                match tokio::time::timeout(Duration::from_secs(30), c.read(&mut buf)).await {
+                    Ok(r) => r,
+                    Err(_) => break,
+                }
+            } else {
+                c.read(&mut buf).await
+            };
+            match read {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if c.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    }};
+}
+
+/// `$rounds` round trips of a `MSG`-byte message on the connection `$c`.
+macro_rules! round_trips {
+    ($c:expr, $rounds:expr) => {{
+        let mut c = $c;
+        let msg = [7u8; MSG];
+        let mut buf = [0u8; MSG];
+        for _ in 0..$rounds {
+            c.write_all(&msg).await.expect("write");
+            c.read_exact(&mut buf).await.expect("read");
+        }
+    }};
+}
+
+/// An echo server on a fresh loopback port (see `echo_conn`).
 async fn echo_server(deadline: bool) -> std::net::SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = l.local_addr().expect("local_addr");
     go(async move {
         while let Ok((c, _)) = l.accept().await {
             let _ = c.set_nodelay(true); // as gort and Go do on every connection
-            go(async move {
-                let mut c = c;
-                let mut buf = [0u8; MSG];
-                loop {
-                    let read = if deadline {
-                        match tokio::time::timeout(Duration::from_secs(30), c.read(&mut buf)).await
-                        {
-                            Ok(r) => r,
-                            Err(_) => return,
-                        }
-                    } else {
-                        c.read(&mut buf).await
-                    };
-                    match read {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => {
-                            if c.write_all(&buf[..n]).await.is_err() {
-                                return;
-                            }
-                        }
-                    }
-                }
-            });
+            go(async move { echo_conn!(c, deadline) });
         }
     });
     addr
@@ -57,14 +76,9 @@ async fn echo_server(deadline: bool) -> std::net::SocketAddr {
 
 /// One client: `rounds` round trips of a `MSG`-byte message.
 async fn client(addr: std::net::SocketAddr, rounds: usize) {
-    let mut c = TcpStream::connect(addr).await.expect("connect");
+    let c = TcpStream::connect(addr).await.expect("connect");
     c.set_nodelay(true).expect("nodelay");
-    let msg = [7u8; MSG];
-    let mut buf = [0u8; MSG];
-    for _ in 0..rounds {
-        c.write_all(&msg).await.expect("write");
-        c.read_exact(&mut buf).await.expect("read");
-    }
+    round_trips!(c, rounds)
 }
 
 /// N1: one connection, N = 100,000 round trips.
@@ -80,23 +94,10 @@ pub fn n1_echo_pingpong(p: &Params) -> Figures {
 
 /// N2 / N4: C = 256 clients at once, 1,000 round trips each.
 fn fanin(p: &Params, deadline: bool) -> Figures {
-    let (conns, rounds) = (256, p.n(1_000));
+    let q = *p;
     run(p, move || async move {
         let addr = echo_server(deadline).await;
-        let done = Arc::new(Latch::new(conns));
-        let m = Meter::start();
-        for _ in 0..conns {
-            let done = done.clone();
-            go(async move {
-                client(addr, rounds).await;
-                done.arrive();
-            });
-        }
-        done.wait().await;
-        vec![
-            ("per_round_trip_ns", m.ns_per(conns * rounds)),
-            ("cpu_ms", ms(m.cpu())),
-        ]
+        fanin_clients(&q, go, move |rounds| client(addr, rounds)).await
     })
 }
 
@@ -211,5 +212,24 @@ pub fn n3_accept_churn(p: &Params) -> Figures {
         ];
         check(&mut f, fds <= fds0, || format!("{} fds left", fds - fds0));
         f
+    })
+}
+
+/// N6: N2 over Unix stream sockets (a listener on a fresh path in the temporary directory).
+pub fn n6_unix_fanin(p: &Params) -> Figures {
+    let q = *p;
+    run(p, move || async move {
+        let path = Arc::new(UnixPath::fresh("tokio"));
+        let l = UnixListener::bind(&path.0).expect("bind");
+        go(async move {
+            while let Ok((c, _)) = l.accept().await {
+                go(async move { echo_conn!(c, false) });
+            }
+        });
+        fanin_clients(&q, go, move |rounds| {
+            let path = path.clone();
+            async move { round_trips!(UnixStream::connect(&path.0).await.expect("connect"), rounds) }
+        })
+        .await
     })
 }

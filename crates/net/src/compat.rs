@@ -1,5 +1,5 @@
-//! The ecosystem's I/O traits for [`TcpStream`], `&TcpStream` and its halves (owned and
-//! borrowed): tokio's
+//! The ecosystem's I/O traits for [`TcpStream`], [`UnixStream`], `&` each and their halves
+//! (owned and borrowed): tokio's
 //! `AsyncRead`/`AsyncWrite` (feature `tokio-io`) and futures-io's (feature `futures-io`), so
 //! that crates built on them (codecs, HTTP, WebSocket libraries) run on gort. Both are thin
 //! poll-based views of [`TcpStream::read`] and [`TcpStream::write`], with the same deadlines
@@ -8,47 +8,36 @@
 //! hyper queues a response's head and body without copying them into one buffer; tokio reads
 //! go into the caller's uninitialized room without zeroing it first.
 
-use crate::io::Dir;
-use crate::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, TcpStream, WriteHalf};
-use std::io::{self, IoSlice, Write};
+use crate::stream::Stream;
+use crate::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, TcpStream, UnixStream, WriteHalf};
+use std::io::{self, IoSlice};
 use std::net::Shutdown;
 use std::task::{Context, Poll};
 
-impl TcpStream {
-    /// Itself, as the halves' `stream()` gives theirs: one path for the trait macros.
-    fn stream(&self) -> &TcpStream {
-        self
-    }
-
-    /// futures-io's read (tokio's reads into uninitialized room: `tokio_io::poll_read`).
-    #[cfg(feature = "futures-io")]
-    fn poll_read_some(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
-        use std::io::Read;
-        let len = buf.len();
-        self.io()
-            .poll_transfer(Dir::Read, cx, len, &mut |mut s| s.read(buf))
-    }
-
-    fn poll_write_some(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.io()
-            .poll_transfer(Dir::Write, cx, buf.len(), &mut |mut s| s.write(buf))
-    }
-
-    /// One `writev` of `bufs`, waiting for room as [`TcpStream::write`] does.
-    fn poll_write_slices(
-        &self,
-        cx: &mut Context<'_>,
-        bufs: &[IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let len = bufs.iter().map(|b| b.len()).sum();
-        self.io()
-            .poll_transfer(Dir::Write, cx, len, &mut |mut s| s.write_vectored(bufs))
-    }
+/// Calls `$read!` for every type that reads (the streams, `&` each, the read halves) and
+/// `$write!` for every type that writes; a generic half comes with its parameter's name.
+macro_rules! for_each_stream_type {
+    ($read:ident, $write:ident) => {
+        $read!(TcpStream);
+        $write!(TcpStream);
+        $read!(&TcpStream);
+        $write!(&TcpStream);
+        $read!(UnixStream);
+        $write!(UnixStream);
+        $read!(&UnixStream);
+        $write!(&UnixStream);
+        $read!(OwnedReadHalf<S>, S);
+        $write!(OwnedWriteHalf<S>, S);
+        $read!(ReadHalf<'_, S>, S);
+        $write!(WriteHalf<'_, S>, S);
+    };
 }
 
 #[cfg(feature = "tokio-io")]
 mod tokio_io {
     use super::*;
+    use crate::io::Dir;
+    use crate::stream::{Conn, StreamSource};
     use std::pin::Pin;
     use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -57,8 +46,8 @@ mod tokio_io {
     /// to hundreds of KiB, for each read, and zeroing it first would cost a memset of that
     /// size per read. `read(2)` gets a raw pointer, never a `&mut [u8]` over uninitialized
     /// bytes, and only the bytes it wrote are marked initialized.
-    fn poll_read(
-        s: &TcpStream,
+    fn poll_read<S: StreamSource>(
+        s: &Conn<S>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
@@ -67,7 +56,6 @@ mod tokio_io {
         let room = unsafe { buf.unfilled_mut() };
         let (ptr, len) = (room.as_mut_ptr().cast::<libc::c_void>(), room.len());
         let read = s.io().poll_transfer(Dir::Read, cx, len, &mut |sock| {
-            use std::os::fd::AsRawFd;
             // SAFETY: `ptr` is valid for writes of `len` bytes (above); `read` writes at most
             // `len` bytes there and reads none.
             match unsafe { libc::read(sock.as_raw_fd(), ptr, len) } {
@@ -87,28 +75,28 @@ mod tokio_io {
     }
 
     macro_rules! impl_tokio_read {
-        ($t:ty) => {
-            impl AsyncRead for $t {
+        ($t:ty $(, $s:ident)?) => {
+            impl$(<$s: Stream>)? AsyncRead for $t {
                 fn poll_read(
                     self: Pin<&mut Self>,
                     cx: &mut Context<'_>,
                     buf: &mut ReadBuf<'_>,
                 ) -> Poll<io::Result<()>> {
-                    poll_read(self.stream(), cx, buf)
+                    poll_read(self.conn(), cx, buf)
                 }
             }
         };
     }
 
     macro_rules! impl_tokio_write {
-        ($t:ty) => {
-            impl AsyncWrite for $t {
+        ($t:ty $(, $s:ident)?) => {
+            impl$(<$s: Stream>)? AsyncWrite for $t {
                 fn poll_write(
                     self: Pin<&mut Self>,
                     cx: &mut Context<'_>,
                     buf: &[u8],
                 ) -> Poll<io::Result<usize>> {
-                    self.stream().poll_write_some(cx, buf)
+                    self.conn().poll_write_some(cx, buf)
                 }
 
                 fn poll_write_vectored(
@@ -116,7 +104,7 @@ mod tokio_io {
                     cx: &mut Context<'_>,
                     bufs: &[IoSlice<'_>],
                 ) -> Poll<io::Result<usize>> {
-                    self.stream().poll_write_slices(cx, bufs)
+                    self.conn().poll_write_slices(cx, bufs)
                 }
 
                 fn is_write_vectored(&self) -> bool {
@@ -131,20 +119,13 @@ mod tokio_io {
                     self: Pin<&mut Self>,
                     _: &mut Context<'_>,
                 ) -> Poll<io::Result<()>> {
-                    Poll::Ready(self.stream().shutdown(Shutdown::Write))
+                    Poll::Ready(self.conn().shutdown(Shutdown::Write))
                 }
             }
         };
     }
 
-    impl_tokio_read!(TcpStream);
-    impl_tokio_write!(TcpStream);
-    impl_tokio_read!(&TcpStream);
-    impl_tokio_write!(&TcpStream);
-    impl_tokio_read!(OwnedReadHalf);
-    impl_tokio_write!(OwnedWriteHalf);
-    impl_tokio_read!(ReadHalf<'_>);
-    impl_tokio_write!(WriteHalf<'_>);
+    for_each_stream_type!(impl_tokio_read, impl_tokio_write);
 }
 
 #[cfg(feature = "futures-io")]
@@ -154,28 +135,28 @@ mod futures_io_impls {
     use std::pin::Pin;
 
     macro_rules! impl_futures_read {
-        ($t:ty) => {
-            impl AsyncRead for $t {
+        ($t:ty $(, $s:ident)?) => {
+            impl$(<$s: Stream>)? AsyncRead for $t {
                 fn poll_read(
                     self: Pin<&mut Self>,
                     cx: &mut Context<'_>,
                     buf: &mut [u8],
                 ) -> Poll<io::Result<usize>> {
-                    self.stream().poll_read_some(cx, buf)
+                    self.conn().poll_read_some(cx, buf)
                 }
             }
         };
     }
 
     macro_rules! impl_futures_write {
-        ($t:ty) => {
-            impl AsyncWrite for $t {
+        ($t:ty $(, $s:ident)?) => {
+            impl$(<$s: Stream>)? AsyncWrite for $t {
                 fn poll_write(
                     self: Pin<&mut Self>,
                     cx: &mut Context<'_>,
                     buf: &[u8],
                 ) -> Poll<io::Result<usize>> {
-                    self.stream().poll_write_some(cx, buf)
+                    self.conn().poll_write_some(cx, buf)
                 }
 
                 fn poll_write_vectored(
@@ -183,7 +164,7 @@ mod futures_io_impls {
                     cx: &mut Context<'_>,
                     bufs: &[IoSlice<'_>],
                 ) -> Poll<io::Result<usize>> {
-                    self.stream().poll_write_slices(cx, bufs)
+                    self.conn().poll_write_slices(cx, bufs)
                 }
 
                 fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -191,18 +172,11 @@ mod futures_io_impls {
                 }
 
                 fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-                    Poll::Ready(self.stream().shutdown(Shutdown::Write))
+                    Poll::Ready(self.conn().shutdown(Shutdown::Write))
                 }
             }
         };
     }
 
-    impl_futures_read!(TcpStream);
-    impl_futures_write!(TcpStream);
-    impl_futures_read!(&TcpStream);
-    impl_futures_write!(&TcpStream);
-    impl_futures_read!(OwnedReadHalf);
-    impl_futures_write!(OwnedWriteHalf);
-    impl_futures_read!(ReadHalf<'_>);
-    impl_futures_write!(WriteHalf<'_>);
+    for_each_stream_type!(impl_futures_read, impl_futures_write);
 }

@@ -376,6 +376,12 @@ impl Half {
                     .is_ok())
     }
 
+    /// The deadline in effect: 0 for none, `d > 0` pending, `-d` passed (for an operation
+    /// that waits by pauses instead of readiness: `Io::pause`).
+    pub fn deadline(&self) -> Nanos {
+        self.deadline.load(SeqCst)
+    }
+
     /// Whether the deadline has passed (for tests and `Debug`).
     pub fn is_expired(&self) -> bool {
         self.deadline.load(SeqCst) < 0

@@ -5,7 +5,7 @@
 //! The descriptor stays registered with the netpoller: changing its blocking mode or closing
 //! it behind the socket's back breaks the socket, as it would in Go.
 
-use crate::{TcpListener, TcpStream, UdpSocket};
+use crate::{TcpListener, TcpStream, UdpSocket, UnixDatagram, UnixListener, UnixStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 
 macro_rules! impl_fd {
@@ -27,3 +27,6 @@ macro_rules! impl_fd {
 impl_fd!(TcpListener);
 impl_fd!(TcpStream);
 impl_fd!(UdpSocket);
+impl_fd!(UnixListener);
+impl_fd!(UnixStream);
+impl_fd!(UnixDatagram);

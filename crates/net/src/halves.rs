@@ -1,11 +1,12 @@
-//! The methods every half of a split [`TcpStream`](crate::TcpStream) shares, borrowed
+//! The methods every half of a split stream ([`TcpStream`](crate::TcpStream) or
+//! [`UnixStream`](crate::UnixStream), any [`Stream`](crate::Stream) `S`) shares, borrowed
 //! ([`ReadHalf`](crate::ReadHalf), [`WriteHalf`](crate::WriteHalf)) or owned
 //! ([`OwnedReadHalf`](crate::OwnedReadHalf), [`OwnedWriteHalf`](crate::OwnedWriteHalf)):
-//! each forwards to the stream its `stream` field reaches (`&TcpStream` or
-//! `Arc<TcpStream>`), so one definition serves both kinds.
+//! each forwards to the connection of the stream its `stream` field reaches (`&S` or
+//! `Arc<S>`), so one definition serves both kinds of half and both kinds of stream.
 
 /// A read half's methods: `read`, `read_exact`, `set_read_deadline`, the addresses, and the
-/// crate's `stream()` accessor for the I/O trait implementations.
+/// crate's `conn()` accessor for the I/O trait implementations.
 macro_rules! read_half_methods {
     () => {
         /// As [`TcpStream::read`].
@@ -14,7 +15,7 @@ macro_rules! read_half_methods {
         ///
         /// As [`TcpStream::read`].
         pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-            self.stream.read(buf).await
+            self.stream.conn().read(buf).await
         }
 
         /// As [`TcpStream::read_exact`].
@@ -23,7 +24,7 @@ macro_rules! read_half_methods {
         ///
         /// As [`TcpStream::read_exact`].
         pub async fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
-            self.stream.read_exact(buf).await
+            self.stream.conn().read_exact(buf).await
         }
 
         /// As [`TcpStream::set_read_deadline`].
@@ -32,7 +33,7 @@ macro_rules! read_half_methods {
         ///
         /// Outside a gort runtime.
         pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
-            self.stream.set_read_deadline(deadline)
+            self.stream.conn().set_read_deadline(deadline)
         }
 
         half_common_methods!();
@@ -40,7 +41,7 @@ macro_rules! read_half_methods {
 }
 
 /// A write half's methods: `write`, `write_all`, `set_write_deadline`, the addresses, and
-/// the `stream()` accessor. `close_write` is each half's own (its example differs).
+/// the `conn()` accessor. `close_write` is each half's own (its example differs).
 macro_rules! write_half_methods {
     () => {
         /// As [`TcpStream::write`].
@@ -49,7 +50,7 @@ macro_rules! write_half_methods {
         ///
         /// As [`TcpStream::write`].
         pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
-            self.stream.write(buf).await
+            self.stream.conn().write(buf).await
         }
 
         /// As [`TcpStream::write_all`].
@@ -58,7 +59,7 @@ macro_rules! write_half_methods {
         ///
         /// As [`TcpStream::write_all`].
         pub async fn write_all(&self, buf: &[u8]) -> io::Result<()> {
-            self.stream.write_all(buf).await
+            self.stream.conn().write_all(buf).await
         }
 
         /// As [`TcpStream::set_write_deadline`].
@@ -67,7 +68,7 @@ macro_rules! write_half_methods {
         ///
         /// Outside a gort runtime.
         pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
-            self.stream.set_write_deadline(deadline)
+            self.stream.conn().set_write_deadline(deadline)
         }
 
         half_common_methods!();
@@ -82,8 +83,8 @@ macro_rules! half_common_methods {
         /// # Errors
         ///
         /// The OS's.
-        pub fn local_addr(&self) -> io::Result<SocketAddr> {
-            self.stream.local_addr()
+        pub fn local_addr(&self) -> io::Result<S::Addr> {
+            self.stream.conn().local_addr()
         }
 
         /// As [`TcpStream::peer_addr`].
@@ -91,14 +92,14 @@ macro_rules! half_common_methods {
         /// # Errors
         ///
         /// The OS's.
-        pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-            self.stream.peer_addr()
+        pub fn peer_addr(&self) -> io::Result<S::Addr> {
+            self.stream.conn().peer_addr()
         }
 
-        /// The stream (for the I/O trait implementations).
+        /// The stream's connection (for the I/O trait implementations).
         #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
-        pub(crate) fn stream(&self) -> &TcpStream {
-            &self.stream
+        pub(crate) fn conn(&self) -> &crate::stream::Conn<S::Source> {
+            self.stream.conn()
         }
     };
 }

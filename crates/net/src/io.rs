@@ -11,6 +11,7 @@ use std::future::poll_fn;
 use std::io;
 use std::sync::{Arc, OnceLock, Weak};
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 /// A direction of a socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,6 +208,42 @@ impl<S: Source> Io<S> {
         }
     }
 
+    /// One try of `op` without waiting: fails at once on a passed deadline in `dir` or a
+    /// closed socket, else returns what `op` did (`WouldBlock` included), for an operation
+    /// that waits by [`Io::pause`] instead of readiness.
+    pub(crate) fn try_once<R>(
+        &self,
+        dir: Dir,
+        op: &mut impl FnMut(&S) -> io::Result<R>,
+    ) -> io::Result<R> {
+        loop {
+            self.desc.half(dir).prepare().map_err(error)?;
+            match op(&self.source) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                res => return res,
+            }
+        }
+    }
+
+    /// Sleeps for `pause`, or until `dir`'s deadline if that comes first, and fails with
+    /// `TimedOut` once that deadline has passed: the wait of an operation the kernel sends
+    /// no readiness for ([`Backoff`]). A deadline set or moved meanwhile is seen at the end
+    /// of the pause.
+    pub(crate) async fn pause(&self, dir: Dir, pause: Duration) -> io::Result<()> {
+        let deadline = self.desc.half(dir).deadline();
+        let now = nanotime();
+        if deadline < 0 || (deadline > 0 && deadline <= now) {
+            return Err(error(Fail::TimedOut));
+        }
+        let pause = pause.as_nanos().min(i64::MAX as u128) as Nanos;
+        let until = match deadline {
+            0 => now.saturating_add(pause),
+            d => d.min(now.saturating_add(pause)),
+        };
+        gort_time::sleep(Duration::from_nanos((until - now) as u64)).await;
+        Ok(())
+    }
+
     /// Go's `SetReadDeadline`/`SetWriteDeadline` for `dir`: `None` (or `Instant::NEVER`)
     /// clears it; a passed one makes pending and later operations fail at once; a later one
     /// arms the direction's timer (a re-arm when it was armed: no allocation).
@@ -237,6 +274,30 @@ impl<S: Source> Io<S> {
         });
         out.into_iter().for_each(Waker::wake);
         res
+    }
+}
+
+/// The pauses between the tries of an operation that the kernel sends no readiness for: a
+/// Unix connect into a full accept queue (`EAGAIN`, and no edge when room appears), a Unix
+/// datagram send into a full queue (no edge when room appears, and a spurious write edge for
+/// every failed try, as the kernel frees the datagram it had charged to the sender: waiting
+/// for edges would spin). 1 ms, doubling up to 64 ms.
+#[derive(Debug)]
+pub(crate) struct Backoff(Duration);
+
+impl Backoff {
+    const FIRST: Duration = Duration::from_millis(1);
+    const MAX: Duration = Duration::from_millis(64);
+
+    pub(crate) fn new() -> Backoff {
+        Backoff(Backoff::FIRST)
+    }
+
+    /// The next pause.
+    pub(crate) fn next(&mut self) -> Duration {
+        let pause = self.0;
+        self.0 = (pause * 2).min(Backoff::MAX);
+        pause
     }
 }
 
@@ -308,4 +369,39 @@ impl<S: Source + std::fmt::Debug> std::fmt::Debug for Io<S> {
             .field("write_timed_out", &self.desc.pd.write.is_expired())
             .finish()
     }
+}
+
+/// Go's `SetDeadline`, `SetReadDeadline` and `SetWriteDeadline` for a socket type with an
+/// `io: Io<_>` field (the datagram sockets; the streams get theirs from `stream_methods!`).
+macro_rules! deadline_methods {
+    () => {
+        /// Sets both deadlines (Go's `SetDeadline`).
+        ///
+        /// # Errors
+        ///
+        /// Outside a gort runtime.
+        pub fn set_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+            self.set_read_deadline(deadline)?;
+            self.set_write_deadline(deadline)
+        }
+
+        /// Sets the read deadline (Go's `SetReadDeadline`); it applies to a receive already
+        /// blocked too. `None` clears it.
+        ///
+        /// # Errors
+        ///
+        /// Outside a gort runtime.
+        pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+            self.io.set_deadline(Dir::Read, deadline)
+        }
+
+        /// Sets the write deadline (Go's `SetWriteDeadline`). `None` clears it.
+        ///
+        /// # Errors
+        ///
+        /// Outside a gort runtime.
+        pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+            self.io.set_deadline(Dir::Write, deadline)
+        }
+    };
 }

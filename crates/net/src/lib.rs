@@ -1,4 +1,5 @@
-//! `gort::net`: TCP and UDP sockets on gort's netpoller, with Go's `net.Conn` deadlines.
+//! `gort::net`: TCP, UDP and Unix domain sockets on gort's netpoller, with Go's `net.Conn`
+//! deadlines.
 //!
 //! Every socket is registered once, edge-triggered, with the `mio::Poll` that an idle M
 //! blocks in; a task whose read would block leaves its waker in the socket's poll
@@ -14,6 +15,10 @@
 //! | `net.DialTimeout`, `Dialer.DialContext` | `gort::time::timeout(d, TcpStream::connect(a))`, or `select!` on it and a context's `done()` (a dial dropped midway closes its socket) |
 //! | `SetDeadline`, `SetReadDeadline`     | [`TcpStream::set_deadline`], [`TcpStream::set_read_deadline`] |
 //! | `net.ListenUDP`, `ReadFrom`, `WriteTo` | [`UdpSocket::bind`], [`UdpSocket::recv_from`], [`UdpSocket::send_to`] |
+//! | `net.Listen("unix", path)`, `net.Dial("unix", path)` | [`UnixListener::bind`], [`UnixStream::connect`] (and [`UnixStream::pair`]: `syscall.Socketpair`); the same methods and deadlines as TCP's |
+//! | `net.ListenUnixgram`, `DialUnix("unixgram", ..)` | [`UnixDatagram::bind`], [`UnixDatagram::unbound`] + [`UnixDatagram::connect`], [`UnixDatagram::send_to`], [`UnixDatagram::recv_from`] |
+//! | `net.Listen("unix", "@name")` (Linux's abstract namespace) | [`UnixListener::bind_addr`], [`UnixStream::connect_addr`], [`UnixDatagram::bind_addr`] with `SocketAddrExt::from_abstract_name` |
+//! | `UnixListener.SetUnlinkOnClose` | none: a dropped listener leaves its path, as std's (remove it with `std::fs::remove_file`; [`UnixListener`] says why) |
 //! | `CloseWrite`                         | [`TcpStream::shutdown`] (`Shutdown::Write`), [`OwnedWriteHalf::close_write`], [`WriteHalf::close_write`] |
 //! | `SetKeepAlive`, `SetKeepAlivePeriod` | [`TcpStream::set_keepalive`] (on at 15 s by default, as Go's) |
 //! | `os.ErrDeadlineExceeded`             | `io::ErrorKind::TimedOut`                      |
@@ -84,11 +89,13 @@
 //! ```
 //!
 //! Cargo features `tokio-io` and `futures-io` implement tokio's and futures-io's
-//! `AsyncRead`/`AsyncWrite` for [`TcpStream`] and `&TcpStream`, and `AsyncRead` for
+//! `AsyncRead`/`AsyncWrite` for [`TcpStream`] and `&TcpStream` ([`UnixStream`] and
+//! `&UnixStream` too), and `AsyncRead` for
 //! [`OwnedReadHalf`] and `AsyncWrite` for [`OwnedWriteHalf`] ([`TcpStream::into_split`]), for
 //! a codec's reader and writer in different tasks; [`OwnedReadHalf::reunite`] puts the stream
 //! back together. The borrowed halves of [`TcpStream::split`], [`ReadHalf`] and
-//! [`WriteHalf`], implement them too.
+//! [`WriteHalf`], implement them too. The halves are generic over the [`Stream`] they split,
+//! `TcpStream` by default: `OwnedReadHalf<UnixStream>` is a Unix stream's.
 
 #![warn(missing_docs)]
 
@@ -99,6 +106,7 @@ pub mod desc;
 mod fd;
 #[macro_use]
 mod halves;
+#[macro_use]
 mod io;
 mod keepalive;
 mod resolve;
@@ -106,12 +114,20 @@ mod resolve;
 pub mod signal;
 mod split;
 mod split_ref;
+#[doc(hidden)]
+#[macro_use]
+pub mod stream;
 mod tcp;
 mod udp;
+mod unix;
+mod unix_datagram;
 #[doc(hidden)]
 pub mod write_lock;
 
 pub use split::{OwnedReadHalf, OwnedWriteHalf, ReuniteError};
 pub use split_ref::{ReadHalf, WriteHalf};
+pub use stream::Stream;
 pub use tcp::{TcpListener, TcpStream};
 pub use udp::UdpSocket;
+pub use unix::{UnixListener, UnixStream};
+pub use unix_datagram::UnixDatagram;

@@ -1,10 +1,12 @@
-//! Owned halves of a [`TcpStream`] (tokio's `into_split`): a reader task and a writer task
-//! each own one, with the `'static` I/O trait implementations that codecs need.
+//! Owned halves of a stream, [`TcpStream`] or [`UnixStream`] (tokio's `into_split`): a
+//! reader task and a writer task each own one, with the `'static` I/O trait implementations
+//! that codecs need. Generic over the [`Stream`]; `S` defaults to `TcpStream`.
 
-use crate::TcpStream;
+use crate::stream::Stream;
+use crate::{TcpStream, UnixStream};
 use gort_time::Instant;
 use std::io;
-use std::net::{Shutdown, SocketAddr};
+use std::net::Shutdown;
 use std::sync::Arc;
 
 impl TcpStream {
@@ -49,20 +51,53 @@ impl TcpStream {
     /// });
     /// ```
     pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
-        let stream = Arc::new(self);
-        let read = OwnedReadHalf {
-            stream: stream.clone(),
-        };
-        let write = OwnedWriteHalf {
-            stream,
-            shutdown_on_drop: true,
-        };
-        (read, write)
+        into_split(self)
     }
 }
 
+impl UnixStream {
+    /// Splits the stream into owned halves, as [`TcpStream::into_split`]: dropping the
+    /// write half shuts writing down, [`OwnedReadHalf::reunite`] puts them back together.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::net::{OwnedReadHalf, OwnedWriteHalf, UnixStream};
+    ///
+    /// gort::Runtime::new().unwrap().block_on(async {
+    ///     let (a, b) = UnixStream::pair().unwrap();
+    ///     let (reader, writer): (OwnedReadHalf<UnixStream>, OwnedWriteHalf<UnixStream>) =
+    ///         a.into_split();
+    ///     gort::spawn(async move { writer.write_all(b"bye").await.unwrap() }).await.unwrap();
+    ///     let mut buf = [0; 8];
+    ///     assert_eq!(b.read(&mut buf).await.unwrap(), 3);
+    ///     assert_eq!(b.read(&mut buf).await.unwrap(), 0); // the write half was dropped
+    ///     b.write_all(b"ok").await.unwrap(); // the other direction stays open
+    ///     assert_eq!(reader.read(&mut buf).await.unwrap(), 2);
+    /// });
+    /// ```
+    pub fn into_split(self) -> (OwnedReadHalf<UnixStream>, OwnedWriteHalf<UnixStream>) {
+        into_split(self)
+    }
+}
+
+fn into_split<S: Stream>(stream: S) -> (OwnedReadHalf<S>, OwnedWriteHalf<S>) {
+    let stream = Arc::new(stream);
+    let read = OwnedReadHalf {
+        stream: stream.clone(),
+    };
+    let write = OwnedWriteHalf {
+        stream,
+        shutdown_on_drop: true,
+    };
+    (read, write)
+}
+
 /// Puts two halves back together, or gives them back if they are of different streams.
-fn reunite(read: OwnedReadHalf, mut write: OwnedWriteHalf) -> Result<TcpStream, ReuniteError> {
+fn reunite<S: Stream>(
+    read: OwnedReadHalf<S>,
+    mut write: OwnedWriteHalf<S>,
+) -> Result<S, ReuniteError<S>> {
     if !Arc::ptr_eq(&read.stream, &write.stream) {
         return Err(ReuniteError(read, write));
     }
@@ -92,17 +127,17 @@ fn reunite(read: OwnedReadHalf, mut write: OwnedWriteHalf) -> Result<TcpStream, 
 /// });
 /// ```
 #[derive(Debug)]
-pub struct ReuniteError(pub OwnedReadHalf, pub OwnedWriteHalf);
+pub struct ReuniteError<S: Stream = TcpStream>(pub OwnedReadHalf<S>, pub OwnedWriteHalf<S>);
 
-impl std::fmt::Display for ReuniteError {
+impl<S: Stream> std::fmt::Display for ReuniteError<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("tried to reunite halves that are not from the same socket")
     }
 }
 
-impl std::error::Error for ReuniteError {}
+impl<S: Stream> std::error::Error for ReuniteError<S> {}
 
-/// The read half of a [`TcpStream`], from [`TcpStream::into_split`].
+/// The read half of a stream, from [`TcpStream::into_split`] or [`UnixStream::into_split`].
 ///
 /// # Examples
 ///
@@ -126,11 +161,11 @@ impl std::error::Error for ReuniteError {}
 /// });
 /// ```
 #[derive(Debug)]
-pub struct OwnedReadHalf {
-    stream: Arc<TcpStream>,
+pub struct OwnedReadHalf<S: Stream = TcpStream> {
+    stream: Arc<S>,
 }
 
-impl OwnedReadHalf {
+impl<S: Stream> OwnedReadHalf<S> {
     read_half_methods!();
 
     /// Puts the stream back together from this half and `write`, its other half (tokio's
@@ -159,13 +194,13 @@ impl OwnedReadHalf {
     ///     assert_eq!(&buf, b"still open");
     /// });
     /// ```
-    pub fn reunite(self, write: OwnedWriteHalf) -> Result<TcpStream, ReuniteError> {
+    pub fn reunite(self, write: OwnedWriteHalf<S>) -> Result<S, ReuniteError<S>> {
         reunite(self, write)
     }
 }
 
-/// The write half of a [`TcpStream`], from [`TcpStream::into_split`]. Dropping it shuts the
-/// write direction down (the peer reads end of stream); the read half stays usable.
+/// The write half of a stream, from [`TcpStream::into_split`] or
+/// [`UnixStream::into_split`]. Dropping it shuts the write direction down (the peer reads end of stream); the read half stays usable.
 ///
 /// # Examples
 ///
@@ -184,13 +219,13 @@ impl OwnedReadHalf {
 /// });
 /// ```
 #[derive(Debug)]
-pub struct OwnedWriteHalf {
-    stream: Arc<TcpStream>,
+pub struct OwnedWriteHalf<S: Stream = TcpStream> {
+    stream: Arc<S>,
     /// Cleared by `reunite`, whose stream must stay writable.
     shutdown_on_drop: bool,
 }
 
-impl OwnedWriteHalf {
+impl<S: Stream> OwnedWriteHalf<S> {
     write_half_methods!();
 
     /// Shuts the write direction down now, while the half is still held (Go's
@@ -225,7 +260,7 @@ impl OwnedWriteHalf {
     /// });
     /// ```
     pub fn close_write(&self) -> io::Result<()> {
-        self.stream.shutdown(Shutdown::Write)
+        self.stream.conn().shutdown(Shutdown::Write)
     }
 
     /// As [`OwnedReadHalf::reunite`], from this side.
@@ -248,16 +283,16 @@ impl OwnedWriteHalf {
     ///     assert_eq!(conn.peer_addr().unwrap(), peer);
     /// });
     /// ```
-    pub fn reunite(self, read: OwnedReadHalf) -> Result<TcpStream, ReuniteError> {
+    pub fn reunite(self, read: OwnedReadHalf<S>) -> Result<S, ReuniteError<S>> {
         reunite(read, self)
     }
 }
 
-impl Drop for OwnedWriteHalf {
+impl<S: Stream> Drop for OwnedWriteHalf<S> {
     fn drop(&mut self) {
         if self.shutdown_on_drop {
             // The peer may have gone already (`NotConnected`): nothing is left to tell it.
-            let _ = self.stream.shutdown(Shutdown::Write);
+            let _ = self.stream.conn().shutdown(Shutdown::Write);
         }
     }
 }

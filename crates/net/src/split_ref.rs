@@ -1,11 +1,13 @@
-//! Borrowed halves of a [`TcpStream`] (tokio's `split`): a read half and a write half that
-//! borrow the stream, for code that drives both directions at once without moving them to
-//! `'static` tasks. `TcpStream`'s methods take `&self`, so the halves are plain references.
+//! Borrowed halves of a stream, [`TcpStream`] or [`UnixStream`] (tokio's `split`): a read
+//! half and a write half that borrow the stream, for code that drives both directions at
+//! once without moving them to `'static` tasks. The streams' methods take `&self`, so the
+//! halves are plain references. Generic over the [`Stream`]; `S` defaults to `TcpStream`.
 
-use crate::TcpStream;
+use crate::stream::Stream;
+use crate::{TcpStream, UnixStream};
 use gort_time::Instant;
 use std::io;
-use std::net::{Shutdown, SocketAddr};
+use std::net::Shutdown;
 
 impl TcpStream {
     /// Splits the stream into a read half and a write half that borrow it (tokio's `split`),
@@ -50,7 +52,36 @@ impl TcpStream {
     }
 }
 
-/// The read half of a [`TcpStream`], from [`TcpStream::split`].
+impl UnixStream {
+    /// Splits the stream into halves that borrow it, as [`TcpStream::split`] (the same note
+    /// on futures' `AsyncReadExt::split` applies: write `UnixStream::split(&stream)` there).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::net::UnixStream;
+    ///
+    /// gort::Runtime::new().unwrap().block_on(async {
+    ///     let (client, server) = UnixStream::pair().unwrap();
+    ///     gort::spawn(async move {
+    ///         let (reader, writer) = server.split();
+    ///         let mut buf = [0; 64];
+    ///         while let Ok(n @ 1..) = reader.read(&mut buf).await {
+    ///             writer.write_all(&buf[..n]).await.unwrap();
+    ///         }
+    ///     });
+    ///     client.write_all(b"ping").await.unwrap();
+    ///     let mut got = [0; 4];
+    ///     client.read_exact(&mut got).await.unwrap();
+    ///     assert_eq!(&got, b"ping");
+    /// });
+    /// ```
+    pub fn split(&self) -> (ReadHalf<'_, UnixStream>, WriteHalf<'_, UnixStream>) {
+        (ReadHalf { stream: self }, WriteHalf { stream: self })
+    }
+}
+
+/// The read half of a stream, from [`TcpStream::split`] or [`UnixStream::split`].
 ///
 /// # Examples
 ///
@@ -73,16 +104,16 @@ impl TcpStream {
 /// });
 /// ```
 #[derive(Debug)]
-pub struct ReadHalf<'a> {
-    stream: &'a TcpStream,
+pub struct ReadHalf<'a, S: Stream = TcpStream> {
+    stream: &'a S,
 }
 
-impl ReadHalf<'_> {
+impl<S: Stream> ReadHalf<'_, S> {
     read_half_methods!();
 }
 
-/// The write half of a [`TcpStream`], from [`TcpStream::split`]. Dropping it does nothing to
-/// the socket (tokio's borrowed `WriteHalf` neither); [`close_write`](WriteHalf::close_write)
+/// The write half of a stream, from [`TcpStream::split`] or [`UnixStream::split`]. Dropping
+/// it does nothing to the socket (tokio's borrowed `WriteHalf` neither); [`close_write`](WriteHalf::close_write)
 /// ends the peer's stream.
 ///
 /// # Examples
@@ -104,11 +135,11 @@ impl ReadHalf<'_> {
 /// });
 /// ```
 #[derive(Debug)]
-pub struct WriteHalf<'a> {
-    stream: &'a TcpStream,
+pub struct WriteHalf<'a, S: Stream = TcpStream> {
+    stream: &'a S,
 }
 
-impl WriteHalf<'_> {
+impl<S: Stream> WriteHalf<'_, S> {
     write_half_methods!();
 
     /// Shuts the write direction down (Go's `TCPConn.CloseWrite`, as
@@ -141,6 +172,6 @@ impl WriteHalf<'_> {
     /// });
     /// ```
     pub fn close_write(&self) -> io::Result<()> {
-        self.stream.shutdown(Shutdown::Write)
+        self.stream.conn().shutdown(Shutdown::Write)
     }
 }

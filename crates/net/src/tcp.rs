@@ -3,10 +3,10 @@
 use crate::io::{Dir, Io};
 use crate::keepalive::{set_keepalive, DEFAULT_KEEPALIVE};
 use crate::resolve::{first_ok, resolve};
-use crate::write_lock::WriteLock;
+use crate::stream::{connected, Conn};
 use gort_time::Instant;
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
 
 /// A TCP socket server, listening for connections (Go's `net.TCPListener`).
 ///
@@ -221,10 +221,10 @@ fn raise_backlog(listener: &mio::net::TcpListener) -> io::Result<()> {
 /// ```
 #[derive(Debug)]
 pub struct TcpStream {
-    io: Io<mio::net::TcpStream>,
-    /// Go's `fd.writeLock`: one `write`/`write_all` at a time.
-    write_lock: WriteLock,
+    conn: Conn<mio::net::TcpStream>,
 }
+
+impl_stream!(TcpStream, mio::net::TcpStream, SocketAddr);
 
 impl TcpStream {
     /// Connects to `addr` (each of its addresses in turn until one accepts). Host names are
@@ -246,27 +246,7 @@ impl TcpStream {
         .await
     }
 
-    /// Reads into `buf`, waiting for data; `Ok(0)` at end of stream. Cancel-safe.
-    ///
-    /// # Errors
-    ///
-    /// The OS's (a reset peer), or `TimedOut` past the read deadline.
-    pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        let len = buf.len();
-        self.io.transfer(Dir::Read, len, |mut s| s.read(buf)).await
-    }
-
-    /// Writes some of `buf`, waiting for room. Cancel-safe. Waits for a `write_all` of
-    /// another task to finish first, so as not to land inside it (see
-    /// [`write_all`](Self::write_all)).
-    ///
-    /// # Errors
-    ///
-    /// The OS's (a reset peer), or `TimedOut` past the write deadline.
-    pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        let _turn = self.write_lock.lock().await;
-        self.write_unlocked(buf).await
-    }
+    stream_methods!(SocketAddr);
 
     /// Writes all of `buf`. As Go's `Write`, it holds the connection's write lock until the
     /// last byte is written: the bytes of two tasks' `write_all`s never interleave, even
@@ -277,7 +257,10 @@ impl TcpStream {
     ///
     /// # Errors
     ///
-    /// As [`write`](Self::write); `WriteZero` if the socket takes nothing.
+    /// As [`write`](Self::write); `WriteZero` if the socket takes nothing. On an error
+    /// (a timeout included) a prefix of `buf` may have been sent, and how long it was is not
+    /// returned, as with std's and Tokio's `write_all`. Where that count matters (Go's
+    /// `n, err := conn.Write(b)`), loop on [`write`](Self::write), which returns each piece's.
     ///
     /// # Examples
     ///
@@ -309,100 +292,14 @@ impl TcpStream {
     ///     assert!(second.iter().all(|&b| b == second[0]) && first[0] != second[0]);
     /// });
     /// ```
-    pub async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
-        let _turn = self.write_lock.lock().await;
-        while !buf.is_empty() {
-            match self.write_unlocked(buf).await? {
-                0 => return Err(io::ErrorKind::WriteZero.into()),
-                n => buf = &buf[n..],
-            }
-        }
-        Ok(())
-    }
-
-    /// One write, under the write lock the caller holds.
-    async fn write_unlocked(&self, buf: &[u8]) -> io::Result<usize> {
-        self.io
-            .transfer(Dir::Write, buf.len(), |mut s| s.write(buf))
-            .await
+    pub async fn write_all(&self, buf: &[u8]) -> io::Result<()> {
+        self.conn.write_all(buf).await
     }
 
     fn from_io(io: Io<mio::net::TcpStream>) -> TcpStream {
         TcpStream {
-            io,
-            write_lock: WriteLock::default(),
+            conn: Conn::from_io(io),
         }
-    }
-
-    /// Fills `buf`.
-    ///
-    /// # Errors
-    ///
-    /// As [`read`](Self::read); `UnexpectedEof` if the stream ends first (as std's).
-    pub async fn read_exact(&self, mut buf: &mut [u8]) -> io::Result<()> {
-        while !buf.is_empty() {
-            match self.read(buf).await? {
-                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
-                n => buf = &mut buf[n..],
-            }
-        }
-        Ok(())
-    }
-
-    /// Shuts down the read, write or both halves of the connection.
-    ///
-    /// # Errors
-    ///
-    /// The OS's.
-    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.io.source().shutdown(how)
-    }
-
-    /// Sets both the read and the write deadline (Go's `SetDeadline`).
-    ///
-    /// # Errors
-    ///
-    /// Outside a gort runtime.
-    pub fn set_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
-        self.set_read_deadline(deadline)?;
-        self.set_write_deadline(deadline)
-    }
-
-    /// Sets the read deadline (Go's `SetReadDeadline`); it applies to a read already blocked
-    /// too. `None` clears it.
-    ///
-    /// # Errors
-    ///
-    /// Outside a gort runtime.
-    pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
-        self.io.set_deadline(Dir::Read, deadline)
-    }
-
-    /// Sets the write deadline (Go's `SetWriteDeadline`). `None` clears it.
-    ///
-    /// # Errors
-    ///
-    /// Outside a gort runtime.
-    pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
-        self.io.set_deadline(Dir::Write, deadline)
-    }
-
-    /// The local address.
-    ///
-    /// # Errors
-    ///
-    /// The OS's.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.io.source().local_addr()
-    }
-
-    /// The peer's address.
-    ///
-    /// # Errors
-    ///
-    /// The OS's (`NotConnected`).
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.io.source().peer_addr()
     }
 
     /// Sets `TCP_NODELAY`. As Go, gort sets it on every connection it connects or accepts.
@@ -411,18 +308,12 @@ impl TcpStream {
     ///
     /// The OS's.
     pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
-        self.io.source().set_nodelay(nodelay)
-    }
-
-    /// The registered socket (for the I/O trait implementations).
-    #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
-    pub(crate) fn io(&self) -> &Io<mio::net::TcpStream> {
-        &self.io
+        self.source().set_nodelay(nodelay)
     }
 
     /// The registered socket (for `AsRawFd` and `AsFd`).
     pub(crate) fn source(&self) -> &mio::net::TcpStream {
-        self.io.source()
+        self.conn.source()
     }
 
     /// Wraps a connected std stream, making it non-blocking.
@@ -432,8 +323,8 @@ impl TcpStream {
     /// The OS's, or outside a gort runtime.
     pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
         stream.set_nonblocking(true)?;
-        let io = Io::new(mio::net::TcpStream::from_std(stream))?;
-        Ok(TcpStream::from_io(io))
+        let conn = Conn::new(mio::net::TcpStream::from_std(stream))?;
+        Ok(TcpStream { conn })
     }
 }
 
@@ -455,17 +346,4 @@ fn options_for_accepted(listener: &mio::net::TcpListener) {
     let fd = listener.as_raw_fd();
     let _ = crate::keepalive::set_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
     let _ = set_keepalive(fd, Some(DEFAULT_KEEPALIVE));
-}
-
-/// Whether a non-blocking connect has completed: its error if it failed, `WouldBlock` while
-/// it is in progress (mio's recipe).
-fn connected(s: &mio::net::TcpStream) -> io::Result<()> {
-    if let Some(e) = s.take_error()? {
-        return Err(e);
-    }
-    match s.peer_addr() {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotConnected => Err(io::ErrorKind::WouldBlock.into()),
-        Err(e) => Err(e),
-    }
 }

@@ -168,31 +168,5 @@ impl UdpSocket {
         self.io.source()
     }
 
-    /// Sets both deadlines (Go's `SetDeadline`).
-    ///
-    /// # Errors
-    ///
-    /// Outside a gort runtime.
-    pub fn set_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
-        self.set_read_deadline(deadline)?;
-        self.set_write_deadline(deadline)
-    }
-
-    /// Sets the read deadline (Go's `SetReadDeadline`). `None` clears it.
-    ///
-    /// # Errors
-    ///
-    /// Outside a gort runtime.
-    pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
-        self.io.set_deadline(Dir::Read, deadline)
-    }
-
-    /// Sets the write deadline (Go's `SetWriteDeadline`). `None` clears it.
-    ///
-    /// # Errors
-    ///
-    /// Outside a gort runtime.
-    pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
-        self.io.set_deadline(Dir::Write, deadline)
-    }
+    deadline_methods!();
 }

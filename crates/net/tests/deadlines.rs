@@ -1,173 +1,23 @@
 //! The deadline rules of Go's `net.Conn` beyond `timeout_test.go`: deadlines apply to
 //! operations already blocked (set, extended, cleared), are not sticky, and each direction
-//! has its own; many connections with their own deadlines all time out, none early, none
-//! lost; data that arrives before the deadline is returned.
+//! has its own (the cases of `support/conn_cases.rs`, run here on TCP); many connections
+//! with their own deadlines all time out, none early, none lost; data that arrives before
+//! the deadline is returned.
 
+#[path = "support/conn_cases.rs"]
+#[macro_use]
+mod conn_cases;
+
+use conn_cases::{run, Conn, LATE, MS};
 use gort::net::{TcpListener, TcpStream};
 use gort::time::Instant;
 use std::io::ErrorKind;
-use std::sync::Arc;
 use std::time::Duration;
 
-const MS: Duration = Duration::from_millis(1);
-const LATE: Duration = Duration::from_secs(5);
-
-fn run<F: std::future::Future>(f: F) -> F::Output {
-    gort::Runtime::new().unwrap().block_on(f)
-}
+conn_case_tests!(TcpStream);
 
 async fn pair() -> (TcpStream, TcpStream) {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    let c = gort::spawn(async move { TcpStream::connect(addr).await.unwrap() });
-    let (s, _) = l.accept().await.unwrap();
-    (c.await.unwrap(), s)
-}
-
-/// Starts a read of one byte on `c` in its own task; yields the result and when it came.
-fn spawn_read(c: &Arc<TcpStream>) -> gort::JoinHandle<(std::io::Result<usize>, Instant)> {
-    let c = c.clone();
-    gort::spawn(async move {
-        let r = c.read(&mut [0; 1]).await;
-        (r, Instant::now())
-    })
-}
-
-#[test]
-fn a_deadline_set_while_a_read_is_blocked_ends_that_read() {
-    run(async {
-        let (c, _s) = pair().await;
-        let c = Arc::new(c);
-        let read = spawn_read(&c);
-        gort::time::sleep(20 * MS).await; // the read blocks with no deadline
-        let deadline = Instant::now() + 20 * MS;
-        c.set_read_deadline(Some(deadline)).unwrap();
-        let (r, at) = read.await.unwrap();
-        assert_eq!(r.unwrap_err().kind(), ErrorKind::TimedOut);
-        assert!(at >= deadline, "timed out early");
-        assert!(at - deadline < LATE);
-    });
-}
-
-#[test]
-fn a_deadline_in_the_past_set_while_a_read_is_blocked_ends_it_at_once() {
-    run(async {
-        let (c, _s) = pair().await;
-        let c = Arc::new(c);
-        let read = spawn_read(&c);
-        gort::time::sleep(20 * MS).await;
-        c.set_read_deadline(Some(Instant::now() - MS)).unwrap();
-        let (r, _) = read.await.unwrap();
-        assert_eq!(r.unwrap_err().kind(), ErrorKind::TimedOut);
-    });
-}
-
-/// Blocks a read under a deadline 50 ms away, changes the deadline with `change` 10 ms later
-/// and writes 150 ms after that (well past the first deadline); returns what the read got.
-/// `None` when the change ended after the first deadline: a loaded machine held this task
-/// past it (seen once in 53 runs beside CPU hogs), and the read may rightly have timed out.
-async fn read_past_a_changed_deadline(
-    change: impl Fn(&TcpStream),
-) -> Option<std::io::Result<usize>> {
-    let (c, s) = pair().await;
-    let c = Arc::new(c);
-    let first = Instant::now() + 50 * MS;
-    c.set_read_deadline(Some(first)).unwrap();
-    let read = spawn_read(&c);
-    gort::time::sleep(10 * MS).await;
-    change(&c);
-    let changed = Instant::now();
-    gort::time::sleep(150 * MS).await;
-    s.write_all(b"d").await.unwrap();
-    let (r, _) = read.await.unwrap();
-    (changed < first).then_some(r)
-}
-
-/// Tries [`read_past_a_changed_deadline`] until a change lands before the first deadline.
-async fn read_after_a_timely_change(change: impl Fn(&TcpStream)) -> std::io::Result<usize> {
-    for _ in 0..5 {
-        if let Some(r) = read_past_a_changed_deadline(&change).await {
-            return r;
-        }
-    }
-    panic!("in 5 tries the deadline was never changed within its 40 ms of slack");
-}
-
-#[test]
-fn an_extended_deadline_lets_a_blocked_read_go_on_until_data_comes() {
-    run(async {
-        let r = read_after_a_timely_change(|c| {
-            c.set_read_deadline(Some(Instant::now() + Duration::from_secs(30)))
-                .unwrap()
-        })
-        .await;
-        assert_eq!(
-            r.unwrap(),
-            1,
-            "the extended read timed out at the old deadline"
-        );
-    });
-}
-
-#[test]
-fn a_cleared_deadline_lets_a_blocked_read_go_on_until_data_comes() {
-    run(async {
-        let r = read_after_a_timely_change(|c| c.set_read_deadline(None).unwrap()).await;
-        assert_eq!(r.unwrap(), 1, "the read timed out at a cleared deadline");
-    });
-}
-
-#[test]
-fn a_deadline_moved_earlier_while_blocked_ends_the_read_at_the_new_one() {
-    run(async {
-        let (c, _s) = pair().await;
-        let c = Arc::new(c);
-        c.set_read_deadline(Some(Instant::now() + Duration::from_secs(60)))
-            .unwrap();
-        let read = spawn_read(&c);
-        gort::time::sleep(10 * MS).await;
-        let deadline = Instant::now() + 30 * MS;
-        c.set_read_deadline(Some(deadline)).unwrap();
-        let (r, at) = read.await.unwrap();
-        assert_eq!(r.unwrap_err().kind(), ErrorKind::TimedOut);
-        assert!(at >= deadline && at - deadline < LATE);
-    });
-}
-
-#[test]
-fn a_timeout_is_not_sticky() {
-    run(async {
-        let (c, s) = pair().await;
-        c.set_read_deadline(Some(Instant::now() + 10 * MS)).unwrap();
-        assert_eq!(
-            c.read(&mut [0; 1]).await.unwrap_err().kind(),
-            ErrorKind::TimedOut
-        );
-        s.write_all(b"ab").await.unwrap();
-        c.set_read_deadline(Some(Instant::now() + Duration::from_secs(60)))
-            .unwrap();
-        let mut b = [0; 1];
-        c.read_exact(&mut b).await.unwrap();
-        c.set_read_deadline(None).unwrap();
-        c.read_exact(&mut b).await.unwrap();
-        assert_eq!(&b, b"b");
-    });
-}
-
-#[test]
-fn the_read_deadline_never_affects_writes_nor_the_write_deadline_reads() {
-    run(async {
-        let (c, s) = pair().await;
-        c.set_read_deadline(Some(Instant::now() - MS)).unwrap();
-        c.write_all(b"w").await.unwrap();
-        c.set_read_deadline(None).unwrap();
-        c.set_write_deadline(Some(Instant::now() - MS)).unwrap();
-        s.write_all(b"r").await.unwrap();
-        let mut b = [0; 1];
-        c.read_exact(&mut b).await.unwrap();
-        assert_eq!(&b, b"r");
-        assert_eq!(c.write(b"x").await.unwrap_err().kind(), ErrorKind::TimedOut);
-    });
+    <TcpStream as Conn>::pair().await
 }
 
 /// A deadline moved many times re-arms the one timer of its direction: the heaps hold one

@@ -4,9 +4,11 @@
 //! runs and from the moment it is woken until it runs again, so the clock never jumps past an
 //! instant the future was woken for before it has looked at it.
 //!
-//! Inside `block_in_place` the thread already holds the clock (a task running without a P);
-//! that hold is lent out for the loop's life (`lend_place_hold`), else the clock would
-//! never move while the future waits for a timer. It is taken back before `run` returns.
+//! Inside `block_in_place` or a blocking-pool closure the thread already holds the clock (it
+//! runs user code without a P); that hold is lent out for the loop's life
+//! (`lend_thread_hold`): parked here, the thread waits on the runtime and runs no user code,
+//! and if it held the clock, the clock would never move while the future waits for a timer.
+//! It is taken back before `run` returns or unwinds.
 
 use crate::shared::Shared;
 use crossbeam_utils::sync::{Parker, Unparker};
@@ -24,8 +26,9 @@ const NOTIFIED: u8 = 1;
 const DONE: u8 = 2;
 
 /// Runs `future` to completion on this thread, for `shared`'s `block_on`; with
-/// `lend_place_hold`, the caller's `block_in_place` hold is released meanwhile (module docs).
-pub(crate) fn run<F: Future>(shared: &Arc<Shared>, future: F, lend_place_hold: bool) -> F::Output {
+/// `lend_thread_hold`, the hold the thread took for its user code (`block_in_place`, a
+/// blocking closure) is released meanwhile (module docs).
+pub(crate) fn run<F: Future>(shared: &Arc<Shared>, future: F, lend_thread_hold: bool) -> F::Output {
     let parker = Parker::new();
     let signal = Arc::new(Signal {
         state: AtomicU8::new(IDLE),
@@ -36,7 +39,7 @@ pub(crate) fn run<F: Future>(shared: &Arc<Shared>, future: F, lend_place_hold: b
     let mut cx = Context::from_waker(&waker);
     let mut future = pin!(future);
     shared.clock.hold();
-    if lend_place_hold {
+    if lend_thread_hold {
         // After the loop's own hold is taken: the clock never sees this thread idle while it
         // is about to poll.
         shared.release_clock_hold();
@@ -45,7 +48,7 @@ pub(crate) fn run<F: Future>(shared: &Arc<Shared>, future: F, lend_place_hold: b
         shared,
         signal: &signal,
         own: true,
-        lent: lend_place_hold,
+        lent: lend_thread_hold,
     };
     loop {
         if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
@@ -71,7 +74,7 @@ struct Held<'a> {
     shared: &'a Arc<Shared>,
     signal: &'a Signal,
     own: bool,
-    /// The `block_in_place` hold was lent out: take it back first.
+    /// The thread's hold was lent out: take it back first.
     lent: bool,
 }
 

@@ -2,6 +2,12 @@
 //! that exit after an idle timeout (Go has no such pool: a goroutine in a syscall simply
 //! holds its M while `handoffp` gives its P away; here closures that block get threads of
 //! their own so that Ms stay free for tasks).
+//!
+//! Under a paused clock (`paused.rs`) a closure counts as a task: queued, it is counted in
+//! `queued`; running, its thread holds the clock as a thread running user code without a P
+//! (`context::enter_holding_clock`), taken before it leaves the queue's count, so the clock
+//! never sees it as neither. A `block_on` in the closure lends that hold out while it parks
+//! (`block_on.rs`): the thread then waits on the runtime, as a task awaiting would.
 
 use crate::context;
 use crate::shared::Shared;
@@ -37,8 +43,8 @@ pub(crate) struct Blocking {
     /// The runtime, for the context of blocking threads (so `spawn` works in them).
     runtime: Mutex<Weak<Shared>>,
     panics: AtomicU64,
-    /// Closures queued or running: they hold a paused clock (`paused.rs`).
-    jobs: AtomicUsize,
+    /// Closures queued and not yet started: they hold a paused clock (module docs).
+    queued: AtomicUsize,
     /// Thread names, hooks, the pool's size limit and keep-alive (`Builder`).
     threads: ThreadConfig,
 }
@@ -51,7 +57,7 @@ impl Blocking {
             all_exited: Condvar::new(),
             runtime: Mutex::new(Weak::new()),
             panics: AtomicU64::new(0),
-            jobs: AtomicUsize::new(0),
+            queued: AtomicUsize::new(0),
             threads,
         })
     }
@@ -64,14 +70,15 @@ impl Blocking {
         self.panics.load(Relaxed)
     }
 
-    /// Closures queued or running.
-    pub(crate) fn jobs(&self) -> usize {
-        self.jobs.load(SeqCst)
+    /// Closures queued and not yet started.
+    pub(crate) fn queued(&self) -> usize {
+        self.queued.load(SeqCst)
     }
 
-    /// A closure ran or was dropped unrun; the last one may leave a paused runtime quiescent.
-    fn job_done(&self) {
-        if self.jobs.fetch_sub(1, SeqCst) == 1 {
+    /// A closure left the queue unrun (shutdown); the last one may leave a paused runtime
+    /// quiescent.
+    fn dequeued_unrun(&self) {
+        if self.queued.fetch_sub(1, SeqCst) == 1 {
             let shared = self.runtime.lock().upgrade();
             if let Some(shared) = shared {
                 shared.may_be_quiescent();
@@ -80,7 +87,7 @@ impl Blocking {
     }
 
     fn push(self: &Arc<Self>, task: Task) {
-        self.jobs.fetch_add(1, SeqCst);
+        self.queued.fetch_add(1, SeqCst);
         let mut s = self.state.lock();
         if s.shutdown {
             drop(s);
@@ -88,7 +95,7 @@ impl Blocking {
             // rule): the pool is reached through an `Arc` of its own.
             let pool = Arc::clone(self);
             task.shutdown();
-            pool.job_done();
+            pool.dequeued_unrun();
             return;
         }
         s.queue.push_back(task);
@@ -110,20 +117,13 @@ impl Blocking {
     }
 
     fn worker(self: Arc<Self>) {
-        let _ctx = self
-            .runtime
-            .lock()
-            .upgrade()
-            .map(context::enter_blocking_pool);
+        let shared = self.runtime.lock().upgrade();
+        let _ctx = shared.clone().map(context::enter_blocking_pool);
         let mut s = self.state.lock();
         loop {
             if let Some(task) = s.queue.pop_front() {
                 drop(s);
-                // The task catches its own panics; this catches what escapes anyway (a
-                // panicking `Drop` of a panic's payload, say), so that `threads` stays true
-                // and shutdown does not wait for a thread that is gone.
-                catch_user_here(|| task.run());
-                self.job_done();
+                self.run_job(task, shared.as_ref());
                 s = self.state.lock();
                 continue;
             }
@@ -144,6 +144,17 @@ impl Blocking {
         self.all_exited.notify_all();
     }
 
+    /// Runs a closure taken from the queue, holding `shared`'s clock meanwhile (module docs).
+    fn run_job(&self, task: Task, shared: Option<&Arc<Shared>>) {
+        let _running = shared.map(RunningJob::start);
+        // Its hold is out: leaving the queue's count cannot make the runtime quiescent.
+        self.queued.fetch_sub(1, SeqCst);
+        // The task catches its own panics; this catches what escapes anyway (a panicking
+        // `Drop` of a panic's payload, say), so that `threads` stays true and shutdown does
+        // not wait for a thread that is gone.
+        catch_user_here(|| task.run());
+    }
+
     /// Stops accepting work and waits up to `deadline` for running closures to return, then
     /// for their threads to end. Queued closures that never started are dropped.
     pub(crate) fn shutdown(&self, deadline: Option<Instant>) {
@@ -154,7 +165,7 @@ impl Blocking {
         drop(s);
         for t in queued {
             catch_user_here(|| t.shutdown());
-            self.job_done();
+            self.dequeued_unrun();
         }
         let mut s = self.state.lock();
         while s.threads > 0 {
@@ -180,6 +191,31 @@ impl Blocking {
                 let _ = t.join();
             }
         }
+    }
+}
+
+/// A closure running on this thread: it holds the paused clock, and a `block_on` in it may
+/// lend the hold out. Dropped once the closure returned or unwound and its join handle has
+/// the result (the woken waiter is queued by then): gives the hold back, which may leave a
+/// paused runtime quiescent.
+struct RunningJob<'a> {
+    shared: &'a Arc<Shared>,
+    _holding: context::HoldingGuard,
+}
+
+impl<'a> RunningJob<'a> {
+    fn start(shared: &'a Arc<Shared>) -> Self {
+        shared.clock.hold();
+        RunningJob {
+            shared,
+            _holding: context::enter_holding_clock(shared),
+        }
+    }
+}
+
+impl Drop for RunningJob<'_> {
+    fn drop(&mut self) {
+        self.shared.release_clock_hold();
     }
 }
 

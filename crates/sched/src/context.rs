@@ -19,10 +19,12 @@ thread_local! {
     /// an M otherwise and inside `block_on` itself, where parking would stall the tasks to be
     /// run.
     static MAY_BLOCK_ON: Cell<bool> = const { Cell::new(true) };
-    /// The runtime whose paused clock this thread holds from `block_in_place` (null when
-    /// none): a `block_on` of that runtime there lends the hold out while it parks, as a
-    /// top-level `block_on` holds the clock only while its future runs (paused.rs).
-    static PLACE_HOLD: Cell<*const Shared> = const { Cell::new(std::ptr::null()) };
+    /// The runtime whose paused clock this thread holds while it runs user code without a P
+    /// (null when none): a task inside `block_in_place`, a blocking-pool closure. A
+    /// `block_on` of that runtime there lends the hold out for its life: a thread parked in
+    /// `block_on` waits on the runtime and runs no user code, and holds the clock only while
+    /// its future runs, as a top-level `block_on` does (paused.rs).
+    static THREAD_HOLD: Cell<*const Shared> = const { Cell::new(std::ptr::null()) };
 }
 
 /// Restores the previous context when dropped.
@@ -31,7 +33,7 @@ pub(crate) struct EnterGuard {
     /// The P to restore, or `None` to leave the P alone (see `enter_keep_own`).
     prev_p: Option<*const P>,
     prev_may_block: bool,
-    prev_place_hold: *const Shared,
+    prev_thread_hold: *const Shared,
 }
 
 /// Makes `shared` (or none) this thread's runtime, and its clock the thread's clock; returns
@@ -51,12 +53,12 @@ pub(crate) fn enter(shared: Arc<Shared>) -> EnterGuard {
     let prev = replace_shared(Some(shared));
     let prev_p = CURRENT_P.with(|p| p.replace(std::ptr::null()));
     let prev_may_block = MAY_BLOCK_ON.with(|b| b.replace(false));
-    let prev_place_hold = PLACE_HOLD.with(|h| h.replace(std::ptr::null()));
+    let prev_thread_hold = THREAD_HOLD.with(|h| h.replace(std::ptr::null()));
     EnterGuard {
         prev,
         prev_p: Some(prev_p),
         prev_may_block,
-        prev_place_hold,
+        prev_thread_hold,
     }
 }
 
@@ -84,7 +86,7 @@ pub(crate) fn enter_keep_own(shared: Arc<Shared>) -> EnterGuard {
         prev,
         prev_p,
         prev_may_block: may_block_on(),
-        prev_place_hold: PLACE_HOLD.with(Cell::get),
+        prev_thread_hold: THREAD_HOLD.with(Cell::get),
     }
 }
 
@@ -95,7 +97,7 @@ impl Drop for EnterGuard {
             CURRENT_P.with(|p| p.set(prev_p));
         }
         MAY_BLOCK_ON.with(|b| b.set(self.prev_may_block));
-        PLACE_HOLD.with(|h| h.set(self.prev_place_hold));
+        THREAD_HOLD.with(|h| h.set(self.prev_thread_hold));
     }
 }
 
@@ -104,32 +106,33 @@ pub(crate) fn may_block_on() -> bool {
     MAY_BLOCK_ON.with(|b| b.get())
 }
 
-/// Restores the context `enter_place` changed when dropped (also when `f` unwinds, so that
-/// the M does not go on running tasks with `block_on` allowed).
-pub(crate) struct PlaceGuard {
+/// Restores the context `enter_holding_clock` changed when dropped (also when the user code
+/// unwinds, so that an M does not go on running tasks with `block_on` allowed).
+pub(crate) struct HoldingGuard {
     prev_may_block: bool,
-    prev_place_hold: *const Shared,
+    prev_thread_hold: *const Shared,
 }
 
-/// `block_in_place` after handing its P off: this thread runs no tasks now, so it may
-/// `block_on`, and it holds `shared`'s clock (see `PLACE_HOLD`).
-pub(crate) fn enter_place(shared: &Arc<Shared>) -> PlaceGuard {
-    PlaceGuard {
+/// This thread runs user code without a P and has taken a hold of `shared`'s clock for it:
+/// `block_in_place` after handing its P off, a blocking-pool thread running a closure. It
+/// runs no tasks, so it may `block_on`, which lends the hold out (see `THREAD_HOLD`).
+pub(crate) fn enter_holding_clock(shared: &Arc<Shared>) -> HoldingGuard {
+    HoldingGuard {
         prev_may_block: MAY_BLOCK_ON.with(|b| b.replace(true)),
-        prev_place_hold: PLACE_HOLD.with(|h| h.replace(Arc::as_ptr(shared))),
+        prev_thread_hold: THREAD_HOLD.with(|h| h.replace(Arc::as_ptr(shared))),
     }
 }
 
-impl Drop for PlaceGuard {
+impl Drop for HoldingGuard {
     fn drop(&mut self) {
         MAY_BLOCK_ON.with(|b| b.set(self.prev_may_block));
-        PLACE_HOLD.with(|h| h.set(self.prev_place_hold));
+        THREAD_HOLD.with(|h| h.set(self.prev_thread_hold));
     }
 }
 
-/// Whether this thread holds `shared`'s clock from `block_in_place` (see `PLACE_HOLD`).
-pub(crate) fn holds_clock_in_place(shared: &Arc<Shared>) -> bool {
-    PLACE_HOLD.with(|h| std::ptr::eq(h.get(), Arc::as_ptr(shared)))
+/// Whether this thread holds `shared`'s clock for the user code it runs (see `THREAD_HOLD`).
+pub(crate) fn holds_clock_here(shared: &Arc<Shared>) -> bool {
+    THREAD_HOLD.with(|h| std::ptr::eq(h.get(), Arc::as_ptr(shared)))
 }
 
 /// The current runtime; `Err` while this thread's locals are being torn down.

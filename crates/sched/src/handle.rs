@@ -153,6 +153,11 @@ impl Handle {
     /// `block_on` works there, as Tokio's `Handle::current().block_on` does (example in
     /// [`block_in_place`](crate::block_in_place)).
     ///
+    /// Under a paused clock (`gort::time::pause`) the thread holds the clock only while the
+    /// future runs or is woken: parked, it waits on the runtime. In a blocking closure or
+    /// `block_in_place` of the same runtime, it lends the hold those take for their user code
+    /// out until it returns (or unwinds), so a sleep in the future ends by the clock's jump.
+    ///
     /// # Examples
     ///
     /// ```
@@ -169,9 +174,9 @@ impl Handle {
              use .await there instead, or call it from a blocking closure or block_in_place"
         );
         // Read before `enter`, which clears it for the future's polls.
-        let lend_place_hold = context::holds_clock_in_place(&self.shared);
+        let lend_thread_hold = context::holds_clock_here(&self.shared);
         let _ctx = context::enter(self.shared.clone());
-        crate::block_on::run(&self.shared, future, lend_place_hold)
+        crate::block_on::run(&self.shared, future, lend_thread_hold)
     }
 
     /// The runtime's current number of Ps.

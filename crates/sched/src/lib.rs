@@ -93,9 +93,34 @@ where
 /// default at most 512, each exiting after 10 s idle: `Builder::max_blocking_threads`,
 /// `Builder::thread_keep_alive`), so that it does not hold up tasks.
 ///
+/// Under a paused clock (`gort::time::pause`) the closure holds the clock while it runs user
+/// code: a real-time wait there (`std::thread::sleep`, a blocking read) is the program's
+/// own time, and the clock does not jump past it (Tokio's `spawn_blocking` does the same
+/// since 1.24). A [`Handle::block_on`] of the same runtime in the closure waits on the
+/// runtime instead: it holds the clock only while its future runs, as a top-level
+/// `block_on` does, so a sleep there ends by the clock's jump.
+///
 /// # Panics
 ///
 /// Outside a gort runtime.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// let rt = gort::Builder::new().start_paused(true).build().unwrap();
+/// let waited = rt.block_on(async {
+///     let start = gort::time::Instant::now();
+///     // Sync code bridging back to async code: the hour passes by the clock's jump.
+///     gort::spawn_blocking(move || {
+///         gort::Handle::current().block_on(gort::time::sleep(Duration::from_secs(3600)));
+///         start.elapsed()
+///     })
+///     .await
+///     .unwrap()
+/// });
+/// assert_eq!(waited, Duration::from_secs(3600));
+/// ```
 #[track_caller]
 pub fn spawn_blocking<F, R>(f: F) -> JoinHandle<R>
 where
@@ -117,9 +142,10 @@ where
 /// Outside a worker thread (in `block_on`, a blocking closure) it simply runs `f`.
 ///
 /// `f` may call [`Handle::block_on`] (Tokio's bridge from sync code back to async): the
-/// thread runs no tasks while it holds no P. Under a paused clock (`gort::time::pause`) that
-/// `block_on` holds the clock only while its future runs, as a top-level one does, so a
-/// sleep in it ends by the clock's jump.
+/// thread runs no tasks while it holds no P. Under a paused clock (`gort::time::pause`) `f`
+/// holds the clock as a running task does, but that `block_on` waits on the runtime: it
+/// holds the clock only while its future runs, as a top-level one does, so a sleep in it
+/// ends by the clock's jump (the same in a [`spawn_blocking`] closure).
 ///
 /// # Examples
 ///
@@ -149,7 +175,7 @@ pub fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
     shared.clock.hold();
     shared.handoffp(p);
     let _back = BackFromPlace {
-        _place: context::enter_place(&shared),
+        _holding: context::enter_holding_clock(&shared),
         shared,
     };
     f()
@@ -159,7 +185,7 @@ pub fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
 /// hold back (a leaked one would stop a paused clock for good) and takes an idle P if any.
 struct BackFromPlace {
     shared: std::sync::Arc<shared::Shared>,
-    _place: context::PlaceGuard,
+    _holding: context::HoldingGuard,
 }
 
 impl Drop for BackFromPlace {

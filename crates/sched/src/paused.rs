@@ -12,11 +12,19 @@
 //! acquisition takes, so no M can start running in the middle of the check):
 //! - no P is held by an M (so no task is running and no M is spinning),
 //! - no run queue holds a task (the global queue, each P's ring and `runnext`),
-//! - no clock hold is out: `block_on`'s future is not running and was not woken since it last
-//!   returned `Pending`, and no task is inside `block_in_place` (but for a `block_on` parked
-//!   there, which lends the hold out as a top-level one holds none while parked),
-//! - no blocking-pool job of the runtime is queued or running,
+//! - no clock hold is out: no `block_on`'s future is running or was woken since it last
+//!   returned `Pending`, and no thread runs user code without a P (a task inside
+//!   `block_in_place`, a blocking-pool closure),
+//! - no blocking-pool closure of the runtime is queued,
 //! - and no timer is already due (those run first, and may wake tasks).
+//!
+//! The rule behind the holds: a thread that runs user code holds the clock, a thread that
+//! waits on the runtime does not. So a `block_on` parked in `block_in_place` or in a
+//! blocking closure lends its thread's hold out (`block_on.rs`): it holds the clock only
+//! while its future runs or is woken, as a top-level `block_on` does, and its sleeps end by
+//! the clock's jump. A closure blocked in user code (`std::thread::sleep`, a blocking read)
+//! keeps holding it: the program's own time runs there, in real time, as Tokio's
+//! `spawn_blocking` inhibits auto-advance since 1.24.
 //!
 //! A task blocked on a socket holds the clock too (unless an `advance` asks for the time):
 //! its peer may be outside the runtime, in real time, and jumping would make every network
@@ -31,8 +39,9 @@
 //! # Who re-checks
 //!
 //! Every change that can make the runtime quiescent breaks the blocked poller: an M that goes
-//! idle (`park::poll`), the last clock hold released ([`Shared::release_clock_hold`]), the
-//! last blocking job done. The poller M then re-checks.
+//! idle (`park::poll`), the last clock hold released ([`Shared::release_clock_hold`]: a
+//! `block_on` parking, a blocking closure returning), the last queued blocking closure
+//! dropped unrun at shutdown. The poller M then re-checks.
 
 use crate::p::PStatus;
 use crate::park::Quiet;
@@ -120,7 +129,7 @@ impl Shared {
         if !self.clock.is_paused() {
             return Quiet::Work;
         }
-        if self.clock.holds() != 0 || self.blocking.jobs() != 0 {
+        if self.clock_held() {
             return Quiet::Busy;
         }
         if self.net_waiting() && self.poller.poll_now() != 0 {
@@ -146,7 +155,7 @@ impl Shared {
             return Quiet::Work;
         }
         // Holds taken while we looked (a block_on woken by a blocking job's last act).
-        if self.clock.holds() != 0 || self.blocking.jobs() != 0 {
+        if self.clock_held() {
             return Quiet::Busy;
         }
         let now = self.clock.now();
@@ -169,7 +178,14 @@ impl Shared {
         Quiet::Advanced
     }
 
-    /// Ends a clock hold (`block_on`'s poll, `block_in_place`); the last one may leave a
+    /// Whether a clock hold is out or a blocking closure is queued. The queue is read first:
+    /// a closure that starts takes its thread's hold before it leaves the queue's count
+    /// (`blocking.rs`), so one of the two reads sees it.
+    fn clock_held(&self) -> bool {
+        self.blocking.queued() != 0 || self.clock.holds() != 0
+    }
+
+    /// Ends a clock hold (`block_on`'s poll, `block_in_place`, a blocking closure); the last one may leave a
     /// paused runtime quiescent.
     pub(crate) fn release_clock_hold(self: &Arc<Self>) {
         if self.clock.release() {

@@ -16,10 +16,16 @@ use std::time::Duration;
 /// paused, time moves in two ways:
 ///
 /// - **Auto-advance**: when the runtime is quiescent (no task runnable or running on any P,
-///   `block_on`'s future neither running nor woken, no blocking closure queued or running,
-///   no task in `block_in_place`, no task blocked on a socket), the clock jumps to the
+///   no `block_on`'s future running or woken, no blocking closure queued or running its
+///   code, no task in `block_in_place`, no task blocked on a socket), the clock jumps to the
 ///   earliest deadline and the timers due then run; the tasks they wake run before the
 ///   clock moves again. A sleep of an hour returns at once, at exactly an hour later.
+///
+/// The rule: a thread that runs user code holds the clock, a thread that waits on the
+/// runtime does not. A blocking closure sleeping in `std::thread::sleep` or a blocking read
+/// runs user code, in real time: the clock does not jump past it (Tokio's `spawn_blocking`
+/// does the same). A blocking closure or `block_in_place` parked in `Handle::block_on` of
+/// the same runtime waits on it: the clock jumps for the sleeps of that future.
 /// - **[`advance`]**: moves the clock forward by a duration, firing every timer due on the
 ///   way in deadline order, and returns when the runtime is quiescent at the new instant.
 ///

@@ -1,0 +1,354 @@
+//! What every stream socket shares, TCP's and Unix's: [`Conn`], the registered socket with
+//! its write lock, holding the operations ([`TcpStream`](crate::TcpStream) and
+//! [`UnixStream`](crate::UnixStream) wrap one each and forward to it through
+//! `stream_methods!`); [`Stream`], the sealed trait through which the split halves, the
+//! I/O trait implementations and the descriptor-based impls reach either kind.
+
+use crate::io::{Dir, Io};
+use crate::write_lock::WriteLock;
+use gort_time::Instant;
+use mio::event::Source;
+use std::io::{self, IoSlice, Read, Write};
+use std::net::Shutdown;
+use std::os::fd::AsRawFd;
+#[cfg(any(feature = "tokio-io", feature = "futures-io"))]
+use std::task::{Context, Poll};
+
+/// A connected stream socket of mio's (`TcpStream`, `UnixStream`): its transfers, shutdown
+/// and addresses, for [`Conn`].
+pub trait StreamSource: Source + AsRawFd + std::fmt::Debug + Send + Sync + 'static {
+    /// Its kind's address (`std::net::SocketAddr`, `std::os::unix::net::SocketAddr`).
+    type Addr;
+    /// One `read`.
+    fn read_some(&self, buf: &mut [u8]) -> io::Result<usize>;
+    /// One `write`.
+    fn write_some(&self, buf: &[u8]) -> io::Result<usize>;
+    /// One `writev`.
+    fn write_slices(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize>;
+    /// `shutdown(2)`.
+    fn shutdown(&self, how: Shutdown) -> io::Result<()>;
+    /// The local address.
+    fn local_addr(&self) -> io::Result<Self::Addr>;
+    /// The peer's address.
+    fn peer_addr(&self) -> io::Result<Self::Addr>;
+    /// The pending error (`SO_ERROR`).
+    fn take_error(&self) -> io::Result<Option<io::Error>>;
+}
+
+macro_rules! impl_stream_source {
+    ($t:ty, $addr:ty) => {
+        impl StreamSource for $t {
+            type Addr = $addr;
+            fn read_some(&self, buf: &mut [u8]) -> io::Result<usize> {
+                (&mut &*self).read(buf)
+            }
+            fn write_some(&self, buf: &[u8]) -> io::Result<usize> {
+                (&mut &*self).write(buf)
+            }
+            fn write_slices(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+                (&mut &*self).write_vectored(bufs)
+            }
+            fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+                <$t>::shutdown(self, how)
+            }
+            fn local_addr(&self) -> io::Result<$addr> {
+                <$t>::local_addr(self)
+            }
+            fn peer_addr(&self) -> io::Result<$addr> {
+                <$t>::peer_addr(self)
+            }
+            fn take_error(&self) -> io::Result<Option<io::Error>> {
+                <$t>::take_error(self)
+            }
+        }
+    };
+}
+
+impl_stream_source!(mio::net::TcpStream, std::net::SocketAddr);
+impl_stream_source!(mio::net::UnixStream, std::os::unix::net::SocketAddr);
+
+/// A connected stream socket on the netpoller with Go's write lock: the operations of
+/// [`TcpStream`](crate::TcpStream) and [`UnixStream`](crate::UnixStream).
+#[derive(Debug)]
+pub struct Conn<S: StreamSource> {
+    io: Io<S>,
+    /// Go's `fd.writeLock`: one `write`/`write_all` at a time.
+    write_lock: WriteLock,
+}
+
+impl<S: StreamSource> Conn<S> {
+    /// Registers a connected (or connecting) non-blocking socket.
+    pub(crate) fn new(source: S) -> io::Result<Conn<S>> {
+        Ok(Conn::from_io(Io::new(source)?))
+    }
+
+    pub(crate) fn from_io(io: Io<S>) -> Conn<S> {
+        Conn {
+            io,
+            write_lock: WriteLock::default(),
+        }
+    }
+
+    /// The registered socket (for tokio's reads into uninitialized room).
+    #[cfg(feature = "tokio-io")]
+    pub(crate) fn io(&self) -> &Io<S> {
+        &self.io
+    }
+
+    /// The socket.
+    pub(crate) fn source(&self) -> &S {
+        self.io.source()
+    }
+
+    pub(crate) async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let len = buf.len();
+        self.io.transfer(Dir::Read, len, |s| s.read_some(buf)).await
+    }
+
+    pub(crate) async fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        let _turn = self.write_lock.lock().await;
+        self.write_unlocked(buf).await
+    }
+
+    pub(crate) async fn write_all(&self, mut buf: &[u8]) -> io::Result<()> {
+        let _turn = self.write_lock.lock().await;
+        while !buf.is_empty() {
+            match self.write_unlocked(buf).await? {
+                0 => return Err(io::ErrorKind::WriteZero.into()),
+                n => buf = &buf[n..],
+            }
+        }
+        Ok(())
+    }
+
+    /// One write, under the write lock the caller holds.
+    async fn write_unlocked(&self, buf: &[u8]) -> io::Result<usize> {
+        let len = buf.len();
+        self.io
+            .transfer(Dir::Write, len, |s| s.write_some(buf))
+            .await
+    }
+
+    pub(crate) async fn read_exact(&self, mut buf: &mut [u8]) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.read(buf).await? {
+                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+                n => buf = &mut buf[n..],
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.source().shutdown(how)
+    }
+
+    pub(crate) fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.io.set_deadline(Dir::Read, deadline)
+    }
+
+    pub(crate) fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+        self.io.set_deadline(Dir::Write, deadline)
+    }
+
+    pub(crate) fn local_addr(&self) -> io::Result<S::Addr> {
+        self.source().local_addr()
+    }
+
+    pub(crate) fn peer_addr(&self) -> io::Result<S::Addr> {
+        self.source().peer_addr()
+    }
+
+    /// futures-io's read (tokio's reads into uninitialized room: `compat.rs`).
+    #[cfg(feature = "futures-io")]
+    pub(crate) fn poll_read_some(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let len = buf.len();
+        self.io
+            .poll_transfer(Dir::Read, cx, len, &mut |s| s.read_some(buf))
+    }
+
+    /// One write without the write lock (the I/O traits take none, as Tokio's).
+    #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
+    pub(crate) fn poll_write_some(
+        &self,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.io
+            .poll_transfer(Dir::Write, cx, buf.len(), &mut |s| s.write_some(buf))
+    }
+
+    /// One `writev` of `bufs`, waiting for room as [`Conn::write`] does.
+    #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
+    pub(crate) fn poll_write_slices(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let len = bufs.iter().map(|b| b.len()).sum();
+        self.io
+            .poll_transfer(Dir::Write, cx, len, &mut |s| s.write_slices(bufs))
+    }
+}
+
+/// Whether a non-blocking connect has completed: its error if it failed, `WouldBlock` while
+/// it is in progress (mio's recipe).
+pub(crate) fn connected<S: StreamSource>(s: &S) -> io::Result<()> {
+    if let Some(e) = s.take_error()? {
+        return Err(e);
+    }
+    match s.peer_addr() {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Err(io::ErrorKind::WouldBlock.into()),
+        Err(e) => Err(e),
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for crate::TcpStream {}
+    impl Sealed for crate::UnixStream {}
+}
+
+/// A stream socket, [`TcpStream`](crate::TcpStream) or [`UnixStream`](crate::UnixStream):
+/// what the split halves ([`OwnedReadHalf`](crate::OwnedReadHalf),
+/// [`ReadHalf`](crate::ReadHalf), ...) are generic over. Sealed: implemented by those two
+/// only.
+///
+/// # Examples
+///
+/// ```
+/// use gort::net::{OwnedReadHalf, Stream, UnixStream};
+///
+/// async fn first_byte<S: Stream>(reader: OwnedReadHalf<S>) -> std::io::Result<u8> {
+///     let mut b = [0];
+///     reader.read_exact(&mut b).await?;
+///     Ok(b[0])
+/// }
+///
+/// gort::Runtime::new().unwrap().block_on(async {
+///     let (a, b) = UnixStream::pair().unwrap();
+///     a.write_all(b"x").await.unwrap();
+///     let (reader, _writer) = b.into_split();
+///     assert_eq!(first_byte(reader).await.unwrap(), b'x');
+/// });
+/// ```
+pub trait Stream: sealed::Sealed + std::fmt::Debug + Send + Sync + 'static {
+    /// The stream's kind of address.
+    type Addr;
+    /// The socket kind underneath (not for use outside gort).
+    #[doc(hidden)]
+    type Source: StreamSource<Addr = Self::Addr>;
+    /// The connection (not for use outside gort).
+    #[doc(hidden)]
+    fn conn(&self) -> &Conn<Self::Source>;
+}
+
+/// The public methods a stream type forwards to its `conn: Conn<_>` field, with the docs
+/// both share; each type's own (`connect`, `write_all` with its example, `from_std`, the
+/// splits) are written beside it.
+macro_rules! stream_methods {
+    ($addr:ty) => {
+        /// Reads into `buf`, waiting for data; `Ok(0)` at end of stream. Cancel-safe.
+        ///
+        /// # Errors
+        ///
+        /// The OS's (a reset peer), or `TimedOut` past the read deadline.
+        pub async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+            self.conn.read(buf).await
+        }
+
+        /// Writes some of `buf`, waiting for room. Cancel-safe. Waits for a `write_all` of
+        /// another task to finish first, so as not to land inside it (see `write_all`).
+        ///
+        /// # Errors
+        ///
+        /// The OS's (a reset peer), or `TimedOut` past the write deadline.
+        pub async fn write(&self, buf: &[u8]) -> io::Result<usize> {
+            self.conn.write(buf).await
+        }
+
+        /// Fills `buf`.
+        ///
+        /// # Errors
+        ///
+        /// As `read`; `UnexpectedEof` if the stream ends first (as std's).
+        pub async fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
+            self.conn.read_exact(buf).await
+        }
+
+        /// Shuts down the read, write or both halves of the connection (`Shutdown::Write`
+        /// is Go's `CloseWrite`: the peer reads end of stream).
+        ///
+        /// # Errors
+        ///
+        /// The OS's.
+        pub fn shutdown(&self, how: std::net::Shutdown) -> io::Result<()> {
+            self.conn.shutdown(how)
+        }
+
+        /// Sets both the read and the write deadline (Go's `SetDeadline`).
+        ///
+        /// # Errors
+        ///
+        /// Outside a gort runtime.
+        pub fn set_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+            self.conn.set_read_deadline(deadline)?;
+            self.conn.set_write_deadline(deadline)
+        }
+
+        /// Sets the read deadline (Go's `SetReadDeadline`); it applies to a read already
+        /// blocked too. `None` clears it.
+        ///
+        /// # Errors
+        ///
+        /// Outside a gort runtime.
+        pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+            self.conn.set_read_deadline(deadline)
+        }
+
+        /// Sets the write deadline (Go's `SetWriteDeadline`). `None` clears it.
+        ///
+        /// # Errors
+        ///
+        /// Outside a gort runtime.
+        pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
+            self.conn.set_write_deadline(deadline)
+        }
+
+        /// The local address.
+        ///
+        /// # Errors
+        ///
+        /// The OS's.
+        pub fn local_addr(&self) -> io::Result<$addr> {
+            self.conn.local_addr()
+        }
+
+        /// The peer's address.
+        ///
+        /// # Errors
+        ///
+        /// The OS's (`NotConnected`).
+        pub fn peer_addr(&self) -> io::Result<$addr> {
+            self.conn.peer_addr()
+        }
+    };
+}
+
+/// `Stream` and `AsRawFd`/`AsFd` for a stream type with a `conn` field.
+macro_rules! impl_stream {
+    ($t:ty, $source:ty, $addr:ty) => {
+        impl $crate::stream::Stream for $t {
+            type Addr = $addr;
+            type Source = $source;
+            fn conn(&self) -> &$crate::stream::Conn<$source> {
+                &self.conn
+            }
+        }
+    };
+}
