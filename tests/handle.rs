@@ -270,6 +270,27 @@ fn a_handle_outliving_its_runtime_gets_cancelled_tasks() {
     assert!(format!("{handle:?}").contains("Handle"));
 }
 
+/// A timer armed through a handle whose runtime is gone would never fire: `block_on` of a
+/// sleep hung for ever. It panics now, as Tokio's does ("being shutdown").
+#[test]
+fn a_timer_after_the_runtime_dropped_panics_instead_of_hanging() {
+    let rt = runtime();
+    let handle = rt.handle().clone();
+    drop(rt);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let slept = catch_unwind(AssertUnwindSafe(|| {
+            handle.block_on(gort::time::sleep(Duration::from_millis(1)))
+        }));
+        let _ = tx.send(slept.map_err(panic_message));
+    });
+    let slept = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("block_on of a sleep hung on a dropped runtime");
+    let message = slept.expect_err("the sleep cannot end without a runtime");
+    assert!(message.contains("not shut down"), "{message}");
+}
+
 #[test]
 fn a_runtime_survives_catch_unwind_around_its_users() {
     let rt = runtime();

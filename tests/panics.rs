@@ -217,3 +217,24 @@ fn a_panic_in_block_in_place_leaves_the_runtime_working() {
     }
     drop_within(rt);
 }
+
+/// Shutdown drains every timer at once: the drain collected the payloads in one `Vec`, whose
+/// drop, unwinding from the first payload that panicked, met the second one and aborted the
+/// process ("panic in a destructor during cleanup"). Each payload is now dropped on its own.
+#[test]
+fn several_pending_payloads_that_panic_at_shutdown_abort_nothing() {
+    let rt = one_p();
+    rt.block_on(async {
+        for _ in 0..5 {
+            let guard = PanicOnDrop;
+            drop(gort::time::after_func(
+                Duration::from_secs(3600),
+                move || {
+                    let _ = &guard;
+                },
+            ));
+        }
+    });
+    still_runs_tasks(&rt);
+    drop_within(rt);
+}

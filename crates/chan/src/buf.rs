@@ -5,6 +5,9 @@
 
 use std::collections::VecDeque;
 
+/// How many values a bounded buffer is allocated for at creation, at most.
+pub(crate) const PREALLOCATED: usize = 4096;
+
 /// The values buffered in a channel, oldest first.
 pub(crate) enum Buf<T> {
     /// A capacity-1 channel's buffer. It holds a second value only after a bounce (invariant
@@ -21,12 +24,16 @@ pub(crate) enum Buf<T> {
 
 impl<T> Buf<T> {
     /// An empty buffer for a channel of capacity `cap` (`None`: unbounded); a bounded buffer
-    /// is allocated here, once.
+    /// is allocated here, once, for up to [`PREALLOCATED`] values (a larger one grows as
+    /// values come: `bounded(1 << 40)` asked the allocator for 8 TiB at once and aborted the
+    /// process, and `bounded(usize::MAX - 1)` panicked on a capacity overflow).
     pub(crate) fn new(cap: Option<usize>) -> Self {
         match cap {
             Some(1) => Buf::One(None),
             Some(0) | None => Buf::Many(None),
-            Some(cap) => Buf::Many(Some(Box::new(VecDeque::with_capacity(cap)))),
+            Some(cap) => Buf::Many(Some(Box::new(VecDeque::with_capacity(
+                cap.min(PREALLOCATED),
+            )))),
         }
     }
 

@@ -51,6 +51,17 @@ impl<T> Chan<T> {
         r
     }
 
+    /// [`with`](Chan::with), leaving the wakes and drops in `d` for the caller to do once it
+    /// holds no lock of its own (a timer's arming lock: the receivers' wakers are user code).
+    #[inline]
+    pub(crate) fn with_later<R>(
+        &self,
+        d: &mut Deferred,
+        f: impl FnOnce(&mut Core<T>, &mut Deferred) -> R,
+    ) -> R {
+        self.core.with(|core| f(core, d))
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.core.with(|core| core.len())
     }

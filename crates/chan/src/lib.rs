@@ -105,7 +105,7 @@ pub use crate::error::{SendError, TryRecvError, TrySendError};
 pub use crate::receiver::{Receiver, RecvFuture};
 pub use crate::sender::{SendFuture, Sender};
 #[doc(hidden)]
-pub use crate::timer_sender::TimerSender;
+pub use crate::timer_sender::{TimerSender, TimerWakes};
 
 /// Support for the `select!` expansion; not a public API.
 #[doc(hidden)]

@@ -8,6 +8,7 @@ use gort_loom::Arc;
 
 use crate::chan::Chan;
 use crate::error::TrySendError;
+use crate::wake::Deferred;
 
 /// The only sender of a timer's channel (gort::time's `Timer`/`Ticker`). Not a user API.
 ///
@@ -32,6 +33,40 @@ impl<T> TimerSender<T> {
     pub fn take_buffered(&self) -> usize {
         let taken = self.chan.with(|core, d| core.take_buffered(d));
         taken.len()
+    }
+
+    /// [`try_send`](TimerSender::try_send), leaving the wake-up of the receiver it completes
+    /// in `later`, for a caller that holds a lock of its own (a timer's arming lock: a
+    /// receiver's waker is user code, and may stop or reset that very timer).
+    pub fn try_send_later(&self, value: T, later: &mut TimerWakes) -> Result<(), TrySendError<T>> {
+        self.chan
+            .with_later(&mut later.0, |core, d| core.try_send(value, None, d))
+    }
+
+    /// [`take_buffered`](TimerSender::take_buffered), leaving its wake-ups in `later`.
+    pub fn take_buffered_later(&self, later: &mut TimerWakes) -> usize {
+        let taken = self
+            .chan
+            .with_later(&mut later.0, |core, d| core.take_buffered(d));
+        taken.len()
+    }
+}
+
+/// Wake-ups (and waker drops) that a timer's channel operations left for their caller, done
+/// when this is dropped: after the caller released its own lock. Not a user API.
+#[doc(hidden)]
+#[derive(Default)]
+pub struct TimerWakes(Deferred);
+
+impl Drop for TimerWakes {
+    fn drop(&mut self) {
+        std::mem::take(&mut self.0).run();
+    }
+}
+
+impl fmt::Debug for TimerWakes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimerWakes").finish_non_exhaustive()
     }
 }
 

@@ -3,6 +3,7 @@
 //! last reference to a task whose future holds this channel's handles), so neither may run
 //! while the lock is held (tokio's `process_at_time` habit).
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::task::Waker;
 
 /// A list that holds its first element inline, so the common case (one element) never
@@ -105,23 +106,100 @@ impl Deferred {
 
     /// The common case past the empty one is a single wake and a single drop: done without
     /// building an iterator; the spill list is reached only if it was ever used.
-    fn run_slow(self) {
-        let Deferred {
-            wake,
-            discard,
-            more,
-        } = self;
-        if let Some(w) = wake {
-            w.wake();
-        }
-        let more = more.map(|m| {
-            let More { wake, discard } = *m;
-            for w in wake {
+    fn run_slow(mut self) {
+        if self.more.is_none() {
+            let mut discard = self.discard.take();
+            if let Some(w) = self.wake.take() {
+                let left = DropUnwinding(&mut discard);
                 w.wake();
+                std::mem::forget(left);
             }
-            discard
-        });
-        drop(discard);
-        drop(more);
+            drop(discard);
+            return;
+        }
+        self.run_spilled();
+    }
+
+    /// `run_slow` past one waker of each kind.
+    #[cold]
+    fn run_spilled(mut self) {
+        if let Some(m) = self.more.as_mut() {
+            // `next` pops from the back.
+            m.wake.reverse();
+            m.discard.reverse();
+        }
+        let left = Unwinding(&mut self);
+        while let Some(job) = left.0.next() {
+            job.run();
+        }
+        // Nothing left to run: the guard has nothing to do.
+        std::mem::forget(left);
+    }
+
+    /// The next waker to wake (in the order collected), then the next to drop.
+    #[inline]
+    fn next(&mut self) -> Option<Job> {
+        if let Some(w) = self.wake.take() {
+            return Some(Job::Wake(w));
+        }
+        if let Some(w) = self.more.as_mut().and_then(|m| m.wake.pop()) {
+            return Some(Job::Wake(w));
+        }
+        if let Some(w) = self.discard.take() {
+            return Some(Job::Drop(w));
+        }
+        self.more
+            .as_mut()
+            .and_then(|m| m.discard.pop())
+            .map(Job::Drop)
+    }
+}
+
+/// One waker to wake or to drop.
+enum Job {
+    Wake(Waker),
+    Drop(Waker),
+}
+
+impl Job {
+    #[inline]
+    fn run(self) {
+        match self {
+            Job::Wake(w) => w.wake(),
+            Job::Drop(w) => drop(w),
+        }
+    }
+}
+
+/// What `run_slow` has not run yet. A waker is user code (another executor's, a foreign
+/// `Waker` polled on a gort channel): when one's `wake` or `drop` panics, the rest are still
+/// woken and dropped here while the panic unwinds to the caller, each caught on its own: a
+/// close must not strand the operations parked behind the one that panicked, nor abort the
+/// process at a second panic (a `Vec`'s drop glue would). Forgotten on the normal path, where
+/// nothing is left.
+struct Unwinding<'a>(&'a mut Deferred);
+
+impl Drop for Unwinding<'_> {
+    fn drop(&mut self) {
+        while let Some(job) = self.0.next() {
+            if let Err(again) = catch_unwind(AssertUnwindSafe(|| job.run())) {
+                // The first panic is the one unwinding; dropping this payload could panic.
+                std::mem::forget(again);
+            }
+        }
+    }
+}
+
+/// The one waker to drop, should the one to wake panic (`Unwinding`'s rule, for the common
+/// case).
+struct DropUnwinding<'a>(&'a mut Option<Waker>);
+
+impl Drop for DropUnwinding<'_> {
+    fn drop(&mut self) {
+        if let Some(w) = self.0.take() {
+            if let Err(again) = catch_unwind(AssertUnwindSafe(|| drop(w))) {
+                std::mem::forget(again);
+            }
+        }
     }
 }

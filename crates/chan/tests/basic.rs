@@ -334,3 +334,18 @@ fn many_parked_receivers_leave_from_anywhere_and_the_rest_keep_fifo_order() {
         );
     }
 }
+
+/// A bounded buffer was allocated whole at creation: `bounded(1 << 40)` asked for 8 TiB and
+/// the allocation failure aborted the process; `usize::MAX - 1` panicked ("capacity
+/// overflow"). A large buffer now grows as values come.
+#[test]
+fn a_huge_capacity_allocates_only_what_is_sent() {
+    for cap in [1usize << 40, usize::MAX - 1] {
+        let (tx, rx) = bounded::<u64>(cap);
+        for i in 0..10_000 {
+            tx.try_send(i).unwrap();
+        }
+        assert_eq!((rx.len(), rx.capacity()), (10_000, Some(cap)));
+        assert_eq!(rx.try_recv(), Ok(0));
+    }
+}

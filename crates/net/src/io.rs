@@ -54,6 +54,13 @@ impl Ready for Desc {
         }
         self.pd.ready(readable, writable, wakers, &self.waiters);
     }
+
+    /// The runtime shut down: both halves close (Go's `pollUnblock`), so a blocked operation
+    /// (a blocking closure's, which shutdown waits for) fails instead of waiting for ever.
+    fn shutdown(&self, wakers: &mut Vec<Waker>) {
+        self.pd.read.close(wakers, &self.waiters);
+        self.pd.write.close(wakers, &self.waiters);
+    }
 }
 
 /// The timer of one direction's deadline.
@@ -317,7 +324,7 @@ fn arm(desc: &Arc<Desc>, dir: Dir, arm: Arm, now: Nanos) -> io::Result<()> {
             match modtimer(&t.timer, when, 0, Some(&t.fire)) {
                 Some(_) => Ok(()),
                 None => Err(io::Error::other(
-                    "gort::net deadlines must be set inside a gort runtime",
+                    "gort::net deadlines must be set inside a gort runtime that is not shut down",
                 )),
             }
         }

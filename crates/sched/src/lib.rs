@@ -247,7 +247,8 @@ pub mod timer_api {
     /// Go's `modtimer` from a user's call: arms (or re-arms) `t` at `when` with `period` on
     /// the heap of the P this thread holds (on a thread without one, a live P's picked
     /// round-robin), installing `fire` if given ([`gort_timer::modify_fire`]). Returns whether
-    /// `t` was pending, or `None` outside a gort runtime.
+    /// `t` was pending, or `None` outside a gort runtime, or on a thread without a P of a
+    /// runtime that is shut down.
     ///
     /// The path is Go's: the caller's P, then the timer's status machine; the runtime handle is
     /// looked up only when the timer moved earlier and the poller must be told
@@ -277,6 +278,15 @@ pub mod timer_api {
     }
 
     /// [`modtimer`] on a thread without a P (`block_on`, the blocking pool, sysmon).
+    ///
+    /// `None` too for a timer without a callback of its own (a sleep's, a channel timer's,
+    /// which some thread waits on) once the runtime is shut down (Tokio's "being shutdown"
+    /// panic): no M runs its heaps any more, so the timer would never fire and its waiter (a
+    /// blocking closure that shutdown waits for, a `block_on` through a `Handle` that outlived
+    /// its runtime) would hang. Checked after arming: a timer armed before shutdown's drain
+    /// is woken by it (`Timers::drain_waking`); one armed after it sees the flag set before
+    /// the drain. A callback armed with the call (`after_func`, a socket deadline) is
+    /// accepted: nothing waits on it, and the drain after the blocking pool drops it.
     #[cold]
     fn modtimer_without_p(
         t: &gort_loom::Arc<Timer>,
@@ -286,14 +296,15 @@ pub mod timer_api {
     ) -> Option<bool> {
         let shared = crate::context::current()?;
         let home = shared.timer_home_without_p();
-        Some(arm(
+        let pending = arm(
             t,
             when,
             period,
             fire,
             home,
             &crate::shared::TimerHost(&shared),
-        ))
+        );
+        (fire.is_some() || !shared.is_shutdown()).then_some(pending)
     }
 
     #[inline]

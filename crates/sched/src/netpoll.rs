@@ -43,6 +43,14 @@ pub trait Ready: Send + Sync + 'static {
     /// (reported as both readable and writable, so that the blocked operation retries and
     /// sees the end of stream or the error).
     fn ready(&self, readable: bool, writable: bool, hung_up: bool, wakers: &mut Vec<Waker>);
+
+    /// The runtime shut down: no readiness will reach the source any more. Its waiters (a
+    /// blocking closure's `block_on`, which shutdown waits for) must be released into
+    /// `wakers` to fail, as Go's `poll_runtime_pollUnblock` releases them. Called without the
+    /// slab lock. Does nothing by default.
+    fn shutdown(&self, wakers: &mut Vec<Waker>) {
+        let _ = wakers;
+    }
 }
 
 /// The registered sources, by slot: the handler and the slot's generation.
@@ -77,6 +85,11 @@ impl Sources {
     }
 
     /// The handler an event's token names, unless its slot was emptied since.
+    /// Every registered handler, for shutdown to tell.
+    fn handlers(&self) -> Vec<Arc<dyn Ready>> {
+        self.slots.iter().filter_map(|s| s.1.clone()).collect()
+    }
+
     pub(crate) fn get(&self, token: Token) -> Option<&dyn Ready> {
         let slot = (token.0 & 0xffff_ffff).checked_sub(FIRST_SOURCE)?;
         let (generation, handler) = self.slots.get(slot)?;
@@ -145,6 +158,21 @@ impl Shared {
             return false;
         }
         self.poller.poll_now() > 0
+    }
+
+    /// Shutdown: tells every registered source ([`Ready::shutdown`]) and wakes the waiters it
+    /// releases, which then fail. A registration made after this sees the runtime shut down
+    /// and fails ([`net_api::register`]).
+    pub(crate) fn shut_down_sources(&self) {
+        let handlers = self.poller.net.sources.lock().handlers();
+        let mut wakers = Vec::new();
+        for h in &handlers {
+            self.catch_user(|| h.shutdown(&mut wakers));
+        }
+        for w in wakers {
+            self.catch_user(|| w.wake());
+        }
+        drop(handlers); // may drop the last wakers: user code, caught by the caller's drain
     }
 
     /// sysmon's share (Go's sysmon `netpoll(0)`): the same look when tasks wait on sockets,
@@ -241,12 +269,19 @@ pub mod net_api {
     ///
     /// # Errors
     ///
-    /// Outside a gort runtime, or when the OS refuses the registration.
+    /// Outside a gort runtime, in one that is shut down (no M would ever poll the source:
+    /// checked after the insertion, which either precedes shutdown's look at the sources or
+    /// sees its flag), or when the OS refuses the registration.
     pub fn register(source: &mut impl Source, handler: Arc<dyn Ready>) -> io::Result<Registration> {
         let shared = current()?;
         let token = shared.poller.net.sources.lock().insert(handler);
         let interest = Interest::READABLE | Interest::WRITABLE;
-        if let Err(e) = shared.poller.registry().register(source, token, interest) {
+        let registered = if shared.is_shutdown() {
+            Err(io::Error::other("gort::net: the runtime is shut down"))
+        } else {
+            shared.poller.registry().register(source, token, interest)
+        };
+        if let Err(e) = registered {
             let handler = shared.poller.net.sources.lock().remove(token);
             drop(handler); // outside the slab lock
             return Err(e);

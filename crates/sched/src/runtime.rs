@@ -8,10 +8,12 @@ use crate::p::PStatus;
 use crate::runq::Lane;
 use crate::shared::{DeferredHost, Shared, MAX_PROCS};
 use crate::sysmon::Sysmon;
-use crate::task::{Cell, JoinHandle, Task};
+use crate::task::{Cell, JoinHandle, RawTask, Task};
 use crate::threads::{join_until, ThreadConfig};
+use std::cell::RefCell;
 use std::future::Future;
 use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -347,6 +349,8 @@ impl Runtime {
         join_until(sysmon_thread, deadline);
         let all_exited = wait_for_ms(shared, deadline);
         drop_every_task_and_timer(shared, all_exited);
+        // Before the wait for the blocking pool: a closure blocked on a socket must fail.
+        shared.shut_down_sources();
         // Step 4, the blocking pool; then step 3 again, for what its closures spawned or armed
         // after the first pass (their timers' payloads would otherwise live as long as the
         // heaps, for ever if a payload holds a task of this runtime).
@@ -427,8 +431,9 @@ fn drop_every_task_and_timer(shared: &Arc<Shared>, all_exited: bool) {
             found = true;
         }
         for p in shared.all_ps() {
-            // A payload that panics ends a drain early: drain again for the rest.
-            while shared.catch_user(|| p.timers.drain()).is_none() {}
+            // A panic in a payload's drop is resumed once the drain dropped the rest of its
+            // payloads; drain again for timers armed meanwhile.
+            while shared.catch_user(|| p.timers.drain_waking()).is_none() {}
         }
         if !found {
             break;
@@ -485,7 +490,7 @@ where
     let home = (!p.is_null()).then(|| unsafe { (*p).id });
     Cell::<F, Arc<Shared>>::set_slot(&raw, shared.registry.insert(raw.clone(), home));
     if shared.is_shutdown() {
-        raw.clone().shutdown();
+        shut_down_late(raw.clone());
     } else {
         // Go's newproc: the new task goes to runnext. What it pushes out of a full ring is
         // new work, behind started work in the global queue (runq.rs, "Two lanes").
@@ -493,4 +498,59 @@ where
     }
     // SAFETY: the cell's future is an `F`.
     unsafe { JoinHandle::new(raw) }
+}
+
+thread_local! {
+    /// Tasks spawned on a shut-down runtime by the `Drop` of a future that
+    /// [`shut_down_late`] is dropping on this thread, for it to shut down next (`None`: no
+    /// such call on this thread).
+    static LATE_SPAWNS: RefCell<Option<Vec<RawTask>>> = const { RefCell::new(None) };
+}
+
+/// Shuts down a task spawned on a runtime that is shut down: its future is dropped at once and
+/// its `JoinHandle` sees a cancellation. A `Drop` of that future may spawn again (a clean-up
+/// task, whose own future's drop spawns the next): the outermost call drops such a chain in a
+/// loop, since a recursion per link overflowed the stack at ten thousand links.
+fn shut_down_late(task: RawTask) {
+    let mut task = Some(task);
+    let outermost = LATE_SPAWNS.try_with(|late| {
+        let mut late = late.borrow_mut();
+        match late.as_mut() {
+            Some(queued) => queued.extend(task.take()),
+            None => *late = Some(Vec::new()),
+        }
+    });
+    let Some(task) = task else { return };
+    if outermost.is_err() {
+        // This thread's locals are being destroyed: no queue, drop it here.
+        return task.shutdown();
+    }
+    let rest = LateRest;
+    task.shutdown();
+    while let Some(task) = pop_late() {
+        task.shutdown();
+    }
+    drop(rest);
+}
+
+fn pop_late() -> Option<RawTask> {
+    LATE_SPAWNS
+        .try_with(|late| late.borrow_mut().as_mut()?.pop())
+        .ok()
+        .flatten()
+}
+
+/// Ends [`shut_down_late`]'s loop: should a drop in it panic, the tasks still queued are shut
+/// down too (each caught: the first panic is the one unwinding), then the queue is removed.
+struct LateRest;
+
+impl Drop for LateRest {
+    fn drop(&mut self) {
+        while let Some(task) = pop_late() {
+            if let Err(again) = catch_unwind(AssertUnwindSafe(|| task.shutdown())) {
+                std::mem::forget(again);
+            }
+        }
+        let _ = LATE_SPAWNS.try_with(|late| *late.borrow_mut() = None);
+    }
 }

@@ -25,7 +25,8 @@
 //! # Ordering
 //!
 //! One small lock orders every actor: the fire callback, `maybe_run`, `block`/`unblock`,
-//! `stop` and `reset`.
+//! `stop` and `reset`. The wake-ups of the channel operations made under it are done after
+//! it is released ([`Sink::Wakes`]): a receiver's waker may stop or reset this very timer.
 //!
 //! | state  | meaning                                            | `stop`/`reset` returns         |
 //! |--------|----------------------------------------------------|--------------------------------|
@@ -69,12 +70,16 @@ use crate::Instant;
 /// The channel end a timer sends on. Not a user API.
 #[doc(hidden)]
 pub trait Sink: Send + Sync {
+    /// What the channel operations below leave undone until the arming's lock is released:
+    /// the wake-ups of the receivers they complete, done when it is dropped (a receiver's
+    /// waker is user code, and may stop or reset this very timer, which takes that lock).
+    type Wakes: Default;
     /// Sends without blocking; false if the value was dropped (channel full or closed).
-    fn try_send(&self, value: Instant) -> bool;
+    fn try_send(&self, value: Instant, wakes: &mut Self::Wakes) -> bool;
     /// Removes every buffered value; returns how many there were. `maybe_buffered` is false
     /// when nothing was sent since the last call (receivers only take values out, so the
     /// channel holds none of ours): a sink may then skip the channel and return 0.
-    fn take_buffered(&self, maybe_buffered: bool) -> usize;
+    fn take_buffered(&self, maybe_buffered: bool, wakes: &mut Self::Wakes) -> usize;
 }
 
 /// The runtime timer under a channel timer, as the arming drives it. Not a user API.
@@ -169,9 +174,13 @@ impl<S: Sink, R> Arming<S, R> {
     /// then hands the channel end out, replaced by `empty`, for the caller to drop after the
     /// lock is released (a timer's sending end owns its channel, which owns the timer).
     pub fn detach(&self, heap: &impl Heap<Rt = R>, empty: S) -> S {
+        let mut wakes = S::Wakes::default();
         let mut g = self.inner.lock();
-        self.stop_locked(&mut g, heap);
-        std::mem::replace(&mut g.sink, empty)
+        self.stop_locked(&mut g, heap, &mut wakes);
+        let sink = std::mem::replace(&mut g.sink, empty);
+        drop(g);
+        drop(wakes); // after the lock
+        sink
     }
 
     /// A snapshot of the state.
@@ -195,15 +204,19 @@ impl<S: Sink, R> Arming<S, R> {
     /// tick (a slow receiver gets no backlog); a tick older than one already accepted is
     /// dropped too (see the module docs). Returns whether a value was sent. Never blocks.
     pub fn fire(&self, when: Nanos, heap: &impl Heap<Rt = R>) -> bool {
+        let mut wakes = S::Wakes::default();
         let mut g = self.inner.lock();
-        let sent = self.deliver(&mut g, when, heap.now());
+        let sent = self.deliver(&mut g, when, heap.now(), &mut wakes);
         sync_heap(&mut g, heap);
+        drop(g);
+        drop(wakes); // after the lock
         sent
     }
 
     /// A receive is about to look at the channel (Go's `maybeRunChan`): if the runtime timer
     /// is not in a heap and the next deadline has passed, sends its value now.
     pub fn maybe_run(&self, heap: &impl Heap<Rt = R>) {
+        let mut wakes = S::Wakes::default();
         let mut g = self.inner.lock();
         if g.heaped || g.state != State::Armed || g.when == NEVER {
             return;
@@ -211,8 +224,10 @@ impl<S: Sink, R> Arming<S, R> {
         let now = heap.now();
         if g.when <= now {
             let when = g.when;
-            self.deliver(&mut g, when, now);
+            self.deliver(&mut g, when, now, &mut wakes);
         }
+        drop(g);
+        drop(wakes); // after the lock
     }
 
     /// A receive operation parked (Go's `blockTimerChan`): the timer must be in a heap.
@@ -233,8 +248,12 @@ impl<S: Sink, R> Arming<S, R> {
 
     /// Stops the timer. Returns true if no value of this arming was or can be received.
     pub fn stop(&self, heap: &impl Heap<Rt = R>) -> bool {
+        let mut wakes = S::Wakes::default();
         let mut g = self.inner.lock();
-        self.stop_locked(&mut g, heap)
+        let was = self.stop_locked(&mut g, heap, &mut wakes);
+        drop(g);
+        drop(wakes); // after the lock
+        was
     }
 
     /// Stops as [`stop`](Arming::stop) does, then arms again: the first deadline is
@@ -246,8 +265,9 @@ impl<S: Sink, R> Arming<S, R> {
         mut start: impl FnMut(Nanos) -> Nanos,
         period: Nanos,
     ) -> bool {
+        let mut wakes = S::Wakes::default();
         let mut g = self.inner.lock();
-        let was = self.stop_locked(&mut g, heap);
+        let was = self.stop_locked(&mut g, heap, &mut wakes);
         let now = heap.now();
         let mut first = start(now);
         if first < now.saturating_add(CLOCK_TRAIL) {
@@ -260,17 +280,19 @@ impl<S: Sink, R> Arming<S, R> {
         g.period = period;
         g.state = State::Armed;
         sync_heap(&mut g, heap);
+        drop(g);
+        drop(wakes); // after the lock
         was
     }
 
     /// Sends the value due at `when` if it belongs to the current arming and is newer than
     /// every value sent before, and moves the arming past it.
-    fn deliver(&self, g: &mut Inner<S, R>, when: Nanos, now: Nanos) -> bool {
+    fn deliver(&self, g: &mut Inner<S, R>, when: Nanos, now: Nanos, wakes: &mut S::Wakes) -> bool {
         if g.state != State::Armed || when < g.floor {
             return false;
         }
         g.floor = when.saturating_add(1);
-        let sent = g.sink.try_send(Instant::from_nanos(when));
+        let sent = g.sink.try_send(Instant::from_nanos(when), wakes);
         g.sent |= sent;
         if g.period > 0 {
             g.when = next_tick(when, g.period, now);
@@ -282,7 +304,12 @@ impl<S: Sink, R> Arming<S, R> {
         sent
     }
 
-    fn stop_locked(&self, g: &mut Inner<S, R>, heap: &impl Heap<Rt = R>) -> bool {
+    fn stop_locked(
+        &self,
+        g: &mut Inner<S, R>,
+        heap: &impl Heap<Rt = R>,
+        wakes: &mut S::Wakes,
+    ) -> bool {
         // Only if `heaped`: every path that clears it (this one, `sync_heap`) calls `del`,
         // which drops the payload and waits out a run in progress, and only `add` sets it. So
         // a timer not `heaped` holds no payload of ours, and a fire still in flight was seen
@@ -292,7 +319,7 @@ impl<S: Sink, R> Arming<S, R> {
             g.heaped = false;
         }
         // A periodic timer may hold an unreceived tick even while Armed; drain it too.
-        let drained = g.sink.take_buffered(std::mem::take(&mut g.sent));
+        let drained = g.sink.take_buffered(std::mem::take(&mut g.sent), wakes);
         let was = match g.state {
             State::Armed => true,
             State::Sent => drained > 0,

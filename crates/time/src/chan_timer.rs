@@ -21,7 +21,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use gort_chan::{Receiver, RecvHook, TimerSender};
+use gort_chan::{Receiver, RecvHook, TimerSender, TimerWakes};
 use gort_loom::Arc as SyncArc;
 use gort_sched::timer_api::in_runtime;
 use gort_timer::{
@@ -42,14 +42,15 @@ pub(crate) struct TimerSink {
 }
 
 impl Sink for TimerSink {
-    fn try_send(&self, value: Instant) -> bool {
+    type Wakes = TimerWakes;
+    fn try_send(&self, value: Instant, wakes: &mut TimerWakes) -> bool {
         self.tx
             .as_ref()
-            .is_some_and(|tx| tx.try_send(value).is_ok())
+            .is_some_and(|tx| tx.try_send_later(value, wakes).is_ok())
     }
-    fn take_buffered(&self, maybe_buffered: bool) -> usize {
+    fn take_buffered(&self, maybe_buffered: bool, wakes: &mut TimerWakes) -> usize {
         match &self.tx {
-            Some(tx) if maybe_buffered => tx.take_buffered(),
+            Some(tx) if maybe_buffered => tx.take_buffered_later(wakes),
             _ => 0,
         }
     }
@@ -84,6 +85,15 @@ pub(crate) struct ChanTimer {
 impl Fire for ChanTimer {
     fn fire(self: Arc<Self>, when: Nanos) {
         self.arming.fire(when, &Held(&self));
+    }
+
+    /// The runtime shut down with this timer in a heap, so a receive waits on it: it will
+    /// never fire. Its sending end goes, as when the last receiver goes, and the channel
+    /// closes: the receive (a blocking closure's, which shutdown waits for) ends with `None`
+    /// instead of waiting for ever.
+    fn shutdown(self: Arc<Self>) {
+        let tx = self.arming.detach(&*self, TimerSink::default());
+        drop(tx); // outside the arming's lock
     }
 }
 

@@ -36,7 +36,11 @@
 //! another keep 100 µs precision.
 //!
 //! Everything that has to wait must run inside a gort runtime (`Runtime::block_on` or a
-//! task); it panics otherwise.
+//! task); it panics otherwise, and also when it arms a timer off the runtime's Ps once the
+//! runtime is shut down (a blocking closure still running, a `Handle` that outlived its
+//! runtime), whose timers no longer fire (Tokio's rule). A shutdown wakes a sleep still
+//! waiting there, and closes the channel of a `Timer` or `Ticker` received on there, so
+//! that no such wait hangs.
 //!
 //! # Examples
 //!

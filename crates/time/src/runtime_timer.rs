@@ -10,7 +10,8 @@ use gort_timer::{Fire, Nanos, Timer};
 ///
 /// # Panics
 ///
-/// Outside a gort runtime, naming `what` (e.g. "gort::time::Sleep").
+/// Outside a gort runtime, or on a thread without a P of one that is shut down, naming
+/// `what` (e.g. "gort::time::Sleep").
 #[track_caller]
 pub(crate) fn arm(t: &Arc<Timer>, when: Nanos, period: Nanos, slack: Nanos, what: &str) -> bool {
     t.set_slack(slack);
@@ -41,13 +42,14 @@ pub(crate) fn arm_fire(
     }
 }
 
-/// The panic for timer use outside a runtime.
+/// The panic for timer use outside a runtime, or outside its tasks once it is shut down
+/// (its timers would never fire: `gort_sched::timer_api::modtimer`).
 #[cold]
 #[track_caller]
 pub(crate) fn outside(what: &str) -> ! {
     panic!(
         "{what} must be used inside a gort runtime \
-         (in Runtime::block_on, a task, or a blocking closure)"
+         (in Runtime::block_on, a task, or a blocking closure) that is not shut down"
     )
 }
 

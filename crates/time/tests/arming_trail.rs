@@ -22,7 +22,8 @@ const TRAIL: i64 = 500;
 struct OneSlot(Mutex<Option<i64>>);
 
 impl Sink for OneSlot {
-    fn try_send(&self, v: Instant) -> bool {
+    type Wakes = ();
+    fn try_send(&self, v: Instant, _: &mut ()) -> bool {
         let mut slot = self.0.lock().unwrap();
         if slot.is_some() {
             return false;
@@ -30,7 +31,7 @@ impl Sink for OneSlot {
         *slot = Some(v.as_nanos());
         true
     }
-    fn take_buffered(&self, maybe_buffered: bool) -> usize {
+    fn take_buffered(&self, maybe_buffered: bool, _: &mut ()) -> usize {
         let taken = self.0.lock().unwrap().take();
         assert!(
             maybe_buffered || taken.is_none(),
@@ -44,11 +45,12 @@ impl Sink for OneSlot {
 struct SlotEnd(Arc<OneSlot>);
 
 impl Sink for SlotEnd {
-    fn try_send(&self, v: Instant) -> bool {
-        self.0.try_send(v)
+    type Wakes = ();
+    fn try_send(&self, v: Instant, _: &mut ()) -> bool {
+        self.0.try_send(v, &mut ())
     }
-    fn take_buffered(&self, maybe_buffered: bool) -> usize {
-        self.0.take_buffered(maybe_buffered)
+    fn take_buffered(&self, maybe_buffered: bool, _: &mut ()) -> usize {
+        self.0.take_buffered(maybe_buffered, &mut ())
     }
 }
 

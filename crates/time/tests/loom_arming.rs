@@ -43,7 +43,8 @@ struct Chan {
 }
 
 impl Sink for FakeChan {
-    fn try_send(&self, v: Instant) -> bool {
+    type Wakes = ();
+    fn try_send(&self, v: Instant, _: &mut ()) -> bool {
         let mut c = self.inner.lock();
         if c.buf.is_some() {
             return false;
@@ -51,7 +52,7 @@ impl Sink for FakeChan {
         c.buf = Some((v.as_nanos(), c.sealed));
         true
     }
-    fn take_buffered(&self, maybe_buffered: bool) -> usize {
+    fn take_buffered(&self, maybe_buffered: bool, _: &mut ()) -> usize {
         let mut c = self.inner.lock();
         c.sealed = true;
         let taken = c.buf.take();
@@ -69,11 +70,12 @@ impl Sink for FakeChan {
 struct ChanEnd(Arc<FakeChan>);
 
 impl Sink for ChanEnd {
-    fn try_send(&self, v: Instant) -> bool {
-        self.0.try_send(v)
+    type Wakes = ();
+    fn try_send(&self, v: Instant, _: &mut ()) -> bool {
+        self.0.try_send(v, &mut ())
     }
-    fn take_buffered(&self, maybe_buffered: bool) -> usize {
-        self.0.take_buffered(maybe_buffered)
+    fn take_buffered(&self, maybe_buffered: bool, _: &mut ()) -> usize {
+        self.0.take_buffered(maybe_buffered, &mut ())
     }
 }
 

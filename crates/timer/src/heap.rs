@@ -8,6 +8,7 @@
 
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use gort_loom::atomic::Ordering::Relaxed;
 use gort_loom::{Arc, MutexGuard};
@@ -92,7 +93,33 @@ pub(crate) fn drop_dead(dead: Vec<Target>) {
 #[cold]
 #[inline(never)]
 fn drop_dead_slow(dead: Vec<Target>) {
-    drop(dead);
+    drop_each(dead);
+}
+
+/// Drops the payloads one at a time. Their `Drop`s are user code, of unrelated timers: when
+/// one panics, the others are still dropped, each outside any unwinding (had the `Vec`'s own
+/// drop glue met a second panic while it unwound from the first, the process would abort),
+/// and the first panic is resumed after the last drop, for the caller to catch as before.
+pub(crate) fn drop_each(payloads: Vec<Target>) {
+    for_each_caught(payloads, drop);
+}
+
+/// Calls `f` on each of `items`, user code, under the rule of [`drop_each`].
+pub(crate) fn for_each_caught<T>(items: Vec<T>, mut f: impl FnMut(T)) {
+    let mut first_panic = None;
+    for item in items {
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| f(item))) {
+            match first_panic {
+                None => first_panic = Some(panic),
+                // The panic already kept is the one resumed; a payload whose own drop panics
+                // too is leaked rather than risk a panic in a destructor here.
+                Some(_) => std::mem::forget(panic),
+            }
+        }
+    }
+    if let Some(panic) = first_panic {
+        resume_unwind(panic);
+    }
 }
 
 impl Locked<'_> {

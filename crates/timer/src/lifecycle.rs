@@ -8,9 +8,10 @@ use gort_loom::yield_now;
 
 use crate::clock::Nanos;
 use crate::entry::Entry;
-use crate::heap::{Heap, Locked};
+use crate::heap::{drop_each, for_each_caught, Heap, Locked};
+use crate::slots::Slots;
 use crate::status::{bad, Status};
-use crate::timer::{Host, Target, Timer};
+use crate::timer::{Host, Payload, Target, Timer};
 use crate::timers::{Shared, TimerStats, Timers};
 
 /// Payloads that [`Timers::move_to`] had to let go of: those of timers whose last reference
@@ -40,6 +41,12 @@ impl Released {
     /// Whether it holds none.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+}
+
+impl Drop for Released {
+    fn drop(&mut self) {
+        drop_each(std::mem::take(&mut self.0));
     }
 }
 
@@ -122,6 +129,30 @@ impl Timers {
     /// then see `Removed` (`del` returns false; `modify` re-inserts into its `home`).
     /// Payloads are dropped after the lock is released. `Drop` calls this.
     pub fn drain(&self) {
+        let (payloads, entries) = self.take_all();
+        drop_each(payloads);
+        drop(entries);
+    }
+
+    /// [`drain`](Self::drain) for a runtime that shuts down: a waker payload is woken instead
+    /// of dropped (Tokio's time driver fires every timer at its shutdown), so a thread parked
+    /// on a timer outside the runtime's tasks (a blocking closure in `block_on`, which
+    /// shutdown waits for) polls again and learns that no timer will fire, where a dropped
+    /// waker left it parked for ever. Callbacks are not run: each is told
+    /// ([`Fire::shutdown`](crate::Fire::shutdown)) and dropped.
+    pub fn drain_waking(&self) {
+        let (payloads, entries) = self.take_all();
+        for_each_caught(payloads, |t| match t.into_payload() {
+            Some(Payload::Waker(w)) => w.wake(),
+            Some(Payload::Fire(f)) => f.shutdown(),
+            None => {}
+        });
+        drop(entries);
+    }
+
+    /// The locked part of `drain`: every timer removed, its payload and the heap's entries
+    /// returned, to drop (payloads first) after the lock.
+    fn take_all(&self) -> (Vec<Target>, Slots) {
         let s = &*self.shared;
         let mut payloads = Vec::new();
         let entries = {
@@ -158,8 +189,7 @@ impl Timers {
             drop(list);
             entries
         };
-        drop(payloads);
-        drop(entries);
+        (payloads, entries)
     }
 
     /// Counters of this heap (a snapshot; takes the lock briefly).

@@ -23,6 +23,12 @@ pub trait Fire: Send + Sync + 'static {
     /// Called once per due deadline, with a reference of its own, so that a callback that
     /// must outlive the call (a task it spawns) keeps `self` instead of allocating.
     fn fire(self: std::sync::Arc<Self>, when: Nanos);
+
+    /// The runtime shuts down and lets this callback go unrun
+    /// ([`Timers::drain_waking`](crate::Timers::drain_waking)): one that something waits on
+    /// (a channel timer's receivers) tells it here that the deadline will never come. Does
+    /// nothing by default.
+    fn shutdown(self: std::sync::Arc<Self>) {}
 }
 
 impl<F: Fn(Nanos) + Send + Sync + 'static> Fire for F {

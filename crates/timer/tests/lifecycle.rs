@@ -164,6 +164,58 @@ fn drain_removes_everything_and_drops_payloads() {
     assert_eq!(ts.check(7, true).ran, 1);
 }
 
+/// A callback that counts the shutdowns it is told of.
+struct ToldOfShutdown(Arc<AtomicUsize>);
+
+impl Fire for ToldOfShutdown {
+    fn fire(self: Arc<Self>, _when: Nanos) {
+        panic!("a drained timer ran");
+    }
+    fn shutdown(self: Arc<Self>) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+/// A runtime's shutdown: a waiter parked outside the runtime's tasks must learn that its
+/// timer is gone, so a waker is woken; a callback is told, not run, and dropped.
+#[test]
+fn drain_waking_wakes_wakers_and_drops_callbacks() {
+    struct Flag(AtomicUsize);
+    impl std::task::Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+    let ts = Timers::new(0);
+    let woken = Arc::new(Flag(AtomicUsize::new(0)));
+    let waiting = Timer::new();
+    waiting.set_waker(&std::task::Waker::from(woken.clone()));
+    ts.add(&waiting, 10, 0, &quiet());
+    let drops = Arc::new(AtomicUsize::new(0));
+    let log = Log::new();
+    let callback = Timer::new();
+    callback.set_fire(Arc::new(Counted(drops.clone())));
+    ts.add(&callback, 20, 0, &quiet());
+    let logged = armed(&ts, &log, 1, 30);
+    let told = Arc::new(AtomicUsize::new(0));
+    let waited_on = Timer::new();
+    waited_on.set_fire(Arc::new(ToldOfShutdown(told.clone())));
+    ts.add(&waited_on, 40, 0, &quiet());
+    ts.drain_waking();
+    assert_eq!(woken.0.load(SeqCst), 1);
+    assert_eq!(drops.load(SeqCst), 1);
+    assert_eq!(
+        told.load(SeqCst),
+        1,
+        "a callback was not told of the shutdown"
+    );
+    assert!(log.take().is_empty(), "a callback was run");
+    assert!([&waiting, &callback, &logged, &waited_on]
+        .iter()
+        .all(|t| t.status() == Status::Removed));
+    assert_eq!((ts.len(), ts.wake_time()), (0, 0));
+}
+
 #[test]
 fn dropping_timers_drains() {
     let t = Timer::new();
