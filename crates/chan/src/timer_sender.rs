@@ -40,27 +40,40 @@ impl<T> TimerSender<T> {
     /// receiver's waker is user code, and may stop or reset that very timer).
     pub fn try_send_later(&self, value: T, later: &mut TimerWakes) -> Result<(), TrySendError<T>> {
         self.chan
-            .with_later(&mut later.0, |core, d| core.try_send(value, None, d))
+            .with_later(later.get(), |core, d| core.try_send(value, None, d))
     }
 
     /// [`take_buffered`](TimerSender::take_buffered), leaving its wake-ups in `later`.
     pub fn take_buffered_later(&self, later: &mut TimerWakes) -> usize {
         let taken = self
             .chan
-            .with_later(&mut later.0, |core, d| core.take_buffered(d));
+            .with_later(later.get(), |core, d| core.take_buffered(d));
         taken.len()
     }
 }
 
 /// Wake-ups (and waker drops) that a timer's channel operations left for their caller, done
 /// when this is dropped: after the caller released its own lock. Not a user API.
+///
+/// Empty until an operation needs it: a timer's `reset` or `stop` with nothing buffered (most
+/// of them) then builds and drops one word, not a `Deferred` and its drop glue, which made
+/// `Timer::reset` 30 % slower (design/PERFORMANCE-LOG.md, "At 3afe468").
 #[doc(hidden)]
 #[derive(Default)]
-pub struct TimerWakes(Deferred);
+pub struct TimerWakes(Option<Deferred>);
+
+impl TimerWakes {
+    fn get(&mut self) -> &mut Deferred {
+        self.0.get_or_insert_with(Deferred::new)
+    }
+}
 
 impl Drop for TimerWakes {
+    #[inline]
     fn drop(&mut self) {
-        std::mem::take(&mut self.0).run();
+        if let Some(d) = self.0.take() {
+            d.run();
+        }
     }
 }
 
