@@ -45,7 +45,9 @@ impl<F: Fn() + Send + Sync + 'static> gort_sched::timer_api::Callback for Spawne
 ///   `Metrics::task_panics`; it never takes the runtime down.
 /// - Dropping the returned [`AfterFunc`] does not cancel it (as in Go); keep the handle to
 ///   [`stop`](AfterFunc::stop) or [`reset`](AfterFunc::reset) it.
-/// - [`Duration::MAX`] never fires and costs no heap entry.
+/// - [`Duration::MAX`] never fires and costs no heap entry; such a timer counts as never
+///   pending, so its [`stop`](AfterFunc::stop) returns false where Go's returns true: after
+///   a false `stop` of a timer that may have been armed that far, do not wait for `f`.
 ///
 /// # Panics
 ///
