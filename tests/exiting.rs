@@ -2,11 +2,14 @@
 //! while threads are blocked, and timers armed by blocking closures during shutdown or waited
 //! for in them.
 
+mod support;
+
 use std::panic::AssertUnwindSafe;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::panic_message;
 
 /// Generous: the machine may be loaded; a healthy run takes milliseconds.
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -271,14 +274,6 @@ fn a_long_chain_of_spawns_from_drops_at_shutdown_is_dropped_whole() {
     });
     rx.recv_timeout(PATIENCE).expect("the drop hung");
     assert_eq!(dropped.load(SeqCst), LINKS as usize + 1);
-}
-
-fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
-    payload
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
 }
 
 /// The child of `a_gort_main_that_returns_ends_the_program`: threads blocked for ever in a

@@ -2,22 +2,17 @@
 //! tasks; `enter`; `block_on`'s refusal on threads that run tasks and its use in
 //! `block_in_place`; unwind safety.
 
+mod support;
+
 use gort::runtime::{EnterGuard, Handle, TryCurrentError};
 use gort::{Builder, Runtime};
 use std::fmt::Debug;
 use std::panic::{catch_unwind, AssertUnwindSafe, RefUnwindSafe, UnwindSafe};
 use std::time::Duration;
+use support::panic_message;
 
 fn runtime() -> Runtime {
     Builder::new().procs(2).build().unwrap()
-}
-
-fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
-    payload
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
 }
 
 #[test]
