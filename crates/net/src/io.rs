@@ -266,6 +266,12 @@ impl<S: Source> Io<S> {
     /// The locked part of [`Io::set_deadline`]: the deadline changes the timer or expires.
     #[inline(never)]
     fn change_deadline(&self, dir: Dir, deadline: Nanos, now: Nanos) -> io::Result<()> {
+        // A deadline still to come may need the timer armed, which only a thread of a runtime
+        // can do: refuse it before the descriptor records it. Recorded without its timer, it
+        // would never fire, nor would any later deadline (a move later relies on that timer).
+        if deadline > now && !gort_sched::timer_api::in_runtime() {
+            return Err(outside_runtime());
+        }
         let mut out = Vec::new();
         let mut res = Ok(());
         let half = self.desc.half(dir);
@@ -323,12 +329,15 @@ fn arm(desc: &Arc<Desc>, dir: Dir, arm: Arm, now: Nanos) -> io::Result<()> {
             t.timer.set_slack((when - now) / 16);
             match modtimer(&t.timer, when, 0, Some(&t.fire)) {
                 Some(_) => Ok(()),
-                None => Err(io::Error::other(
-                    "gort::net deadlines must be set inside a gort runtime that is not shut down",
-                )),
+                None => Err(outside_runtime()),
             }
         }
     }
+}
+
+/// The error of a deadline set on a thread of no gort runtime.
+fn outside_runtime() -> io::Error {
+    io::Error::other("gort::net deadlines still to come must be set inside a gort runtime")
 }
 
 /// The error of a failed operation: Go's `ErrDeadlineExceeded` and `ErrNetClosing`.
@@ -379,7 +388,9 @@ macro_rules! deadline_methods {
         ///
         /// # Errors
         ///
-        /// Outside a gort runtime.
+        /// On a thread of no gort runtime, for a deadline still to come (its timer needs one:
+        /// enter the runtime with `Handle::enter`); the deadline is then left as it was.
+        /// Clearing it or setting a passed one works from any thread.
         pub fn set_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
             self.set_read_deadline(deadline)?;
             self.set_write_deadline(deadline)
@@ -390,7 +401,9 @@ macro_rules! deadline_methods {
         ///
         /// # Errors
         ///
-        /// Outside a gort runtime.
+        /// On a thread of no gort runtime, for a deadline still to come (its timer needs one:
+        /// enter the runtime with `Handle::enter`); the deadline is then left as it was.
+        /// Clearing it or setting a passed one works from any thread.
         pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
             self.io.set_deadline(Dir::Read, deadline)
         }
@@ -399,7 +412,9 @@ macro_rules! deadline_methods {
         ///
         /// # Errors
         ///
-        /// Outside a gort runtime.
+        /// On a thread of no gort runtime, for a deadline still to come (its timer needs one:
+        /// enter the runtime with `Handle::enter`); the deadline is then left as it was.
+        /// Clearing it or setting a passed one works from any thread.
         pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
             self.io.set_deadline(Dir::Write, deadline)
         }
