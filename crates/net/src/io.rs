@@ -9,6 +9,7 @@ use gort_timer::{del, nanotime, Fire, Timer};
 use mio::event::Source;
 use std::future::poll_fn;
 use std::io;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -89,7 +90,7 @@ impl Fire for Expire {
             let _ = arm(&desc, dir, a, nanotime());
         });
         drop(desc);
-        out.into_iter().for_each(Waker::wake);
+        wake_all(out);
     }
 }
 
@@ -278,7 +279,7 @@ impl<S: Source> Io<S> {
         half.set_deadline(deadline, now, &mut out, &self.desc.waiters, |a| {
             res = arm(&self.desc, dir, a, now);
         });
-        out.into_iter().for_each(Waker::wake);
+        wake_all(out);
         res
     }
 }
@@ -335,6 +336,30 @@ fn arm(desc: &Arc<Desc>, dir: Dir, arm: Arm, now: Nanos) -> io::Result<()> {
     }
 }
 
+/// Wakes the tasks an operation released, each even past a waker that panics (a waker is
+/// user code: a foreign executor's): every one is woken under its own `catch_unwind`, then the
+/// first panic is resumed (to the deadline's setter, or the timer's run, which catches it),
+/// unless the thread is unwinding already (a socket dropped by a panic), where a second panic
+/// would abort. Letting the panic escape the loop dropped the rest of the list unwoken, and
+/// the tasks behind the panicking waker waited for ever.
+fn wake_all(wakers: Vec<Waker>) {
+    let mut first_panic = None;
+    for waker in wakers {
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| waker.wake())) {
+            match first_panic {
+                None => first_panic = Some(panic),
+                // Dropping a second payload could panic again.
+                Some(_) => std::mem::forget(panic),
+            }
+        }
+    }
+    match first_panic {
+        Some(panic) if !std::thread::panicking() => resume_unwind(panic),
+        Some(panic) => std::mem::forget(panic),
+        None => {}
+    }
+}
+
 /// The error of a deadline set on a thread of no gort runtime.
 fn outside_runtime() -> io::Error {
     io::Error::other("gort::net deadlines still to come must be set inside a gort runtime")
@@ -366,7 +391,7 @@ impl<S: Source> Drop for Io<S> {
                 del(&t.timer);
             }
         }
-        out.into_iter().for_each(Waker::wake);
+        wake_all(out);
     }
 }
 
