@@ -20,6 +20,7 @@ use gort_time::Instant;
 use parking_lot::Mutex;
 
 use crate::after_func::Slot;
+use crate::deadline::DeadlineTimer;
 use crate::Error;
 
 /// A cancellation signal and deadline that flows from a parent to its children (Go's
@@ -87,7 +88,7 @@ pub(crate) struct State {
     pub(crate) err: Option<Error>,
     /// Keyed by the child's address (unique while the map holds it).
     children: HashMap<usize, Arc<Node>>,
-    timer: Option<gort_time::AfterFunc>,
+    timer: Option<DeadlineTimer>,
     /// Keyed by the slot's address.
     pub(crate) after_funcs: HashMap<usize, Arc<Slot>>,
 }
@@ -370,22 +371,18 @@ impl Node {
     /// Starts the deadline timer, or cancels at once if the deadline has passed.
     #[track_caller]
     fn arm_deadline(self: &Arc<Self>, deadline: Instant) {
-        let now = Instant::now();
-        if deadline <= now {
+        if deadline <= Instant::now() {
             self.cancel(true, Error::DeadlineExceeded);
             return;
         }
-        let me = self.clone();
-        let timer = gort_time::after_func(deadline - now, move || {
-            me.cancel(true, Error::DeadlineExceeded);
-        });
+        let timer = DeadlineTimer::start(self, deadline);
         let mut s = self.state.lock();
         if s.err.is_none() {
             s.timer = Some(timer);
             return;
         }
         drop(s);
-        timer.stop(); // canceled (by the parent) meanwhile
+        timer.stop(); // canceled (by the parent, or the timer itself) meanwhile
     }
 
     /// Go's `cancelCtx.cancel(removeFromParent, err)`, with the descendants canceled from a
