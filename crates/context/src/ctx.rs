@@ -20,6 +20,7 @@ use gort_time::Instant;
 use parking_lot::Mutex;
 
 use crate::after_func::Slot;
+use crate::deadline::DeadlineTimer;
 use crate::Error;
 
 /// A cancellation signal and deadline that flows from a parent to its children (Go's
@@ -87,7 +88,7 @@ pub(crate) struct State {
     pub(crate) err: Option<Error>,
     /// Keyed by the child's address (unique while the map holds it).
     children: HashMap<usize, Arc<Node>>,
-    timer: Option<gort_time::AfterFunc>,
+    timer: Option<DeadlineTimer>,
     /// Keyed by the slot's address.
     pub(crate) after_funcs: HashMap<usize, Arc<Slot>>,
 }
@@ -370,33 +371,52 @@ impl Node {
     /// Starts the deadline timer, or cancels at once if the deadline has passed.
     #[track_caller]
     fn arm_deadline(self: &Arc<Self>, deadline: Instant) {
-        let now = Instant::now();
-        if deadline <= now {
+        if deadline <= Instant::now() {
             self.cancel(true, Error::DeadlineExceeded);
             return;
         }
-        let me = self.clone();
-        let timer = gort_time::after_func(deadline - now, move || {
-            me.cancel(true, Error::DeadlineExceeded);
-        });
+        let timer = DeadlineTimer::start(self, deadline);
         let mut s = self.state.lock();
         if s.err.is_none() {
             s.timer = Some(timer);
             return;
         }
         drop(s);
-        timer.stop(); // canceled (by the parent) meanwhile
+        timer.stop(); // canceled (by the parent, or the timer itself) meanwhile
     }
 
-    /// Go's `cancelCtx.cancel(removeFromParent, err)`.
+    /// Go's `cancelCtx.cancel(removeFromParent, err)`, with the descendants canceled from a
+    /// work list rather than by recursion (Go's recursion grows a goroutine's stack; here a
+    /// chain of 10,000 contexts would overflow an M's): each node is canceled alone, and its
+    /// children join the list.
     pub(crate) fn cancel(self: &Arc<Self>, remove_from_parent: bool, err: Error) {
-        if !self.cancelable {
+        let Some(mut pending) = self.cancel_alone(err) else {
             return;
+        };
+        if remove_from_parent {
+            if let Some(parent) = &self.parent {
+                let removed = parent.state.lock().children.remove(&key(self));
+                drop(removed); // outside the parent's lock
+            }
+        }
+        while let Some(child) = pending.pop() {
+            if let Some(grandchildren) = child.cancel_alone(err) {
+                pending.extend(grandchildren);
+            }
+        }
+    }
+
+    /// Cancels this node only, unless it is already done: closes `done`, stops the timer,
+    /// starts the `after_func`s, and returns the children (taken from the node, so they need
+    /// no removal from it) for the caller to cancel.
+    fn cancel_alone(&self, err: Error) -> Option<Vec<Arc<Node>>> {
+        if !self.cancelable {
+            return None;
         }
         let (children, timer, funcs) = {
             let mut s = self.state.lock();
             if s.err.is_some() {
-                return;
+                return None;
             }
             s.err = Some(err);
             let s = &mut *s;
@@ -412,18 +432,10 @@ impl Node {
         if let Some(timer) = timer {
             timer.stop();
         }
-        for child in children.into_values() {
-            child.cancel(false, err);
-        }
         for slot in funcs.into_values() {
             slot.start();
         }
-        if remove_from_parent {
-            if let Some(parent) = &self.parent {
-                let removed = parent.state.lock().children.remove(&key(self));
-                drop(removed); // outside the parent's lock
-            }
-        }
+        Some(children.into_values().collect())
     }
 
     #[cfg(test)]
@@ -434,6 +446,33 @@ impl Node {
     #[cfg(test)]
     pub(crate) fn has_timer(&self) -> bool {
         self.state.lock().timer.is_some()
+    }
+}
+
+/// Drops the links to other nodes one node at a time: a node's drop releases its parent, which
+/// may be the last reference to it, and so on up a chain; a recursive drop of a chain of
+/// 100,000 contexts would overflow the stack.
+impl Drop for Node {
+    fn drop(&mut self) {
+        let mut pending = Vec::new();
+        let mut next = self.take_links(&mut pending);
+        while let Some(node) = next.take().or_else(|| pending.pop()) {
+            if let Some(mut last) = Arc::into_inner(node) {
+                next = last.take_links(&mut pending);
+            } // `last` drops here, with no links left: its own drop is shallow
+        }
+    }
+}
+
+impl Node {
+    /// Takes this node's links for an unlinking drop: returns the parent, and adds the
+    /// children (if any are still registered) to `pending`.
+    fn take_links(&mut self, pending: &mut Vec<Arc<Node>>) -> Option<Arc<Node>> {
+        let children = &mut self.state.get_mut().children;
+        if !children.is_empty() {
+            pending.extend(children.drain().map(|(_, child)| child));
+        }
+        self.parent.take()
     }
 }
 

@@ -16,10 +16,13 @@
 //!
 //! # Cost
 //!
-//! A deadline is ONE `gort::time::after_func` timer on the per-P heaps (as Go's
-//! `WithDeadline` uses `time.AfterFunc`), stopped when the context is canceled first; the
-//! `done` channel is created only when first asked for. A `with_timeout` followed by its
-//! `cancel` therefore costs a context allocation, a timer started and stopped, and no wake-up.
+//! A deadline is ONE callback timer on the per-P heaps (Go's `WithDeadline` uses a
+//! `time.AfterFunc`), stopped when the context is canceled first; the `done` channel is
+//! created only when first asked for. A `with_timeout` followed by its `cancel` therefore
+//! costs a context allocation, a timer started and stopped, and no wake-up. The timer cancels
+//! the context in its own run, as a channel timer sends, not from a task: a task that never
+//! yields (Go's `select` with a `default` in a loop) still sees its deadline, even holding
+//! the only P.
 //!
 //! # Examples
 //!
@@ -50,6 +53,7 @@
 
 mod after_func;
 mod ctx;
+mod deadline;
 #[cfg(test)]
 mod tests;
 

@@ -3,7 +3,12 @@
 //! built with `from_std`), set through `libc` or `socket2::SockRef`.
 //!
 //! The descriptor stays registered with the netpoller: changing its blocking mode or closing
-//! it behind the socket's back breaks the socket, as it would in Go.
+//! it behind the socket's back breaks the socket, as it would in Go. The socket owns the
+//! descriptor (as std's do); closed through `libc::close`, the kernel drops it from the
+//! poller without a word, so an operation blocked on it waits until a deadline or the
+//! socket's drop, and that drop closes the number again, by then maybe another socket's
+//! (which it breaks; debug builds of std abort on the double close). Other sockets are not
+//! disturbed. To end a blocked operation, set a passed deadline or shut the socket down.
 
 use crate::{TcpListener, TcpStream, UdpSocket, UnixDatagram, UnixListener, UnixStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};

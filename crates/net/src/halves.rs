@@ -31,7 +31,9 @@ macro_rules! read_half_methods {
         ///
         /// # Errors
         ///
-        /// Outside a gort runtime.
+        /// On a thread of no gort runtime, for a deadline still to come (its timer needs one:
+        /// enter the runtime with `Handle::enter`); the deadline is then left as it was.
+        /// Clearing it or setting a passed one works from any thread.
         pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
             self.stream.conn().set_read_deadline(deadline)
         }
@@ -66,7 +68,9 @@ macro_rules! write_half_methods {
         ///
         /// # Errors
         ///
-        /// Outside a gort runtime.
+        /// On a thread of no gort runtime, for a deadline still to come (its timer needs one:
+        /// enter the runtime with `Handle::enter`); the deadline is then left as it was.
+        /// Clearing it or setting a passed one works from any thread.
         pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
             self.stream.conn().set_write_deadline(deadline)
         }

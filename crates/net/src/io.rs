@@ -9,6 +9,7 @@ use gort_timer::{del, nanotime, Fire, Timer};
 use mio::event::Source;
 use std::future::poll_fn;
 use std::io;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -89,7 +90,7 @@ impl Fire for Expire {
             let _ = arm(&desc, dir, a, nanotime());
         });
         drop(desc);
-        out.into_iter().for_each(Waker::wake);
+        wake_all(out);
     }
 }
 
@@ -266,13 +267,19 @@ impl<S: Source> Io<S> {
     /// The locked part of [`Io::set_deadline`]: the deadline changes the timer or expires.
     #[inline(never)]
     fn change_deadline(&self, dir: Dir, deadline: Nanos, now: Nanos) -> io::Result<()> {
+        // A deadline still to come may need the timer armed, which only a thread of a runtime
+        // can do: refuse it before the descriptor records it. Recorded without its timer, it
+        // would never fire, nor would any later deadline (a move later relies on that timer).
+        if deadline > now && !gort_sched::timer_api::in_runtime() {
+            return Err(outside_runtime());
+        }
         let mut out = Vec::new();
         let mut res = Ok(());
         let half = self.desc.half(dir);
         half.set_deadline(deadline, now, &mut out, &self.desc.waiters, |a| {
             res = arm(&self.desc, dir, a, now);
         });
-        out.into_iter().for_each(Waker::wake);
+        wake_all(out);
         res
     }
 }
@@ -323,12 +330,39 @@ fn arm(desc: &Arc<Desc>, dir: Dir, arm: Arm, now: Nanos) -> io::Result<()> {
             t.timer.set_slack((when - now) / 16);
             match modtimer(&t.timer, when, 0, Some(&t.fire)) {
                 Some(_) => Ok(()),
-                None => Err(io::Error::other(
-                    "gort::net deadlines must be set inside a gort runtime that is not shut down",
-                )),
+                None => Err(outside_runtime()),
             }
         }
     }
+}
+
+/// Wakes the tasks an operation released, each even past a waker that panics (a waker is
+/// user code: a foreign executor's): every one is woken under its own `catch_unwind`, then the
+/// first panic is resumed (to the deadline's setter, or the timer's run, which catches it),
+/// unless the thread is unwinding already (a socket dropped by a panic), where a second panic
+/// would abort. Letting the panic escape the loop dropped the rest of the list unwoken, and
+/// the tasks behind the panicking waker waited for ever.
+fn wake_all(wakers: Vec<Waker>) {
+    let mut first_panic = None;
+    for waker in wakers {
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| waker.wake())) {
+            match first_panic {
+                None => first_panic = Some(panic),
+                // Dropping a second payload could panic again.
+                Some(_) => std::mem::forget(panic),
+            }
+        }
+    }
+    match first_panic {
+        Some(panic) if !std::thread::panicking() => resume_unwind(panic),
+        Some(panic) => std::mem::forget(panic),
+        None => {}
+    }
+}
+
+/// The error of a deadline set on a thread of no gort runtime.
+fn outside_runtime() -> io::Error {
+    io::Error::other("gort::net deadlines still to come must be set inside a gort runtime")
 }
 
 /// The error of a failed operation: Go's `ErrDeadlineExceeded` and `ErrNetClosing`.
@@ -357,7 +391,7 @@ impl<S: Source> Drop for Io<S> {
                 del(&t.timer);
             }
         }
-        out.into_iter().for_each(Waker::wake);
+        wake_all(out);
     }
 }
 
@@ -379,7 +413,9 @@ macro_rules! deadline_methods {
         ///
         /// # Errors
         ///
-        /// Outside a gort runtime.
+        /// On a thread of no gort runtime, for a deadline still to come (its timer needs one:
+        /// enter the runtime with `Handle::enter`); the deadline is then left as it was.
+        /// Clearing it or setting a passed one works from any thread.
         pub fn set_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
             self.set_read_deadline(deadline)?;
             self.set_write_deadline(deadline)
@@ -390,7 +426,9 @@ macro_rules! deadline_methods {
         ///
         /// # Errors
         ///
-        /// Outside a gort runtime.
+        /// On a thread of no gort runtime, for a deadline still to come (its timer needs one:
+        /// enter the runtime with `Handle::enter`); the deadline is then left as it was.
+        /// Clearing it or setting a passed one works from any thread.
         pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
             self.io.set_deadline(Dir::Read, deadline)
         }
@@ -399,7 +437,9 @@ macro_rules! deadline_methods {
         ///
         /// # Errors
         ///
-        /// Outside a gort runtime.
+        /// On a thread of no gort runtime, for a deadline still to come (its timer needs one:
+        /// enter the runtime with `Handle::enter`); the deadline is then left as it was.
+        /// Clearing it or setting a passed one works from any thread.
         pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
             self.io.set_deadline(Dir::Write, deadline)
         }

@@ -96,6 +96,11 @@
 //! back together. The borrowed halves of [`TcpStream::split`], [`ReadHalf`] and
 //! [`WriteHalf`], implement them too. The halves are generic over the [`Stream`] they split,
 //! `TcpStream` by default: `OwnedReadHalf<UnixStream>` is a Unix stream's.
+//!
+//! On a stream itself, the inherent `shutdown(how)` (std's signature) hides tokio's
+//! `AsyncWriteExt::shutdown()`: tokio code's `stream.shutdown().await` does not compile here;
+//! write `AsyncWriteExt::shutdown(&mut stream).await`, or `stream.shutdown(Shutdown::Write)`
+//! (the same half-close, done at once).
 
 #![warn(missing_docs)]
 

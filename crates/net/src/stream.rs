@@ -295,7 +295,9 @@ macro_rules! stream_methods {
         ///
         /// # Errors
         ///
-        /// Outside a gort runtime.
+        /// On a thread of no gort runtime, for a deadline still to come (its timer needs one:
+        /// enter the runtime with `Handle::enter`); the deadline is then left as it was.
+        /// Clearing it or setting a passed one works from any thread.
         pub fn set_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
             self.conn.set_read_deadline(deadline)?;
             self.conn.set_write_deadline(deadline)
@@ -306,7 +308,9 @@ macro_rules! stream_methods {
         ///
         /// # Errors
         ///
-        /// Outside a gort runtime.
+        /// On a thread of no gort runtime, for a deadline still to come (its timer needs one:
+        /// enter the runtime with `Handle::enter`); the deadline is then left as it was.
+        /// Clearing it or setting a passed one works from any thread.
         pub fn set_read_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
             self.conn.set_read_deadline(deadline)
         }
@@ -315,7 +319,9 @@ macro_rules! stream_methods {
         ///
         /// # Errors
         ///
-        /// Outside a gort runtime.
+        /// On a thread of no gort runtime, for a deadline still to come (its timer needs one:
+        /// enter the runtime with `Handle::enter`); the deadline is then left as it was.
+        /// Clearing it or setting a passed one works from any thread.
         pub fn set_write_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
             self.conn.set_write_deadline(deadline)
         }

@@ -129,7 +129,9 @@ impl TcpListener {
     ///
     /// # Errors
     ///
-    /// Outside a gort runtime.
+    /// On a thread of no gort runtime, for a deadline still to come (its timer needs one:
+    /// enter the runtime with `Handle::enter`); the deadline is then left as it was.
+    /// Clearing it or setting a passed one works from any thread.
     pub fn set_deadline(&self, deadline: Option<Instant>) -> io::Result<()> {
         self.io.set_deadline(Dir::Read, deadline)
     }

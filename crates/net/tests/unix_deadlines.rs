@@ -63,3 +63,54 @@ fn an_accept_deadline_set_or_extended_while_blocked_applies_to_it() {
         accept.await.unwrap().unwrap();
     });
 }
+
+/// A deadline set from a thread outside the runtime fails (no timer can be armed there) and
+/// changes nothing: a later deadline set inside the runtime still ends a blocked read. (The
+/// refused deadline used to be recorded without its timer; the later one, a move later,
+/// then relied on that timer and never fired.)
+#[test]
+fn a_deadline_refused_outside_the_runtime_leaves_later_deadlines_working() {
+    run(async {
+        let (conn, _peer) = UnixStream::pair().unwrap();
+        let conn = Arc::new(conn);
+        let outside = conn.clone();
+        let refused =
+            std::thread::spawn(move || outside.set_read_deadline(Some(Instant::now() + 30 * MS)))
+                .join()
+                .unwrap();
+        assert!(refused.is_err(), "no runtime on that thread: {refused:?}");
+        conn.set_read_deadline(Some(Instant::now() + 60 * MS))
+            .unwrap();
+        let read = gort::time::timeout(Duration::from_secs(10), conn.read(&mut [0; 8])).await;
+        let err = read.expect("the deadline ends the read").unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::TimedOut);
+    });
+}
+
+/// From outside the runtime, a deadline that needs no timer works: a passed one ends a read
+/// blocked in a task.
+#[test]
+fn a_passed_deadline_set_outside_the_runtime_ends_a_blocked_read() {
+    run(async {
+        let (conn, peer) = UnixStream::pair().unwrap();
+        let conn = Arc::new(conn);
+        let reader = gort::spawn({
+            let conn = conn.clone();
+            async move { conn.read(&mut [0; 8]).await }
+        });
+        gort::time::sleep(5 * MS).await;
+        let outside = conn.clone();
+        std::thread::spawn(move || {
+            outside
+                .set_read_deadline(Some(Instant::now() - MS))
+                .unwrap();
+        })
+        .join()
+        .unwrap();
+        let err = reader.await.unwrap().unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::TimedOut);
+        conn.set_read_deadline(None).unwrap();
+        peer.write_all(b"x").await.unwrap();
+        assert_eq!(conn.read(&mut [0; 8]).await.unwrap(), 1);
+    });
+}

@@ -230,6 +230,13 @@ impl<E: Send + 'static> ErrGroup<E> {
     /// and returns the first error (Go's `g.Wait`). The error is taken: a later `wait`
     /// returns only errors of tasks spawned after it.
     ///
+    /// Several `wait`s at once all return once every task has finished, but the first
+    /// error goes to ONE of them (whichever takes it first); the others return `Ok(())`.
+    /// Go's `Wait` gives every caller the same error; here `E` need not be `Clone`, and the
+    /// error moves out as a task's output does from its `JoinHandle`. Wait in one task and
+    /// pass the result on (a channel, an `Arc`) when several need it. A panic is resumed,
+    /// likewise, by the one `wait` that joined the task that panicked.
+    ///
     /// # Panics
     ///
     /// With the panic of the first task that panicked, once every other task has finished.

@@ -4,10 +4,11 @@
 //! it parked in; the counter reaching zero starts a new generation and wakes every waiter of
 //! the old one, so a waiter returns even if another `add` raises the counter again before it
 //! runs (as in Go, where `Wait` returns once the counter it watched reached zero). Wakers are
-//! woken and dropped only after the lock is released.
+//! woken and dropped only after the lock is released, each even if another panics.
 
 use std::fmt;
 use std::future::Future;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
@@ -122,9 +123,7 @@ impl WaitGroup {
                 Vec::new()
             }
         };
-        for waker in woken.into_iter().flatten() {
-            waker.wake();
-        }
+        wake_all(woken);
     }
 
     /// Decrements the counter by one (`add(-1)`).
@@ -188,8 +187,8 @@ impl WaitGroup {
     }
 }
 
-// A panic never leaves the state half-updated (the misuse panic fires before any change), so
-// a group seen after a caught panic is consistent.
+// A panic never leaves the state half-updated (the misuse panic fires before any change, a
+// waker's once the change is complete), so a group seen after a caught panic is consistent.
 impl std::panic::UnwindSafe for WaitGroup {}
 impl std::panic::RefUnwindSafe for WaitGroup {}
 
@@ -205,6 +204,26 @@ impl fmt::Debug for WaitGroup {
         f.debug_struct("WaitGroup")
             .field("count", &self.count())
             .finish()
+    }
+}
+
+/// Wakes every waiter of a finished generation, even past a waker that panics (a waker is
+/// user code: a foreign executor's): each is woken under its own `catch_unwind`, and the
+/// first panic resumes once all are woken, so it reaches the caller of `add` without
+/// stranding the waiters behind it.
+fn wake_all(woken: Vec<Option<Waker>>) {
+    let mut first_panic = None;
+    for waker in woken.into_iter().flatten() {
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| waker.wake())) {
+            match first_panic {
+                None => first_panic = Some(panic),
+                // Dropping a second payload could panic again.
+                Some(_) => std::mem::forget(panic),
+            }
+        }
+    }
+    if let Some(panic) = first_panic {
+        resume_unwind(panic);
     }
 }
 

@@ -202,3 +202,29 @@ fn a_failed_spawn_is_not_counted_as_running() {
     assert!(format!("{group:?}").contains("running: 0"), "{group:?}");
     runtime().block_on(async { assert_eq!(group.wait().await, Ok(())) });
 }
+
+/// Two waits at once: both return after the failing task, and exactly one of them gets its
+/// error (the other `Ok(())`): the error moves to one caller, unlike Go's `Wait`, which
+/// gives every caller the same error (the docs of `wait` say so).
+#[test]
+fn of_two_concurrent_waits_exactly_one_gets_the_error() {
+    runtime().block_on(async {
+        let group = Arc::new(ErrGroup::new());
+        group.spawn(async {
+            gort::time::sleep(Duration::from_millis(20)).await;
+            Err("boom")
+        });
+        let waits: Vec<_> = (0..2)
+            .map(|_| {
+                let g = group.clone();
+                gort::spawn(async move { g.wait().await })
+            })
+            .collect();
+        let mut results = Vec::new();
+        for w in waits {
+            results.push(w.await.unwrap());
+        }
+        results.sort();
+        assert_eq!(results, [Ok(()), Err("boom")]);
+    });
+}

@@ -135,3 +135,48 @@ fn wait_group_is_send_sync_clone() {
     let wg = WaitGroup::new();
     send(&wg.wait());
 }
+
+/// A waker that panics when woken: a foreign executor's, polling a wait of the group.
+fn panicking_waker() -> std::task::Waker {
+    struct Panics;
+    impl std::task::Wake for Panics {
+        fn wake(self: Arc<Self>) {
+            panic!("a foreign waker panics");
+        }
+    }
+    std::task::Waker::from(Arc::new(Panics))
+}
+
+/// A waiter whose waker panics does not cost the others their wake-up: the `done` that
+/// reaches zero panics (the waker's panic reaches its caller), but every other waiter is
+/// still woken. The rest of the wakers were dropped unwoken by the panic before, and the
+/// tasks waiting behind it hung.
+#[test]
+fn a_panicking_waker_does_not_strand_the_other_waiters() {
+    use std::future::Future;
+    let rt = rt();
+    rt.block_on(async {
+        let wg = WaitGroup::new();
+        wg.add(1);
+        // The foreign waiter parks first, so the others are woken after it.
+        let mut foreign = Box::pin(wg.wait());
+        let waker = panicking_waker();
+        let mut cx = std::task::Context::from_waker(&waker);
+        assert!(foreign.as_mut().poll(&mut cx).is_pending());
+        let waiters: Vec<_> = (0..8)
+            .map(|_| {
+                let wg = wg.clone();
+                gort::spawn(async move { wg.wait().await })
+            })
+            .collect();
+        gort::time::sleep(Duration::from_millis(20)).await; // the tasks park
+        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| wg.done()));
+        assert!(done.is_err(), "the waker's panic reaches done's caller");
+        assert_eq!(wg.count(), 0);
+        for w in waiters {
+            let woken = gort::time::timeout(Duration::from_secs(10), w).await;
+            woken.expect("woken despite the panicking waker").unwrap();
+        }
+        assert!(foreign.as_mut().poll(&mut cx).is_ready());
+    });
+}

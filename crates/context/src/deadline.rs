@@ -1,0 +1,62 @@
+//! A context's deadline timer. Go's `WithDeadline` arms a `time.AfterFunc` whose function
+//! cancels the context, as a goroutine. Here the timer's callback cancels in the timer's own
+//! run, where a channel timer sends and a socket deadline expires, instead of queueing a task:
+//! gort cannot preempt, and a task that never yields (Go's busy worker, `for { select { case
+//! <-ctx.Done(): return; default: work() } }`) holds its P, so on a one-P runtime a queued
+//! cancel waited behind that worker for ever, while the timer itself did fire (sysmon runs a
+//! stuck P's timers). A cancel runs no user code but wakers (a channel's close, which a timer's
+//! run may wake as a channel timer's send does) and drops; the `after_func`s it starts are
+//! spawned as tasks, never called there.
+
+use std::sync::Arc;
+
+use gort_sched::timer_api::modtimer;
+use gort_time::Instant;
+use gort_timer::{del, nanotime, Fire, Nanos, Timer};
+
+use crate::ctx::Node;
+use crate::Error;
+
+/// The armed timer of a context's deadline, stopped by an earlier cancel.
+pub(crate) struct DeadlineTimer {
+    timer: gort_loom::Arc<Timer>,
+}
+
+/// The callback: cancels the context with [`Error::DeadlineExceeded`]. It holds the node as
+/// the function of Go's `AfterFunc` does, until the timer fires or is stopped (either drops
+/// the callback).
+struct Expire(Arc<Node>);
+
+impl Fire for Expire {
+    fn fire(self: Arc<Self>, _when: Nanos) {
+        self.0.cancel(true, Error::DeadlineExceeded);
+    }
+}
+
+impl DeadlineTimer {
+    /// Arms a timer that cancels `node` at `deadline` (a future one), on the caller's P.
+    ///
+    /// # Panics
+    ///
+    /// Outside a gort runtime.
+    #[track_caller]
+    pub(crate) fn start(node: &Arc<Node>, deadline: Instant) -> DeadlineTimer {
+        let when = deadline.as_nanos();
+        let timer = Timer::new();
+        // The tolerance of a sleep or an `after_func` that far ahead: 1/16 of the distance.
+        timer.set_slack(when.saturating_sub(nanotime()).max(0) / 16);
+        let fire: Arc<dyn Fire> = Arc::new(Expire(node.clone()));
+        if modtimer(&timer, when, 0, Some(&fire)).is_none() {
+            panic!(
+                "gort::context deadlines must be set inside a gort runtime \
+                 (in Runtime::block_on, a task, or a blocking closure)"
+            );
+        }
+        DeadlineTimer { timer }
+    }
+
+    /// Stops the timer (a no-op once it fired); its callback, and the node it holds, go.
+    pub(crate) fn stop(&self) {
+        del(&self.timer);
+    }
+}
