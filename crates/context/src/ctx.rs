@@ -55,6 +55,11 @@ pub struct Context {
 /// does not cancel; [`drop_guard`](CancelFn::drop_guard) gives a guard that does (Go's
 /// `defer cancel()`).
 ///
+/// As in Go, a child that is never canceled stays registered with its parent, with its
+/// deadline timer and its own children, until the parent is canceled: call the `CancelFn`
+/// (or hold its guard) once the work it bounds is done, or every request leaks a child of a
+/// long-lived parent.
+///
 /// # Examples
 ///
 /// ```
