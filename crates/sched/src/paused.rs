@@ -138,9 +138,10 @@ impl Shared {
         let net = self.net_holds_clock();
         let verdict = self.idle.locked(|_| self.quiescent_step(net));
         if verdict == Quiet::Advanced {
-            // Outside the scheduler lock: a wake schedules a task.
+            // Outside the scheduler lock: a wake schedules a task. A waker is user code (a
+            // foreign executor's): one that panics must not cost the others their wake-up.
             for w in self.advances.take_waiters() {
-                w.wake();
+                self.catch_user(|| w.wake());
             }
         }
         verdict
