@@ -290,6 +290,7 @@ impl<P: IdleP> Idle<P> {
             None => match Self::pidleget_locked(&mut l, &self.npidle) {
                 Some(p) => {
                     let m = l.midle.pop();
+                    l.ms_woken += u64::from(m.is_some());
                     drop(l);
                     self.alert_sysmon();
                     return Ok((p, m));
