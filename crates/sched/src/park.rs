@@ -22,6 +22,14 @@
 //! here). By the two fences, either the submitter sees the idle P / zero spinners and starts
 //! an M, or the idle M sees the work.
 //!
+//! A `wakep` that finds an M blocked in the poller passes it the spinner it counted
+//! ([`pass_to_poller`]): it sets `poller_spinner`, breaks the poll, then re-reads `lastpoll`;
+//! the poller M, when its poll ends, stores `lastpoll`, then swaps the flag ([`be_the_poller`]).
+//! All `SeqCst`: if the re-read sees 0, the poller's store and swap come later and find the
+//! flag; else the `wakep` swaps it back, and the swap decides which of the two holds the count.
+//! The poller M takes an idle P as the spinner, or drops the count if none is left (whoever
+//! took the P runs it, or re-checks every queue when it goes idle); the `wakep` starts an M.
+//!
 //! For timers the poller's side is: `lastpoll.swap(0)` (claim the role), then publish in
 //! `poll_until` the instant it sleeps to, all `SeqCst`; the adder's: publish the timer, fence,
 //! read `lastpoll` and `poll_until`. Either the poller's look at every heap after its claim
