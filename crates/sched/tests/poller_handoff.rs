@@ -86,7 +86,7 @@ fn a_wakep_with_an_m_in_the_poller_wakes_that_m() {
         .block_on(rt.spawn(async {
             // Keep this P busy, let the other M go idle into the poller, then make a task
             // runnable on this P's ring: only the other P can run it while this one spins.
-            std::thread::sleep(std::time::Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(100));
             let before = (
                 gort::runtime::Handle::current().metrics().ms_woken,
                 ms_alive(),
