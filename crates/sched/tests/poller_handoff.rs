@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -67,6 +67,15 @@ fn ms_alive() -> usize {
         .count()
 }
 
+/// Spins until `n` tasks have arrived (each on its own M), or 10 s passed.
+fn meet(arrived: &AtomicUsize, n: usize) {
+    arrived.fetch_add(1, SeqCst);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while arrived.load(SeqCst) < n && Instant::now() < deadline {
+        std::hint::spin_loop();
+    }
+}
+
 /// A task made runnable while one P is busy and the other's M blocks in the poller (a task
 /// waits on a socket): `wakep` passes its spinner to that M, which takes the idle P and runs
 /// the task. Handing the P to a parked M (or a new thread) instead woke a third M while the
@@ -82,10 +91,14 @@ fn a_wakep_with_an_m_in_the_poller_wakes_that_m() {
     rt.spawn(async move {
         let _ = listener.accept().await;
     });
+    // Two tasks running at once: both Ms are up; the other's, once its task ends, goes idle
+    // into the poller while this one keeps its P busy.
+    let arrived = Arc::new(AtomicUsize::new(0));
+    let other = arrived.clone();
+    rt.spawn(async move { meet(&other, 2) });
     let (ran, counts) = rt
-        .block_on(rt.spawn(async {
-            // Keep this P busy, let the other M go idle into the poller, then make a task
-            // runnable on this P's ring: only the other P can run it while this one spins.
+        .block_on(rt.spawn(async move {
+            meet(&arrived, 2);
             std::thread::sleep(Duration::from_millis(100));
             let before = (
                 gort::runtime::Handle::current().metrics().ms_woken,
