@@ -25,6 +25,9 @@ thread_local! {
     /// `block_on` waits on the runtime and runs no user code, and holds the clock only while
     /// its future runs, as a top-level `block_on` does (paused.rs).
     static THREAD_HOLD: Cell<*const Shared> = const { Cell::new(std::ptr::null()) };
+    /// The runtime whose batch of wake-ups this M is making (`begin_wake_batch`), null when
+    /// none, and whether a push of the batch left a task stealable (one `wakep` owed).
+    static WAKE_BATCH: Cell<(*const Shared, bool)> = const { Cell::new((std::ptr::null(), false)) };
 }
 
 /// Restores the previous context when dropped.
@@ -161,4 +164,29 @@ pub(crate) fn current_p() -> *const P {
 #[inline]
 pub(crate) fn set_current_p(p: *const P) {
     CURRENT_P.with(|c| c.set(p));
+}
+
+/// Starts a batch of wake-ups for `shared` on this thread (`Shared::wake_batch`); returns the
+/// batch it replaces, for [`end_wake_batch`].
+pub(crate) fn begin_wake_batch(shared: &Arc<Shared>) -> (*const Shared, bool) {
+    WAKE_BATCH.with(|b| b.replace((Arc::as_ptr(shared), false)))
+}
+
+/// Ends this thread's batch, restoring `prev`; returns whether the batch owes a `wakep`.
+pub(crate) fn end_wake_batch(prev: (*const Shared, bool)) -> bool {
+    WAKE_BATCH.with(|b| b.replace(prev)).1
+}
+
+/// Called by a push onto this thread's P of `shared` that left a task stealable: true if a
+/// batch of `shared` is in progress here, which then owes the `wakep` instead.
+#[inline]
+pub(crate) fn defer_wake(shared: &Arc<Shared>) -> bool {
+    WAKE_BATCH.with(|b| {
+        let (batch, _) = b.get();
+        let ours = std::ptr::eq(batch, Arc::as_ptr(shared));
+        if ours {
+            b.set((batch, true));
+        }
+        ours
+    })
 }

@@ -128,6 +128,9 @@ pub(crate) struct Idle<P> {
     /// Go's `sched.pollUntil`: the instant the blocked poller sleeps to, coalescing included
     /// (0 = no deadline; park.rs).
     pub(crate) poll_until: AtomicI64,
+    /// Set by a `wakep` that left the spinner it counted to the M blocked in the poller
+    /// (`park::wakep`); taken by that M when its poll ends, or back by the `wakep`.
+    pub(crate) poller_spinner: AtomicBool,
     /// Go's `sched.sysmonwait`: whether sysmon is parked, believing every P idle.
     sysmon_parked: AtomicBool,
     /// What an M that takes a P while sysmon is parked calls (`sysmon.rs`, "Parking").
@@ -146,6 +149,7 @@ impl<P: IdleP> Idle<P> {
             nmspinning: AtomicUsize::new(0),
             lastpoll: AtomicI64::new(1),
             poll_until: AtomicI64::new(0),
+            poller_spinner: AtomicBool::new(false),
             sysmon_parked: AtomicBool::new(false),
             sysmon_alert: OnceLock::new(),
         }
@@ -290,6 +294,7 @@ impl<P: IdleP> Idle<P> {
             None => match Self::pidleget_locked(&mut l, &self.npidle) {
                 Some(p) => {
                     let m = l.midle.pop();
+                    l.ms_woken += u64::from(m.is_some());
                     drop(l);
                     self.alert_sysmon();
                     return Ok((p, m));

@@ -16,6 +16,7 @@
 //! blocking when tasks wait and nobody is blocked in the poller ([`Shared::poll_net_nonblocking`]);
 //! sysmon does the same when nobody has polled for 10 ms.
 
+use crate::context;
 use crate::poller::Readiness;
 use crate::shared::Shared;
 use gort_loom::atomic::{AtomicI64, AtomicU64, Ordering::*};
@@ -152,12 +153,40 @@ impl Shared {
 
     /// Go's `netpoll(0)` in `findrunnable` before stealing: when tasks wait on sockets and no
     /// M is blocked in the poller, take a non-blocking look and wake the tasks whose sockets
-    /// are ready (onto this M's P). Returns whether it woke any.
-    pub(crate) fn poll_net_nonblocking(&self) -> bool {
+    /// are ready (onto this M's P, as one batch: [`Shared::wake_batch`]). Returns whether it
+    /// woke any.
+    pub(crate) fn poll_net_nonblocking(self: &Arc<Self>) -> bool {
         if !self.net_waiting() || self.idle.lastpoll.load(SeqCst) == 0 {
             return false;
         }
-        self.poller.poll_now() > 0
+        self.wake_batch(|| self.poller.poll_now() > 0)
+    }
+
+    /// Runs `f`, which wakes the tasks of a batch of ready sockets, on this M: the pushes
+    /// onto its P that leave a task stealable wake no M each; one `wakep` follows the batch
+    /// if any did (Tokio's driver defers its notification to the end of its poll the same
+    /// way; Go's `injectglist` queues the whole list, then starts Ms). Waking one per push
+    /// handed the idle P, mid-batch, to a parked M that stole the one task queued so far,
+    /// ran it, found nothing and parked again, once per readied task (design/ARCHITECTURE.md,
+    /// "Spinning and waking"). The wake-up comes before this M runs any task, so no P idles
+    /// while a stealable task waits; it also comes if a waker panics.
+    pub(crate) fn wake_batch<R>(self: &Arc<Self>, f: impl FnOnce() -> R) -> R {
+        struct Batch<'a> {
+            shared: &'a Arc<Shared>,
+            prev: (*const Shared, bool),
+        }
+        impl Drop for Batch<'_> {
+            fn drop(&mut self) {
+                if context::end_wake_batch(self.prev) {
+                    self.shared.wakep();
+                }
+            }
+        }
+        let _batch = Batch {
+            shared: self,
+            prev: context::begin_wake_batch(self),
+        };
+        f()
     }
 
     /// Shutdown: tells every registered source ([`Ready::shutdown`]) and wakes the waiters it
@@ -300,5 +329,80 @@ pub mod net_api {
             let handler = self.shared.poller.net.sources.lock().remove(self.token);
             drop(handler); // outside the slab lock: it may drop the last wakers
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+    use std::time::{Duration, Instant};
+
+    /// Pending once, its waker left in the shared list; ready when polled again.
+    struct WaitOnce {
+        wakers: Arc<Mutex<Vec<Waker>>>,
+        waited: bool,
+    }
+
+    impl Future for WaitOnce {
+        type Output = ();
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            if std::mem::replace(&mut self.waited, true) {
+                return Poll::Ready(());
+            }
+            self.wakers.lock().push(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+
+    fn spin(d: Duration) {
+        let until = Instant::now() + d;
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// A batch of readied tasks (a poll's sockets) woken by a busy M while the other P idles
+    /// and its M is parked: the batch wakes that M once, at its end. Waking one per push
+    /// handed the P, mid-batch, to the parked M, which stole the one task queued so far, ran
+    /// it, found nothing and parked again: a futex round trip per task (N6, Unix echo). The
+    /// wakes are spaced out here as a slow batch is on a busy machine.
+    #[test]
+    fn a_batch_of_readied_tasks_wakes_one_parked_m() {
+        const TASKS: usize = 16;
+        let rt = crate::Builder::new().procs(2).build().unwrap();
+        let woken = rt.block_on(rt.spawn(async {
+            let wakers = Arc::new(Mutex::new(Vec::new()));
+            for _ in 0..TASKS {
+                let wakers = wakers.clone();
+                drop(crate::spawn(WaitOnce {
+                    wakers,
+                    waited: false,
+                }));
+            }
+            while wakers.lock().len() < TASKS {
+                crate::yield_now().await;
+            }
+            // The other M finds nothing (no timer, no socket) and parks.
+            std::thread::sleep(Duration::from_millis(20));
+            let shared = context::current().expect("a task runs in its runtime");
+            let readied = std::mem::take(&mut *wakers.lock());
+            let before = shared.idle.ms_woken();
+            shared.wake_batch(|| {
+                for w in readied {
+                    w.wake();
+                    spin(Duration::from_micros(300));
+                }
+            });
+            shared.idle.ms_woken() - before
+        }));
+        let woken = woken.unwrap();
+        // One for the batch; sysmon may hand a stuck `runnext` to an idle P once more.
+        assert!(
+            woken <= 2,
+            "{woken} parked Ms woken for one batch of {TASKS} tasks"
+        );
     }
 }

@@ -22,6 +22,14 @@
 //! here). By the two fences, either the submitter sees the idle P / zero spinners and starts
 //! an M, or the idle M sees the work.
 //!
+//! A `wakep` that finds an M blocked in the poller passes it the spinner it counted
+//! ([`pass_to_poller`]): it sets `poller_spinner`, breaks the poll, then re-reads `lastpoll`;
+//! the poller M, when its poll ends, stores `lastpoll`, then swaps the flag ([`be_the_poller`]).
+//! All `SeqCst`: if the re-read sees 0, the poller's store and swap come later and find the
+//! flag; else the `wakep` swaps it back, and the swap decides which of the two holds the count.
+//! The poller M takes an idle P as the spinner, or drops the count if none is left (whoever
+//! took the P runs it, or re-checks every queue when it goes idle); the `wakep` starts an M.
+//!
 //! For timers the poller's side is: `lastpoll.swap(0)` (claim the role), then publish in
 //! `poll_until` the instant it sleeps to, all `SeqCst`; the adder's: publish the timer, fence,
 //! read `lastpoll` and `poll_until`. Either the poller's look at every heap after its claim
@@ -225,6 +233,16 @@ fn be_the_poller<S: Sched>(
     }
     idle.poll_until.store(0, SeqCst);
     idle.lastpoll.store(s.now(), SeqCst);
+    if idle.poller_spinner.swap(false, SeqCst) {
+        // A `wakep` counted a spinner for us: we are it, with the idle P it saw if still idle.
+        return match idle.pidleget() {
+            Some(p) => Polled::Holds((p, true)),
+            None => {
+                idle.dec_spinning();
+                Polled::Park
+            }
+        };
+    }
     match reacquire(s, was_spinning) {
         Some(back) => Polled::Holds(back),
         None => Polled::Park,
@@ -335,9 +353,27 @@ fn wait_for_handoff<S: Sched>(s: &S, m: &Arc<MHandle<S::P>>) -> Woken<S::P> {
 /// Go's `wakep`: start a spinning M if there is an idle P and nobody is spinning.
 #[inline]
 pub(crate) fn wakep<S: Sched>(s: &S) {
-    if s.idle().wakep_gate() {
+    if s.idle().wakep_gate() && !pass_to_poller(s) {
         startm(s, None, true);
     }
+}
+
+/// The spinner a `wakep` counted, passed to the M blocked in the poller when there is one:
+/// its poll is broken and it takes the idle P as that spinner ([`be_the_poller`]), where
+/// handing the P to a parked M would wake a third thread while the poller M comes back to no
+/// idle P (Tokio wakes a worker parked in its driver through the driver). Returns false if
+/// nobody polls, or the poller left before it could take the spinner (then the caller
+/// starts one as usual).
+fn pass_to_poller<S: Sched>(s: &S) -> bool {
+    let idle = s.idle();
+    if idle.lastpoll.load(SeqCst) != 0 {
+        return false;
+    }
+    idle.poller_spinner.store(true, SeqCst);
+    s.poller().wake();
+    // The poller M stores `lastpoll`, then takes the flag: if it has not stored yet, it
+    // will find the flag; if it has, take the flag back unless it already did.
+    idle.lastpoll.load(SeqCst) == 0 || !idle.poller_spinner.swap(false, SeqCst)
 }
 
 /// Go's `startm`: run `p` (or an idle P) on an idle M, or on a new one.

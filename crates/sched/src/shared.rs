@@ -287,7 +287,9 @@ impl Shared {
         let stealable = if !p.is_null() {
             // SAFETY: this thread holds `p` (context invariant) and no `with_local` borrow is
             // live across a task poll, which is where we are called from.
-            unsafe { (*p).push_local(task, next, &self.global, lane) }
+            let stealable = unsafe { (*p).push_local(task, next, &self.global, lane) };
+            // A batch of readied sockets wakes one M at its end (`Shared::wake_batch`).
+            stealable && !context::defer_wake(self)
         } else {
             self.global.push_woken(task, lane);
             true

@@ -237,7 +237,7 @@ impl M {
     /// a look before that runs no readied task sooner (all but the one `runnext` takes queue
     /// behind the same backlog), but splits each socket's data into more, smaller reads
     /// (design/PERFORMANCE-LOG.md, "A busy M's look at the sockets waits for its backlog").
-    fn busy_net_look(&mut self, shared: &Shared, p: &P) {
+    fn busy_net_look(&mut self, shared: &Arc<Shared>, p: &P) {
         self.rounds_to_net_look -= 1;
         if self.rounds_to_net_look > 0 {
             return;
@@ -338,7 +338,7 @@ impl M {
             Polled::Shutdown => true,
             Polled::Park => false,
         };
-        self.wake_readied();
+        self.wake_readied(shared);
         holds_p
     }
 
@@ -349,10 +349,13 @@ impl M {
     /// server thus wakes no other M per request, where queuing them globally with a `wakep`
     /// woke a parked M for a task this M then raced it to. With no P back (all busy, or
     /// shutdown), they go to the global queue with a `wakep`, as a P-less wake does.
-    fn wake_readied(&mut self) {
-        for w in self.readied.drain(..) {
-            w.wake();
-        }
+    fn wake_readied(&mut self, shared: &Arc<Shared>) {
+        let readied = &mut self.readied;
+        shared.wake_batch(|| {
+            for w in readied.drain(..) {
+                w.wake();
+            }
+        });
     }
 
     /// The M holds a P again (and spins or not) after the hand-off.

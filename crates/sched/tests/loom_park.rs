@@ -58,6 +58,8 @@ struct ModelPoller {
     cv: Condvar,
     /// Set when a poll reached its deadline: the timer ran then, on time.
     deadline_came: AtomicBool,
+    /// Whether a task waits on a socket: a poll without a deadline then blocks until a `wake`.
+    sockets: AtomicBool,
 }
 
 impl Poll for ModelPoller {
@@ -68,6 +70,10 @@ impl Poll for ModelPoller {
                 return;
             }
             let t = self.timer0.load(SeqCst);
+            if until == 0 && t == 0 && self.sockets.load(SeqCst) {
+                woken = self.cv.wait(woken);
+                continue;
+            }
             if t == 0 || t >= until {
                 self.deadline_came.store(true, SeqCst);
                 return;
@@ -102,6 +108,7 @@ impl World {
                 woken: Mutex::new(false),
                 cv: Condvar::new(),
                 deadline_came: AtomicBool::new(false),
+                sockets: AtomicBool::new(false),
             },
             queue: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
@@ -168,7 +175,7 @@ impl Sched for Arc<World> {
     }
 
     fn net_waiting(&self) -> bool {
-        false
+        self.poller.sockets.load(SeqCst)
     }
 
     fn global_has_work(&self) -> bool {
@@ -306,6 +313,34 @@ fn timer_added_while_m_enters_poller() {
         assert!(
             w.poller.deadline_came.load(SeqCst),
             "no poll reached its deadline"
+        );
+    });
+}
+
+/// A task submitted while the idle M blocks in the poller on sockets (no deadline), racing
+/// with a socket event that ends that poll: the submitter's `wakep` passes its spinner to the
+/// poller M (which takes the idle P), takes it back if the poller left first and starts an M,
+/// or the M's re-check sees the task. The task always runs, and no passed spinner is left
+/// for nobody to take.
+#[test]
+fn submit_vs_an_m_in_the_poller_on_sockets() {
+    loom::model(|| {
+        let w = World::new();
+        w.poller.sockets.store(true, SeqCst);
+        let w1 = w.clone();
+        let m = thread::spawn(move || {
+            m_loop(w1, Arc::new(MHandle::default()), (World::held_p(), false))
+        });
+        let w2 = w.clone();
+        let event = thread::spawn(move || w2.poller.wake());
+        submit(&w);
+        m.join().unwrap();
+        event.join().unwrap();
+        w.join_started();
+        assert_eq!(w.queue.load(SeqCst), 0, "the submitted task never ran");
+        assert!(
+            !w.idle.poller_spinner.load(SeqCst),
+            "a spinner passed to the poller was left for nobody"
         );
     });
 }
