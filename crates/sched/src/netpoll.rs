@@ -159,7 +159,27 @@ impl Shared {
         if !self.net_waiting() || self.idle.lastpoll.load(SeqCst) == 0 {
             return false;
         }
-        self.wake_batch(|| self.poller.poll_now() > 0)
+        self.wake_batch(|| self.poll_net_now() > 0)
+    }
+
+    /// Go's `netpoll(0)`: takes the events already there without blocking (nothing when
+    /// another M holds the poller) and wakes the tasks of the ready sockets
+    /// ([`Shared::wake_each`]). Returns how many it woke.
+    pub(crate) fn poll_net_now(&self) -> usize {
+        let mut ready = Vec::new();
+        self.poller.take_ready_now(&mut ready);
+        let n = ready.len();
+        self.wake_each(ready);
+        n
+    }
+
+    /// Wakes the tasks a poll readied, each under [`Shared::catch_user`]: a waker is user
+    /// code (a foreign executor's), and one that panics must not cost the others their
+    /// wake-up (they would wait for an event that already came, maybe for ever).
+    pub(crate) fn wake_each(&self, wakers: impl IntoIterator<Item = Waker>) {
+        for w in wakers {
+            self.catch_user(|| w.wake());
+        }
     }
 
     /// Runs `f`, which wakes the tasks of a batch of ready sockets, on this M: the pushes
@@ -212,7 +232,7 @@ impl Shared {
             && self.net_waiting()
             && self.idle.lastpoll.load(SeqCst) != 0
         {
-            self.poller.poll_now();
+            self.poll_net_now();
         }
     }
 }

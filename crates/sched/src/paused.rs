@@ -132,7 +132,7 @@ impl Shared {
         if self.clock_held() {
             return Quiet::Busy;
         }
-        if self.net_waiting() && self.poller.poll_now() != 0 {
+        if self.net_waiting() && self.poll_net_now() != 0 {
             return Quiet::Work;
         }
         let net = self.net_holds_clock();

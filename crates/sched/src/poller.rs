@@ -287,17 +287,13 @@ impl Poller {
     }
 
     /// Go's `netpoll(0)`: takes the events already there without blocking (nothing when
-    /// another M holds the poller) and wakes the tasks of the ready sockets. Returns how many
-    /// it woke.
-    pub(crate) fn poll_now(&self) -> usize {
-        let mut ready = Vec::new();
+    /// another M holds the poller); the wakers of the tasks of the ready sockets are left in
+    /// `ready`, for the caller to wake ([`Shared::poll_net_now`](crate::shared::Shared)).
+    pub(crate) fn take_ready_now(&self, ready: &mut Vec<std::task::Waker>) {
         if let Some(mut guard) = self.inner.try_lock() {
-            self.wait_and_take(&mut guard, Wait::Now, &mut ready);
+            self.wait_and_take(&mut guard, Wait::Now, ready);
             self.net.note_polled(nanotime());
         }
-        let n = ready.len();
-        wake_all(ready);
-        n
     }
 
     /// A handle to register sockets with the poll.
@@ -412,16 +408,16 @@ impl Wakeups {
     }
 }
 
-/// Wakes the tasks a poll readied, with no poller lock held (a waker is user code).
-fn wake_all(ready: Vec<std::task::Waker>) {
-    for w in ready {
-        w.wake();
-    }
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    /// Wakes the tasks a poll readied, with no poller lock held (a waker is user code).
+    fn wake_all(ready: Vec<std::task::Waker>) {
+        for w in ready {
+            w.wake();
+        }
+    }
     use crate::lead::MAX_LEAD;
     use std::time::Duration;
 

@@ -351,11 +351,7 @@ impl M {
     /// shutdown), they go to the global queue with a `wakep`, as a P-less wake does.
     fn wake_readied(&mut self, shared: &Arc<Shared>) {
         let readied = &mut self.readied;
-        shared.wake_batch(|| {
-            for w in readied.drain(..) {
-                w.wake();
-            }
-        });
+        shared.wake_batch(|| shared.wake_each(readied.drain(..)));
     }
 
     /// The M holds a P again (and spins or not) after the hand-off.
