@@ -241,7 +241,7 @@ pub mod poller_api {
 /// What the timer layer (`gort-time`) needs from the scheduler. Not a user API.
 #[doc(hidden)]
 pub mod timer_api {
-    use gort_timer::{modify, modify_fire, Fire, Timer};
+    use gort_timer::{modify, modify_cell, modify_fire, CellTimer, Fire, Timer};
     pub use gort_timer::{Host, Nanos, Timers};
 
     /// Go's `modtimer` from a user's call: arms (or re-arms) `t` at `when` with `period` on
@@ -260,24 +260,33 @@ pub mod timer_api {
         period: Nanos,
         fire: Option<&std::sync::Arc<dyn Fire>>,
     ) -> Option<bool> {
+        on_home(fire.is_some(), |home, host| match fire {
+            Some(fire) => modify_fire(t, when, period, fire, home, host),
+            None => modify(t, when, period, home, host),
+        })
+    }
+
+    /// [`modtimer`] for a timer that lives with its callback in one allocation
+    /// ([`gort_timer::modify_cell`]).
+    #[inline]
+    pub fn modtimer_cell(t: &CellTimer, when: Nanos, period: Nanos) -> Option<bool> {
+        on_home(true, |home, host| modify_cell(t, when, period, home, host))
+    }
+
+    /// Runs `arm` on the heap of the P this thread holds, or [`on_home_without_p`]'s.
+    #[inline]
+    fn on_home(callback: bool, arm: impl FnOnce(&Timers, &dyn Host) -> bool) -> Option<bool> {
         let p = crate::context::current_p();
         if p.is_null() {
-            return modtimer_without_p(t, when, period, fire);
+            return on_home_without_p(callback, arm);
         }
         // SAFETY: a P set in this thread's context lives as long as its runtime, which the
         // context keeps alive while the P is set; arming a timer cannot change the context.
         let home = unsafe { &(*p).timers };
-        Some(arm(
-            t,
-            when,
-            period,
-            fire,
-            home,
-            &crate::shared::CurrentHost,
-        ))
+        Some(arm(home, &crate::shared::CurrentHost))
     }
 
-    /// [`modtimer`] on a thread without a P (`block_on`, the blocking pool, sysmon).
+    /// [`on_home`] on a thread without a P (`block_on`, the blocking pool, sysmon).
     ///
     /// `None` too for a timer without a callback of its own (a sleep's, a channel timer's,
     /// which some thread waits on) once the runtime is shut down (Tokio's "being shutdown"
@@ -288,38 +297,14 @@ pub mod timer_api {
     /// the drain. A callback armed with the call (`after_func`, a socket deadline) is
     /// accepted: nothing waits on it, and the drain after the blocking pool drops it.
     #[cold]
-    fn modtimer_without_p(
-        t: &gort_loom::Arc<Timer>,
-        when: Nanos,
-        period: Nanos,
-        fire: Option<&std::sync::Arc<dyn Fire>>,
+    fn on_home_without_p(
+        callback: bool,
+        arm: impl FnOnce(&Timers, &dyn Host) -> bool,
     ) -> Option<bool> {
         let shared = crate::context::current()?;
         let home = shared.timer_home_without_p();
-        let pending = arm(
-            t,
-            when,
-            period,
-            fire,
-            home,
-            &crate::shared::TimerHost(&shared),
-        );
-        (fire.is_some() || !shared.is_shutdown()).then_some(pending)
-    }
-
-    #[inline]
-    fn arm(
-        t: &gort_loom::Arc<Timer>,
-        when: Nanos,
-        period: Nanos,
-        fire: Option<&std::sync::Arc<dyn Fire>>,
-        home: &Timers,
-        host: &dyn Host,
-    ) -> bool {
-        match fire {
-            Some(fire) => modify_fire(t, when, period, fire, home, host),
-            None => modify(t, when, period, home, host),
-        }
+        let pending = arm(home, &crate::shared::TimerHost(&shared));
+        (callback || !shared.is_shutdown()).then_some(pending)
     }
 
     pub use crate::task::Callback;
