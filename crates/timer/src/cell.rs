@@ -63,7 +63,9 @@ impl<P> Drop for TimerCell<P> {
     fn drop(&mut self) {
         // The last strong reference is gone, so the payload cell holds no reference of ours;
         // anything `Timer::set_fire` put there is dropped here, where the last holder of a
-        // strong reference dropped it (never under a heap lock). The timer itself stays.
+        // strong reference dropped it (never under a heap lock). The timer itself stays for
+        // the heaps' `Weak`s: they may read it (atomics and the payload's lock) meanwhile;
+        // nothing is written through this `&mut` but under that lock.
         drop(self.timer.take_target());
     }
 }
