@@ -265,3 +265,73 @@ impl std::fmt::Debug for CellTimer {
         std::fmt::Debug::fmt(&**self, f)
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::mem::{align_of, offset_of, size_of};
+
+    struct Nothing;
+
+    impl CellFire for Nothing {
+        fn fire(_cell: Arc<TimerCell<Self>>, _when: Nanos) {}
+    }
+
+    #[repr(align(64))]
+    struct Wide([u8; 100]);
+
+    /// What `vtable_of` and the reference tags rely on: the timer at the cell's address, the
+    /// vtable right after it whatever the payload, and three free low bits in its address.
+    #[test]
+    fn the_vtable_sits_after_the_timer_whatever_the_payload() {
+        let at = size_of::<Timer>();
+        assert_eq!(offset_of!(TimerCell<()>, vtable), at);
+        assert_eq!(offset_of!(TimerCell<u8>, vtable), at);
+        assert_eq!(offset_of!(TimerCell<[u64; 9]>, vtable), at);
+        assert_eq!(offset_of!(TimerCell<Wide>, vtable), at);
+        assert_eq!(offset_of!(TimerCell<Wide>, timer), 0);
+        assert_eq!(offset_of!(TimerCell<u8>, timer), 0);
+        assert!(align_of::<Timer>() > crate::tref::TAGS);
+        // The cell of a one-pointer payload with its `Arc` counts: 104 bytes (a 112-byte
+        // glibc chunk), 8 more than a plain timer's `Arc`.
+        assert_eq!(size_of::<TimerCell<usize>>() + 16, 104);
+    }
+
+    /// The counts of the cell behind `t`, read through a borrowed `Arc`.
+    fn counts(t: &CellTimer) -> (usize, usize) {
+        let p = t.ptr.as_ptr().cast_const().cast::<TimerCell<Nothing>>();
+        // SAFETY: `t` holds a strong reference of this `TimerCell<Nothing>`; the borrowed
+        // `Arc` is never dropped.
+        let a = ManuallyDrop::new(unsafe { Arc::from_raw(p) });
+        (Arc::strong_count(&a), Arc::weak_count(&a))
+    }
+
+    /// A cell reference is a `Weak` (clone adds one, drop takes it back, the strong count
+    /// stays the callback's); the installed payload is a strong reference of the cell itself.
+    #[test]
+    fn cell_references_are_weak_and_the_payload_strong() {
+        let t = CellTimer::new(Nothing);
+        assert_eq!(counts(&t), (1, 0));
+        let p = t.ptr.as_ptr().cast_const();
+        // SAFETY: the handle's pointer has the cell's provenance and keeps it alive.
+        assert!(std::ptr::eq(unsafe { vtable_of(p) }, vtable::<Nothing>()));
+        let r = t.borrow_ref();
+        assert!(r.is_cell());
+        assert!(std::ptr::eq(r.as_ptr(), p));
+        let weak = TimerRef::clone(&r);
+        assert!(weak.is_cell());
+        assert_eq!(counts(&t), (1, 1));
+        let weak2 = weak.clone();
+        assert_eq!(counts(&t), (1, 2));
+        drop(weak);
+        drop(weak2);
+        assert_eq!(counts(&t), (1, 0));
+        let f = t.new_fire();
+        assert!(t.is(&f));
+        assert!(!t.is(&CellTimer::new(Nothing).new_fire()));
+        assert_eq!(counts(&t), (2, 0));
+        drop(f);
+        assert_eq!(counts(&t), (1, 0));
+        assert!(matches!(TimerRef::clone(&r).into_arc(), Err(_)));
+    }
+}
