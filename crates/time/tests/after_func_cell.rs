@@ -61,7 +61,9 @@ fn stop_then_drop_drops_the_closure_once_at_the_drop() {
     let drops = Arc::new(AtomicUsize::new(0));
     rt.block_on(async {
         let c = Canary(drops.clone());
-        let h = after_func(HOUR, move || drop(&c));
+        let h = after_func(HOUR, move || {
+            let _ = &c;
+        });
         assert!(h.stop());
         assert_eq!(drops.load(SeqCst), 0, "the handle holds it");
         drop(h);
@@ -119,7 +121,9 @@ fn shutdown_with_the_timer_pending_drops_the_closure_once() {
     let drops = Arc::new(AtomicUsize::new(0));
     rt.block_on(async {
         let c = Canary(drops.clone());
-        drop(after_func(HOUR, move || drop(&c)));
+        drop(after_func(HOUR, move || {
+            let _ = &c;
+        }));
     });
     drop(rt);
     assert_eq!(drops.load(SeqCst), 1);
@@ -130,7 +134,9 @@ fn shutdown_with_the_timer_pending_drops_the_closure_once() {
     let drops = Arc::new(AtomicUsize::new(0));
     let h = rt.block_on(async {
         let c = Canary(drops.clone());
-        after_func(HOUR, move || drop(&c))
+        after_func(HOUR, move || {
+            let _ = &c;
+        })
     });
     drop(rt);
     assert_eq!(drops.load(SeqCst), 0, "the handle holds it");

@@ -207,8 +207,8 @@ impl CellTimer {
             payload,
         });
         let p = Arc::into_raw(cell).cast::<Timer>().cast_mut();
-        // SAFETY: `into_raw` never returns null.
         CellTimer {
+            // SAFETY: `into_raw` never returns null.
             ptr: unsafe { NonNull::new_unchecked(p) },
         }
     }
@@ -277,8 +277,11 @@ mod tests {
         fn fire(_cell: Arc<TimerCell<Self>>, _when: Nanos) {}
     }
 
-    #[repr(align(64))]
-    struct Wide([u8; 100]);
+    /// A payload wider and more aligned than the timer.
+    #[repr(C, align(64))]
+    struct Wide {
+        _bytes: [u8; 100],
+    }
 
     /// What `vtable_of` and the reference tags rely on: the timer at the cell's address, the
     /// vtable right after it whatever the payload, and three free low bits in its address.
@@ -332,6 +335,6 @@ mod tests {
         assert_eq!(counts(&t), (2, 0));
         drop(f);
         assert_eq!(counts(&t), (1, 0));
-        assert!(matches!(TimerRef::clone(&r).into_arc(), Err(_)));
+        assert!(TimerRef::clone(&r).into_arc().is_err());
     }
 }
