@@ -6,7 +6,7 @@
 #![cfg(not(loom))]
 
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gort_sched::{Builder, Runtime};
@@ -101,17 +101,35 @@ fn a_handle_dropped_while_pending_leaves_the_closure_to_its_run() {
     let rt = runtime();
     let drops = Arc::new(AtomicUsize::new(0));
     let runs = Arc::new(AtomicUsize::new(0));
+    let (go, gate) = gate();
     rt.block_on(async {
         let c = Canary(drops.clone());
         let r = runs.clone();
         drop(after_func(Duration::from_millis(1), move || {
             let _ = &c;
+            gate.pass();
             r.fetch_add(1, SeqCst);
         }));
-        assert_eq!(drops.load(SeqCst), 0, "the armed timer holds it");
+        assert_eq!(drops.load(SeqCst), 0, "the armed timer or its run holds it");
+        go.send(()).unwrap();
     });
     settles_at(&runs, 1, "runs");
     settles_at(&drops, 1, "closure drops");
+}
+
+/// A callback that waits until the test lets it finish, so that its run, not the handle,
+/// holds the last reference however soon the timer fires.
+struct Gate(Mutex<mpsc::Receiver<()>>);
+
+impl Gate {
+    fn pass(&self) {
+        let _ = self.0.lock().unwrap().recv_timeout(PATIENCE);
+    }
+}
+
+fn gate() -> (mpsc::Sender<()>, Gate) {
+    let (tx, rx) = mpsc::channel();
+    (tx, Gate(Mutex::new(rx)))
 }
 
 #[test]
@@ -173,11 +191,14 @@ fn a_closure_whose_drop_panics_is_dropped_once_and_counted() {
     let rt = runtime();
     let drops = Arc::new(AtomicUsize::new(0));
     let before = rt.metrics().user_panics;
+    let (go, gate) = gate();
     rt.block_on(async {
         let p = PanicOnDrop(drops.clone());
         drop(after_func(Duration::from_millis(1), move || {
             let _ = &p;
+            gate.pass();
         }));
+        go.send(()).unwrap();
     });
     settles_at(&drops, 1, "closure drops");
     let start = Instant::now();
