@@ -29,6 +29,7 @@ pub(crate) fn arm(t: &Arc<Timer>, when: Nanos, period: Nanos, slack: Nanos, what
 ///
 /// Outside a gort runtime, naming `what`.
 #[track_caller]
+#[inline]
 pub(crate) fn arm_cell(t: &CellTimer, when: Nanos, slack: Nanos, what: &str) -> bool {
     t.set_slack(slack);
     match modtimer_cell(t, when, 0) {
