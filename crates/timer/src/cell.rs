@@ -89,7 +89,7 @@ pub(crate) struct CellVtable {
     /// Lets go of a strong reference (the handle's).
     drop_strong: unsafe fn(*const Timer),
     /// A new strong reference, as the payload to install.
-    new_fire: unsafe fn(*const Timer) -> Arc<dyn Fire>,
+    pub(crate) new_fire: unsafe fn(*const Timer) -> Arc<dyn Fire>,
 }
 
 /// The vtable of `TimerCell<P>`.
@@ -224,21 +224,6 @@ impl CellTimer {
             TimerRef::from_tagged(NonNull::new_unchecked(tagged.cast::<Timer>()))
         })
     }
-
-    /// Whether `f` is this cell's own payload.
-    #[inline]
-    pub(crate) fn is(&self, f: &Arc<dyn Fire>) -> bool {
-        Arc::as_ptr(f).cast::<u8>() == self.ptr.as_ptr().cast::<u8>().cast_const()
-    }
-
-    /// A strong reference of the cell, as the payload its timer runs.
-    #[inline]
-    pub(crate) fn new_fire(&self) -> Arc<dyn Fire> {
-        let p = self.ptr.as_ptr().cast_const();
-        // SAFETY: our pointer has the cell's provenance, and our strong reference keeps the
-        // cell alive while the vtable adds another.
-        unsafe { (vtable_of(p).new_fire)(p) }
-    }
 }
 
 impl Deref for CellTimer {
@@ -329,9 +314,12 @@ mod tests {
         drop(weak);
         drop(weak2);
         assert_eq!(counts(&t), (1, 0));
-        let f = t.new_fire();
-        assert!(t.is(&f));
-        assert!(!t.is(&CellTimer::new(Nothing).new_fire()));
+        // SAFETY: `r` is a cell reference and `t` holds a strong reference meanwhile.
+        let f = unsafe { r.cell_payload() };
+        assert!(r.is_own_payload(&f));
+        let other = CellTimer::new(Nothing);
+        // SAFETY: as above, for `other`.
+        assert!(!r.is_own_payload(&unsafe { other.borrow_ref().cell_payload() }));
         assert_eq!(counts(&t), (2, 0));
         drop(f);
         assert_eq!(counts(&t), (1, 0));

@@ -97,14 +97,7 @@ pub fn del(t: &Timer) -> bool {
 #[track_caller]
 #[inline]
 pub fn modify(t: &Arc<Timer>, when: Nanos, period: Nanos, home: &Timers, host: &dyn Host) -> bool {
-    modtimer(
-        &TimerRef::borrow_arc(t),
-        when,
-        period,
-        Install::None,
-        home,
-        host,
-    )
+    modtimer(&TimerRef::borrow_arc(t), when, period, None, home, host)
 }
 
 /// [`modify`] for a timer whose callback is `fire`: installs `fire` while it owns
@@ -148,7 +141,7 @@ pub fn modify_fire(
         &TimerRef::borrow_arc(t),
         when,
         period,
-        Install::Fire(fire),
+        Some(fire),
         home,
         host,
     )
@@ -173,27 +166,20 @@ pub fn modify_cell(
     home: &Timers,
     host: &dyn Host,
 ) -> bool {
-    modtimer(&t.borrow_ref(), when, period, Install::Cell(t), home, host)
+    // The cell reference tells `modtimer` to install the cell itself; `t` is the strong
+    // reference that installing needs.
+    modtimer(&t.borrow_ref(), when, period, None, home, host)
 }
 
-/// The payload an arming installs if a stop or a one-shot run released it.
-#[derive(Clone, Copy)]
-enum Install<'a> {
-    /// None ([`modify`]: the caller installs its own).
-    None,
-    /// This callback ([`modify_fire`]).
-    Fire(&'a std::sync::Arc<dyn Fire>),
-    /// The timer's own cell ([`modify_cell`]).
-    Cell(&'a CellTimer),
-}
-
-/// The body of [`modify`], [`modify_fire`] and [`modify_cell`].
+/// The body of [`modify`], [`modify_fire`] and [`modify_cell`]: installs `fire` if given,
+/// or the cell itself if `t` is a cell reference (only `modify_cell` passes one, holding the
+/// cell's handle meanwhile).
 #[track_caller]
 fn modtimer(
     t: &TimerRef,
     when: Nanos,
     period: Nanos,
-    install: Install<'_>,
+    fire: Option<&std::sync::Arc<dyn Fire>>,
     home: &Timers,
     host: &dyn Host,
 ) -> bool {
@@ -236,10 +222,12 @@ fn modtimer(
     // Not pending: a `del` or a one-shot run released the payload, so `ensure_fire` installs
     // `fire` (or only compares pointers, if a `set_fire` put it back already). A replaced
     // payload is dropped after Modifying ends (the payload rule).
-    let replaced = match install {
-        Install::None => Target::none(),
-        Install::Fire(f) => t.ensure_fire(f),
-        Install::Cell(cell) => t.ensure_cell(cell),
+    let replaced = if t.is_cell() {
+        // SAFETY: a cell reference comes only from `modify_cell`, whose `CellTimer` is a
+        // strong reference of the cell for the whole call.
+        unsafe { t.ensure_cell(t) }
+    } else {
+        fire.map_or(Target::none(), |f| t.ensure_fire(f))
     };
     if was_removed {
         drop_dead(reactivate(t, when, home, host));

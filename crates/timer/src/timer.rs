@@ -252,14 +252,20 @@ impl Timer {
         )
     }
 
-    /// [`ensure_fire`](Timer::ensure_fire) for a timer that lives in `cell`: installs the
-    /// cell itself as the payload unless it is installed already.
+    /// [`ensure_fire`](Timer::ensure_fire) for a timer that lives in a cell, `this` being
+    /// its reference: installs the cell itself as the payload unless it is installed already.
+    ///
+    /// # Safety
+    ///
+    /// `this` is a cell reference to this timer, and a strong reference of the cell lives
+    /// meanwhile (the arming's `CellTimer`).
     #[must_use = "the replaced payload must be dropped outside Modifying"]
     #[inline]
-    pub(crate) fn ensure_cell(&self, cell: &crate::CellTimer) -> Target {
+    pub(crate) unsafe fn ensure_cell(&self, this: &TimerRef) -> Target {
         self.target.replace_unless(
-            |old| matches!(old, TargetRef::Fire(old) if cell.is(old)),
-            || Target::fire(cell.new_fire()),
+            |old| matches!(old, TargetRef::Fire(old) if this.is_own_payload(old)),
+            // SAFETY: per this function's contract.
+            || Target::fire(unsafe { this.cell_payload() }),
         )
     }
 

@@ -82,6 +82,26 @@ impl TimerRef {
         untag(self.tagged.as_ptr())
     }
 
+    /// Whether `f` is the payload that this cell reference's cell installs: the cell itself.
+    #[inline]
+    pub(crate) fn is_own_payload(&self, f: &std::sync::Arc<dyn crate::Fire>) -> bool {
+        std::sync::Arc::as_ptr(f).cast::<u8>() == self.as_ptr().cast::<u8>()
+    }
+
+    /// A new strong reference of this reference's cell, as the payload its timer runs.
+    ///
+    /// # Safety
+    ///
+    /// `self` is a cell reference ([`is_cell`](TimerRef::is_cell)), and a strong reference
+    /// of the cell lives meanwhile (the caller's `CellTimer`).
+    #[inline]
+    pub(crate) unsafe fn cell_payload(&self) -> std::sync::Arc<dyn crate::Fire> {
+        let p = self.as_ptr();
+        // SAFETY: a cell reference's pointer has the cell's provenance; the caller's strong
+        // reference keeps the cell alive while the vtable adds another.
+        unsafe { (vtable_of(p).new_fire)(p) }
+    }
+
     /// The plain timer's `Arc`, or the cell reference back.
     #[inline]
     pub(crate) fn into_arc(self) -> Result<Arc<Timer>, TimerRef> {
