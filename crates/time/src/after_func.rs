@@ -5,7 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gort_timer::{del, nanotime, CellFire, CellTimer, Nanos, TimerCell, NEVER};
+use gort_timer::{nanotime, CellFire, CellTimer, Nanos, TimerCell, NEVER};
 
 use crate::runtime_timer::{arm_cell, nanos, slack};
 
@@ -96,7 +96,7 @@ impl AfterFunc {
     /// wait for it) or was already stopped.
     #[doc(alias = "Stop")]
     pub fn stop(&self) -> bool {
-        del(&self.timer)
+        self.timer.stop()
     }
 
     /// Re-arms the timer to fire `d` from now. Returns true if it was pending (it now fires
@@ -112,7 +112,7 @@ impl AfterFunc {
         let d = nanos(d);
         let when = nanotime().saturating_add(d);
         if when == NEVER {
-            return del(&self.timer);
+            return self.timer.stop();
         }
         arm_cell(&self.timer, when, slack(d), WHAT)
     }
@@ -121,7 +121,7 @@ impl AfterFunc {
 impl fmt::Debug for AfterFunc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AfterFunc")
-            .field("timer", &*self.timer)
+            .field("timer", &self.timer)
             .finish_non_exhaustive()
     }
 }

@@ -11,12 +11,12 @@
 //! and every holder of one drops it where user code may run, never under a heap lock).
 //!
 //! The timer sits in a `ManuallyDrop`, so the cell's drop at the last strong reference (which
-//! drops `P`) leaves it intact for the heaps' weak references until the memory is freed; at
-//! that point the timer's payload cell is empty (an installed payload is a strong reference),
-//! or holds one that [`Timer::set_fire`] put there, which the cell's drop takes out and drops.
+//! drops `P`) leaves it intact for the heaps' weak references until the memory is freed. Its
+//! payload cell is then empty: the only payload ever installed on a cell's timer is the cell
+//! itself (a strong reference), because the timer is reachable only through [`CellTimer`]'s
+//! methods and [`modify_cell`](crate::modify_cell), never [`Timer::set_fire`].
 
 use std::mem::ManuallyDrop;
-use std::ops::Deref;
 use std::ptr::NonNull;
 use std::sync::{Arc, Weak};
 
@@ -51,22 +51,6 @@ impl<P> TimerCell<P> {
     /// The callback.
     pub fn payload(&self) -> &P {
         &self.payload
-    }
-
-    /// The timer.
-    pub fn timer(&self) -> &Timer {
-        &self.timer
-    }
-}
-
-impl<P> Drop for TimerCell<P> {
-    fn drop(&mut self) {
-        // The last strong reference is gone, so the payload cell holds no reference of ours;
-        // anything `Timer::set_fire` put there is dropped here, where the last holder of a
-        // strong reference dropped it (never under a heap lock). The timer itself stays for
-        // the heaps' `Weak`s: they may read it (atomics and the payload's lock) meanwhile;
-        // nothing is written through this `&mut` but under that lock.
-        drop(self.timer.take_target());
     }
 }
 
@@ -161,14 +145,13 @@ unsafe fn new_fire<P: CellFire>(p: *const Timer) -> Arc<dyn Fire> {
     }
 }
 
-/// The handle of a [`TimerCell`]: one strong reference, one word, whatever `P` is.
-/// Dereferences to the timer; arm it with [`modify_cell`](crate::modify_cell), stop it with
-/// [`del`](crate::del).
+/// The handle of a [`TimerCell`]: one strong reference, one word, whatever `P` is. Arm it
+/// with [`modify_cell`](crate::modify_cell), stop it with [`stop`](CellTimer::stop).
 ///
 /// # Examples
 ///
 /// ```
-/// use gort_timer::{del, modify_cell, CellFire, CellTimer, Nanos, TimerCell, Timers};
+/// use gort_timer::{modify_cell, CellFire, CellTimer, Nanos, TimerCell, Timers};
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 /// use std::sync::Arc;
 ///
@@ -184,7 +167,7 @@ unsafe fn new_fire<P: CellFire>(p: *const Timer) -> Arc<dyn Fire> {
 /// assert!(!modify_cell(&t, 10, 0, &timers, &|_| {}));
 /// assert_eq!(timers.check(10, true).ran, 1);
 /// assert!(!modify_cell(&t, 20, 0, &timers, &|_| {})); // fired: armed again
-/// assert!(del(&t));
+/// assert!(t.stop());
 /// assert_eq!(RAN.load(Ordering::SeqCst), 1);
 /// ```
 pub struct CellTimer {
@@ -226,13 +209,40 @@ impl CellTimer {
     }
 }
 
-impl Deref for CellTimer {
-    type Target = Timer;
-
+impl CellTimer {
+    /// The timer. Not public: only this crate installs a cell's payload (the cell itself), so
+    /// that no other payload can be left on its timer when the last strong reference goes.
     #[inline]
-    fn deref(&self) -> &Timer {
+    pub(crate) fn timer(&self) -> &Timer {
         // SAFETY: our strong reference keeps the cell, and so its timer, alive.
         unsafe { self.ptr.as_ref() }
+    }
+
+    /// Stops the timer: [`del`](crate::del).
+    #[inline]
+    pub fn stop(&self) -> bool {
+        crate::del(self.timer())
+    }
+
+    /// The timer's status: [`Timer::status`].
+    pub fn status(&self) -> crate::Status {
+        self.timer().status()
+    }
+
+    /// The timer's deadline: [`Timer::when`].
+    pub fn when(&self) -> Nanos {
+        self.timer().when()
+    }
+
+    /// Whether the timer will fire unless stopped: [`Timer::is_pending`].
+    pub fn is_pending(&self) -> bool {
+        self.timer().is_pending()
+    }
+
+    /// How late the next arming may fire: [`Timer::set_slack`].
+    #[inline]
+    pub fn set_slack(&self, slack: Nanos) {
+        self.timer().set_slack(slack);
     }
 }
 
@@ -247,7 +257,7 @@ impl Drop for CellTimer {
 
 impl std::fmt::Debug for CellTimer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        std::fmt::Debug::fmt(&**self, f)
+        std::fmt::Debug::fmt(self.timer(), f)
     }
 }
 

@@ -58,7 +58,7 @@ fn stop_then_drop_drops_the_callback_once() {
     let ts = Timers::new(0);
     let (t, c) = counted();
     assert!(!modify_cell(&t, 10, 0, &ts, &quiet()));
-    assert!(del(&t));
+    assert!(t.stop());
     assert_eq!(c.get(), (0, 0, 0), "the handle still holds the callback");
     drop(t);
     assert_eq!(c.get(), (0, 0, 1));
@@ -76,7 +76,7 @@ fn fire_then_drop_drops_the_callback_once() {
     modify_cell(&t, 10, 0, &ts, &quiet());
     assert_eq!(ts.check(10, true).ran, 1);
     assert_eq!(c.get(), (1, 0, 0));
-    assert!(!del(&t), "fired");
+    assert!(!t.stop(), "fired");
     drop(t);
     assert_eq!(c.get(), (1, 0, 1));
 }
@@ -108,9 +108,9 @@ fn reset_after_fire_installs_the_callback_again() {
     );
     assert_eq!(ts.check(20, true).ran, 0);
     assert_eq!(ts.check(30, true).ran, 1);
-    assert!(!del(&t), "fired");
+    assert!(!t.stop(), "fired");
     assert!(!modify_cell(&t, 40, 0, &ts, &quiet()));
-    assert!(del(&t), "stopped while pending");
+    assert!(t.stop(), "stopped while pending");
     drop(t);
     assert_eq!(c.get(), (2, 0, 1));
     ts.verify();
@@ -167,7 +167,7 @@ fn a_pending_cell_moves_and_fires_in_its_new_heap() {
     modify_cell(&t, 50, 0, &a, &quiet());
     let (u, d) = counted();
     modify_cell(&u, 60, 0, &a, &quiet());
-    assert!(del(&u));
+    assert!(u.stop());
     drop(u);
     assert!(a.move_to(&b, &quiet()).is_empty());
     assert_eq!(a.stats().pending, 0);
@@ -194,18 +194,6 @@ fn a_periodic_cell_fires_each_period_and_drops_once() {
     assert_eq!(c.get(), (3, 0, 1));
 }
 
-/// A payload put on a cell's timer with `set_fire` (not the cell's own) is dropped with the
-/// cell's last strong reference, not leaked.
-#[test]
-fn a_foreign_payload_on_a_cell_goes_with_the_cell() {
-    let drops = Arc::new(AtomicUsize::new(0));
-    let (t, c) = counted();
-    t.set_fire(Arc::new(common::Counted(drops.clone())));
-    drop(t);
-    assert_eq!(drops.load(SeqCst), 1);
-    assert_eq!(c.get(), (0, 0, 1));
-}
-
 /// Many threads stop, re-arm and run cells of one heap at once; every callback is dropped
 /// exactly once, after its last firing.
 #[test]
@@ -224,7 +212,7 @@ fn concurrent_stops_resets_and_runs_drop_every_callback_once() {
                     match i % 4 {
                         0 => drop(t),
                         1 => {
-                            del(&t);
+                            t.stop();
                         }
                         2 => {
                             modify_cell(&t, 1 + i % 30, 0, ts, &quiet());

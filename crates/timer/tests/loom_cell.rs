@@ -52,7 +52,7 @@ fn stop_and_drop_vs_run() {
         let (t, fired, dropped) = probed();
         modify_cell(&t, 10, 0, &ts, &nohost());
         let stopper = thread::spawn(move || {
-            let stopped = del(&t);
+            let stopped = t.stop();
             drop(t);
             stopped
         });
