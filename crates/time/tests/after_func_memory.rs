@@ -1,6 +1,6 @@
 //! The heap memory of an `after_func`, pinned (issue 20: T9's peak RSS against Tokio's): one
-//! allocation, the runtime timer with the closure inline (gort-timer's `TimerCell`), and none
-//! left once 100,000 of them fired and their handles were dropped. A counting allocator
+//! allocation, the runtime timer with the closure inline (gort-timer's `TimerCell`), none left
+//! once 100,000 of them fired and their handles were dropped, and none made by a firing. A counting allocator
 //! measures live allocations. The layout and its history: design/TIMERS.md ("Memory") and
 //! design/PERFORMANCE-LOG.md. A file of its own, so that no other test allocates while it
 //! counts.
@@ -74,7 +74,7 @@ fn held_by_after_funcs() -> (isize, isize) {
 }
 
 #[test]
-fn an_after_func_is_one_allocation_and_none_is_left_after_100k() {
+fn an_after_func_is_one_allocation_none_is_left_after_100k_and_firing_allocates_none() {
     // Warm up what a thread allocates once.
     held_by_after_funcs();
     let mut last = (0, 0);
@@ -102,6 +102,46 @@ fn an_after_func_is_one_allocation_and_none_is_left_after_100k() {
         "{bytes} bytes for {COUNT} after_funcs, pinned at {CELL_BYTES} each and the heap's entries"
     );
     no_leak_over_100k(&Builder::new().procs(1).build().unwrap());
+    a_firing_allocates_nothing();
+}
+
+/// Firings queue the cells themselves: with the handles held (so no cell is freed), the
+/// live allocations do not move while 200 after_funcs fire and their callbacks run.
+fn a_firing_allocates_nothing() {
+    const N: usize = 200;
+    let rt = Builder::new().procs(1).build().unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let arm = |d: Duration| {
+        let handles: Vec<_> = (0..N)
+            .map(|_| {
+                let r = ran.clone();
+                after_func(d, move || {
+                    r.fetch_add(1, SeqCst);
+                })
+            })
+            .collect();
+        handles
+    };
+    // Warm-up: the heap's array, the run queue, the threads' first allocations.
+    let warm = rt.block_on(async { arm(Duration::from_millis(1)) });
+    wait_for(&ran, N);
+    let handles = rt.block_on(async { arm(Duration::from_millis(20)) });
+    let allocs = ALLOCS.load(Relaxed);
+    wait_for(&ran, 2 * N);
+    let moved = ALLOCS.load(Relaxed) - allocs;
+    assert!(
+        moved.abs() <= STRAY,
+        "{moved} allocations while {N} after_funcs fired"
+    );
+    drop((warm, handles));
+}
+
+fn wait_for(n: &AtomicUsize, want: usize) {
+    let start = Instant::now();
+    while n.load(SeqCst) < want {
+        assert!(start.elapsed() < PATIENCE, "after_funcs did not fire");
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// 100,000 after_funcs, due at once, fired and their handles dropped: every closure is
