@@ -14,7 +14,10 @@
 //! drops `P`) leaves it intact for the heaps' weak references until the memory is freed. Its
 //! payload cell is then empty: the only payload ever installed on a cell's timer is the cell
 //! itself (a strong reference), because the timer is reachable only through [`CellTimer`]'s
-//! methods and [`modify_cell`](crate::modify_cell), never [`Timer::set_fire`].
+//! methods and [`modify_cell`](crate::modify_cell), never [`Timer::set_fire`]. (`Arc`'s drop
+//! passes the cell to `drop_in_place` through a `&mut` while a heap may still read the timer
+//! through its `Weak`: that drop writes nothing of the timer, a `ManuallyDrop` whose fields
+//! are all atomics or behind its payload lock.)
 
 use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
@@ -207,9 +210,7 @@ impl CellTimer {
             TimerRef::from_tagged(NonNull::new_unchecked(tagged.cast::<Timer>()))
         })
     }
-}
 
-impl CellTimer {
     /// The timer. Not public: only this crate installs a cell's payload (the cell itself), so
     /// that no other payload can be left on its timer when the last strong reference goes.
     #[inline]
