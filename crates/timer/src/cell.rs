@@ -338,4 +338,30 @@ mod tests {
         assert_eq!(counts(&t), (1, 0));
         assert!(TimerRef::clone(&r).into_arc().is_err());
     }
+
+    /// A heap entry keeps a cell reference's tag beside its own (bit 0, indexed): the timer,
+    /// a clone and the reference taken back are the cell's, whichever bits are set.
+    #[test]
+    fn entries_keep_the_cell_tag_beside_the_indexed_one() {
+        use crate::entry::Entry;
+        use gort_loom::atomic::Ordering::Relaxed;
+        let t = CellTimer::new(Nothing);
+        let p = t.ptr.as_ptr().cast_const();
+        for promoted in [false, true] {
+            if promoted {
+                t.timer().index.store(0, Relaxed);
+            }
+            let e = Entry::new(7, TimerRef::clone(&t.borrow_ref()));
+            assert_eq!(e.indexed(), promoted);
+            assert!(std::ptr::eq(e.timer(), t.timer()));
+            let c = e.clone_timer();
+            assert!(c.is_cell() && std::ptr::eq(c.as_ptr(), p));
+            assert_eq!(counts(&t), (1, 2));
+            drop(c);
+            let back = e.into_timer();
+            assert!(back.is_cell() && std::ptr::eq(back.as_ptr(), p));
+            drop(back);
+            assert_eq!(counts(&t), (1, 0));
+        }
+    }
 }
