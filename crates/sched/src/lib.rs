@@ -241,7 +241,7 @@ pub mod poller_api {
 /// What the timer layer (`gort-time`) needs from the scheduler. Not a user API.
 #[doc(hidden)]
 pub mod timer_api {
-    use gort_timer::{modify, modify_fire, Fire, Timer};
+    use gort_timer::{modify, modify_cell, modify_fire, CellTimer, Fire, Timer};
     pub use gort_timer::{Host, Nanos, Timers};
 
     /// Go's `modtimer` from a user's call: arms (or re-arms) `t` at `when` with `period` on
@@ -260,24 +260,57 @@ pub mod timer_api {
         period: Nanos,
         fire: Option<&std::sync::Arc<dyn Fire>>,
     ) -> Option<bool> {
+        let host = &crate::shared::CurrentHost;
+        let armed = on_current_home(|home| match fire {
+            Some(fire) => modify_fire(t, when, period, fire, home, host),
+            None => modify(t, when, period, home, host),
+        });
+        armed.or_else(|| modtimer_without_p(t, when, period, fire))
+    }
+
+    /// [`modtimer`] for a timer that lives with its callback in one allocation
+    /// ([`gort_timer::modify_cell`]).
+    #[inline]
+    pub fn modtimer_cell(t: &CellTimer, when: Nanos, period: Nanos) -> Option<bool> {
+        let host = &crate::shared::CurrentHost;
+        on_current_home(|home| modify_cell(t, when, period, home, host))
+            .or_else(|| modtimer_cell_without_p(t, when, period))
+    }
+
+    /// Runs `arm` on the heap of the P this thread holds; `None` on a thread without one.
+    #[inline]
+    fn on_current_home(arm: impl FnOnce(&Timers) -> bool) -> Option<bool> {
         let p = crate::context::current_p();
         if p.is_null() {
-            return modtimer_without_p(t, when, period, fire);
+            return None;
         }
         // SAFETY: a P set in this thread's context lives as long as its runtime, which the
         // context keeps alive while the P is set; arming a timer cannot change the context.
-        let home = unsafe { &(*p).timers };
-        Some(arm(
-            t,
-            when,
-            period,
-            fire,
-            home,
-            &crate::shared::CurrentHost,
-        ))
+        Some(arm(unsafe { &(*p).timers }))
     }
 
-    /// [`modtimer`] on a thread without a P (`block_on`, the blocking pool, sysmon).
+    /// [`modtimer`] on a thread without a P.
+    #[cold]
+    fn modtimer_without_p(
+        t: &gort_loom::Arc<Timer>,
+        when: Nanos,
+        period: Nanos,
+        fire: Option<&std::sync::Arc<dyn Fire>>,
+    ) -> Option<bool> {
+        on_home_without_p(fire.is_some(), |home, host| match fire {
+            Some(fire) => modify_fire(t, when, period, fire, home, host),
+            None => modify(t, when, period, home, host),
+        })
+    }
+
+    /// [`modtimer_cell`] on a thread without a P.
+    #[cold]
+    fn modtimer_cell_without_p(t: &CellTimer, when: Nanos, period: Nanos) -> Option<bool> {
+        on_home_without_p(true, |home, host| modify_cell(t, when, period, home, host))
+    }
+
+    /// Arms with `arm` on a heap of this thread's runtime, from a thread without a P
+    /// (`block_on`, the blocking pool, sysmon): a live P's, picked round-robin.
     ///
     /// `None` too for a timer without a callback of its own (a sleep's, a channel timer's,
     /// which some thread waits on) once the runtime is shut down (Tokio's "being shutdown"
@@ -287,39 +320,15 @@ pub mod timer_api {
     /// is woken by it (`Timers::drain_waking`); one armed after it sees the flag set before
     /// the drain. A callback armed with the call (`after_func`, a socket deadline) is
     /// accepted: nothing waits on it, and the drain after the blocking pool drops it.
-    #[cold]
-    fn modtimer_without_p(
-        t: &gort_loom::Arc<Timer>,
-        when: Nanos,
-        period: Nanos,
-        fire: Option<&std::sync::Arc<dyn Fire>>,
+    #[inline]
+    fn on_home_without_p(
+        callback: bool,
+        arm: impl FnOnce(&Timers, &dyn Host) -> bool,
     ) -> Option<bool> {
         let shared = crate::context::current()?;
         let home = shared.timer_home_without_p();
-        let pending = arm(
-            t,
-            when,
-            period,
-            fire,
-            home,
-            &crate::shared::TimerHost(&shared),
-        );
-        (fire.is_some() || !shared.is_shutdown()).then_some(pending)
-    }
-
-    #[inline]
-    fn arm(
-        t: &gort_loom::Arc<Timer>,
-        when: Nanos,
-        period: Nanos,
-        fire: Option<&std::sync::Arc<dyn Fire>>,
-        home: &Timers,
-        host: &dyn Host,
-    ) -> bool {
-        match fire {
-            Some(fire) => modify_fire(t, when, period, fire, home, host),
-            None => modify(t, when, period, home, host),
-        }
+        let pending = arm(home, &crate::shared::TimerHost(&shared));
+        (callback || !shared.is_shutdown()).then_some(pending)
     }
 
     pub use crate::task::Callback;

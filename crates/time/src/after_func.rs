@@ -5,28 +5,26 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gort_loom::Arc as SyncArc;
-use gort_timer::{del, nanotime, Fire, Nanos, Timer, NEVER};
+use gort_timer::{nanotime, CellFire, CellTimer, Nanos, TimerCell, NEVER};
 
-use crate::runtime_timer::{arm_fire, nanos, slack};
+use crate::runtime_timer::{arm_cell, nanos, slack};
 
 const WHAT: &str = "gort::time::after_func";
 
-/// The runtime timer's payload, which a firing queues on a run queue as a
-/// [`Callback`](gort_sched::timer_api::Callback). `f` is inline, so an `after_func` costs two
-/// allocations (this and the runtime timer) and a firing none (the queue's reference keeps
-/// this payload alive until `f` has run).
+/// The callback, inline in its runtime timer's allocation (a [`TimerCell`]): an `after_func`
+/// is one allocation, and a firing queues the cell itself on a run queue as a
+/// [`Callback`](gort_sched::timer_api::Callback), allocating nothing (the queue's reference
+/// keeps `f` alive until it has run).
 struct Spawner<F>(F);
 
-impl<F: Fn() + Send + Sync + 'static> Fire for Spawner<F> {
-    fn fire(self: Arc<Self>, _when: Nanos) {
-        // Queued as its own unit of work (Go's `go f()`); the payload itself is what the run
-        // queue holds, so a firing allocates nothing. The scheduler catches a panic in `f`
-        // and counts it (Metrics::task_panics).
-        if let Err(me) = gort_sched::timer_api::run_callback(self) {
+impl<F: Fn() + Send + Sync + 'static> CellFire for Spawner<F> {
+    fn fire(cell: Arc<TimerCell<Self>>, _when: Nanos) {
+        // Queued as its own unit of work (Go's `go f()`). The scheduler catches a panic in
+        // `f` and counts it (Metrics::task_panics).
+        if let Err(cell) = gort_sched::timer_api::run_callback(cell) {
             // Timers only run on runtime threads; should one ever run elsewhere, still call
             // `f`, and keep its panic away from the thread that ran the timer.
-            let _ = catch_unwind(AssertUnwindSafe(|| (me.0)()));
+            let _ = catch_unwind(AssertUnwindSafe(|| (cell.payload().0)()));
         }
     }
 }
@@ -75,8 +73,7 @@ impl<F: Fn() + Send + Sync + 'static> gort_sched::timer_api::Callback for Spawne
 #[track_caller]
 pub fn after_func(d: Duration, f: impl Fn() + Send + Sync + 'static) -> AfterFunc {
     let h = AfterFunc {
-        timer: Timer::new(),
-        payload: Arc::new(Spawner(f)),
+        timer: CellTimer::new(Spawner(f)),
     };
     h.reset(d);
     h
@@ -84,12 +81,13 @@ pub fn after_func(d: Duration, f: impl Fn() + Send + Sync + 'static) -> AfterFun
 
 /// The handle of an [`after_func`] timer.
 pub struct AfterFunc {
-    timer: SyncArc<Timer>,
-    /// Installed by every arming that finds it gone ([`modify_fire`], inside the status it
-    /// owns, so no lock of ours is needed against a concurrent stop). A stop or a firing
-    /// takes it out of the timer at once, so once the handle is dropped too, `f` and its
-    /// captures go as soon as the last firing ran (the timer crate's payload rule).
-    payload: Arc<dyn Fire>,
+    /// The runtime timer and `f` in one allocation; the handle is one pointer. Every arming
+    /// that finds the payload gone installs the cell as its timer's payload
+    /// ([`gort_timer::modify_cell`], inside the status it owns, so no lock of ours is needed
+    /// against a concurrent stop). A stop or a firing takes it out of the timer at once, so
+    /// once the handle is dropped too, `f` and its captures go as soon as the last firing ran
+    /// (the timer crate's payload rule); the heaps' references keep only the memory.
+    timer: CellTimer,
 }
 
 impl AfterFunc {
@@ -98,7 +96,7 @@ impl AfterFunc {
     /// wait for it) or was already stopped.
     #[doc(alias = "Stop")]
     pub fn stop(&self) -> bool {
-        del(&self.timer)
+        self.timer.stop()
     }
 
     /// Re-arms the timer to fire `d` from now. Returns true if it was pending (it now fires
@@ -114,9 +112,9 @@ impl AfterFunc {
         let d = nanos(d);
         let when = nanotime().saturating_add(d);
         if when == NEVER {
-            return del(&self.timer);
+            return self.timer.stop();
         }
-        arm_fire(&self.timer, when, &self.payload, slack(d), WHAT)
+        arm_cell(&self.timer, when, slack(d), WHAT)
     }
 }
 

@@ -2,8 +2,8 @@
 //! caller's P.
 
 use gort_loom::Arc;
-use gort_sched::timer_api::modtimer;
-use gort_timer::{Fire, Nanos, Timer};
+use gort_sched::timer_api::{modtimer, modtimer_cell};
+use gort_timer::{CellTimer, Nanos, Timer};
 
 /// Arms (or re-arms) `t` at `when` with `period` on the current P's heap: Go's
 /// `modtimer`. Returns whether it was pending.
@@ -21,22 +21,18 @@ pub(crate) fn arm(t: &Arc<Timer>, when: Nanos, period: Nanos, slack: Nanos, what
     }
 }
 
-/// [`arm`] for a one-shot callback timer: installs `fire` if an earlier stop dropped it,
-/// inside the status the arming owns ([`gort_timer::modify_fire`]).
+/// [`arm`] for a one-shot timer that lives with its callback in one allocation: installs the
+/// callback if an earlier stop or run released it, inside the status the arming owns
+/// ([`gort_timer::modify_cell`]).
 ///
 /// # Panics
 ///
 /// Outside a gort runtime, naming `what`.
 #[track_caller]
-pub(crate) fn arm_fire(
-    t: &Arc<Timer>,
-    when: Nanos,
-    fire: &std::sync::Arc<dyn Fire>,
-    slack: Nanos,
-    what: &str,
-) -> bool {
+#[inline]
+pub(crate) fn arm_cell(t: &CellTimer, when: Nanos, slack: Nanos, what: &str) -> bool {
     t.set_slack(slack);
-    match modtimer(t, when, 0, Some(fire)) {
+    match modtimer_cell(t, when, 0) {
         Some(pending) => pending,
         None => outside(what),
     }

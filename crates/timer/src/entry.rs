@@ -10,28 +10,30 @@
 //! entry; it counts as deleted and is dropped when it reaches the root or in
 //! `clear_deleted`, without looking at the timer's status, which belongs to the live entry.
 
+use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 
 use gort_loom::atomic::Ordering::Relaxed;
-use gort_loom::Arc;
 
 use crate::clock::Nanos;
 use crate::timer::Timer;
+use crate::tref::{untag, TimerRef};
 
 /// [`Timer::index`] of a timer that was never promoted.
 pub(crate) const UNINDEXED: u32 = u32::MAX;
 
-/// Bit 0 of the pointer: this entry is indexed. `Timer` is 8-aligned, so the bit is free.
+/// Bit 0 of the pointer: this entry is indexed. `Timer` is 8-aligned, so the bit is free
+/// (bit 1 is [`TimerRef`]'s, naming a timer that lives in a cell).
 const INDEXED: usize = 1;
 
 /// 16 bytes outside loom, so a node's four children fill one 64-byte cache line.
 pub(crate) struct Entry {
     pub(crate) when: Nanos,
-    /// `Arc::into_raw` of the timer, with [`INDEXED`] or-ed in; owns one reference.
+    /// A [`TimerRef`]'s tagged pointer, with [`INDEXED`] or-ed in; owns its reference.
     tagged: NonNull<Timer>,
 }
 
-// SAFETY: an `Entry` owns an `Arc<Timer>`, which is `Send + Sync` because `Timer` is.
+// SAFETY: an `Entry` owns a `TimerRef`, which is `Send + Sync`.
 unsafe impl Send for Entry {}
 // SAFETY: as above; `&Entry` only hands out `&Timer`.
 unsafe impl Sync for Entry {}
@@ -40,29 +42,37 @@ impl Entry {
     /// An entry for `timer` with key `when`, indexed exactly when the timer was promoted.
     /// The caller holds the lock of the heap it pushes into; the timer's index is written
     /// only under the lock of the heap holding its live indexed entry (see the module docs).
-    pub(crate) fn new(when: Nanos, timer: Arc<Timer>) -> Entry {
+    pub(crate) fn new(when: Nanos, timer: TimerRef) -> Entry {
         let indexed = timer.index.load(Relaxed) != UNINDEXED;
         // Byte arithmetic rather than `map_addr` (MSRV 1.80); bit 0 of the address is clear.
-        let tagged = Arc::into_raw(timer)
+        let tagged = timer
+            .into_tagged()
+            .as_ptr()
             .cast::<u8>()
             .wrapping_add(usize::from(indexed))
-            .cast::<Timer>()
-            .cast_mut();
+            .cast::<Timer>();
         Entry {
             when,
-            // SAFETY: `into_raw` never returns null, and or-ing bit 0 into a non-null
+            // SAFETY: a reference's pointer is non-null, and or-ing bit 0 into a non-null
             // address keeps it non-null.
             tagged: unsafe { NonNull::new_unchecked(tagged) },
         }
     }
 
-    /// The timer's address, tag removed: what `Arc::into_raw` returned.
+    /// The timer's address, tags removed: what `Arc::into_raw` returned.
     #[inline]
     pub(crate) fn as_ptr(&self) -> *const Timer {
+        untag(self.tagged.as_ptr())
+    }
+
+    /// The reference's tagged pointer: ours without [`INDEXED`].
+    #[inline]
+    fn ref_tagged(&self) -> NonNull<Timer> {
         let p = self.tagged.as_ptr().cast::<u8>();
-        p.wrapping_sub(p as usize & INDEXED)
-            .cast::<Timer>()
-            .cast_const()
+        let p = p.wrapping_sub(p as usize & INDEXED).cast::<Timer>();
+        // SAFETY: clearing bit 0 of an 8-aligned address tagged with bits 0-1 leaves it
+        // non-null.
+        unsafe { NonNull::new_unchecked(p) }
     }
 
     #[inline]
@@ -72,21 +82,17 @@ impl Entry {
     }
 
     /// A new reference to the timer.
-    pub(crate) fn clone_timer(&self) -> Arc<Timer> {
-        // SAFETY: the pointer came from `Arc::into_raw` and the entry's reference keeps the
-        // count above zero while we add one and adopt it.
-        unsafe {
-            Arc::increment_strong_count(self.as_ptr());
-            Arc::from_raw(self.as_ptr())
-        }
+    pub(crate) fn clone_timer(&self) -> TimerRef {
+        // SAFETY: borrows the entry's reference (never dropped) to clone it.
+        let r = ManuallyDrop::new(unsafe { TimerRef::from_tagged(self.ref_tagged()) });
+        TimerRef::clone(&r)
     }
 
     /// The entry's reference to the timer.
-    pub(crate) fn into_timer(self) -> Arc<Timer> {
-        let p = self.as_ptr();
-        std::mem::forget(self);
+    pub(crate) fn into_timer(self) -> TimerRef {
+        let p = ManuallyDrop::new(self).ref_tagged();
         // SAFETY: adopts the reference the entry owned (its `Drop` will not run).
-        unsafe { Arc::from_raw(p) }
+        unsafe { TimerRef::from_tagged(p) }
     }
 
     /// Whether the heap records this entry's slot in its timer.
@@ -108,6 +114,6 @@ impl Entry {
 impl Drop for Entry {
     fn drop(&mut self) {
         // SAFETY: releases the reference the entry owned, once.
-        drop(unsafe { Arc::from_raw(self.as_ptr()) });
+        drop(unsafe { TimerRef::from_tagged(self.ref_tagged()) });
     }
 }

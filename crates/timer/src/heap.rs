@@ -11,7 +11,7 @@ use std::ops::{Deref, DerefMut};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 use gort_loom::atomic::Ordering::Relaxed;
-use gort_loom::{Arc, MutexGuard};
+use gort_loom::MutexGuard;
 
 use crate::clock::Nanos;
 pub(crate) use crate::entry::Entry;
@@ -59,7 +59,7 @@ pub fn lateness_bucket(when: Nanos, now: Nanos) -> usize {
 pub(crate) struct Heap {
     pub(crate) v: Slots,
     /// Scratch for the drained modified-earlier list, kept to reuse its allocation.
-    pub(crate) spare: Vec<Arc<Timer>>,
+    pub(crate) spare: Vec<crate::tref::TimerRef>,
     /// Payloads found on timers whose last reference a lock holder let go of
     /// ([`Timer::release`]), dropped by [`Locked`] after unlocking (the payload rule: user
     /// code never runs under the heap lock). Empty, and unallocated, nearly always.

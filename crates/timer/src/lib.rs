@@ -37,6 +37,7 @@
 
 #![warn(missing_docs)]
 
+mod cell;
 mod clock;
 mod entry;
 mod heap;
@@ -49,16 +50,18 @@ mod status;
 mod target;
 mod timer;
 mod timers;
+mod tref;
 
 #[cfg(all(test, not(loom)))]
 mod tests;
 
+pub use cell::{CellFire, CellTimer, TimerCell};
 pub use clock::{
     deadline_after, epoch, nanotime, nanotime_exact, Nanos, RuntimeClock, CLOCK_TRAIL, NEVER,
 };
 pub use heap::{lateness_bucket, LATENESS_BUCKETS};
 pub use lifecycle::Released;
-pub use ops::{del, modify, modify_fire, reset};
+pub use ops::{del, modify, modify_cell, modify_fire, reset};
 pub use status::Status;
 pub use timer::{Fire, Host, Timer};
 pub use timers::{min_nonzero, Checked, TimerStats, Timers};
@@ -68,4 +71,5 @@ const _: () = {
     const fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Timer>();
     assert_send_sync::<Timers>();
+    assert_send_sync::<CellTimer>();
 };

@@ -4,11 +4,13 @@
 use gort_loom::atomic::Ordering::Relaxed;
 use gort_loom::{yield_now, Arc};
 
+use crate::cell::CellTimer;
 use crate::clock::Nanos;
 use crate::heap::drop_dead;
 use crate::status::{bad, Status};
 use crate::timer::{Fire, Host, Target, Timer};
 use crate::timers::Timers;
+use crate::tref::TimerRef;
 
 /// Go's `deltimer`: stops `t`. Returns true if it was pending (armed and not yet run for this
 /// arming); it will then never fire for this arming.
@@ -95,7 +97,7 @@ pub fn del(t: &Timer) -> bool {
 #[track_caller]
 #[inline]
 pub fn modify(t: &Arc<Timer>, when: Nanos, period: Nanos, home: &Timers, host: &dyn Host) -> bool {
-    modtimer(t, when, period, None, home, host)
+    modtimer(&TimerRef::borrow_arc(t), when, period, None, home, host)
 }
 
 /// [`modify`] for a timer whose callback is `fire`: installs `fire` while it owns
@@ -135,13 +137,46 @@ pub fn modify_fire(
     home: &Timers,
     host: &dyn Host,
 ) -> bool {
-    modtimer(t, when, period, Some(fire), home, host)
+    modtimer(
+        &TimerRef::borrow_arc(t),
+        when,
+        period,
+        Some(fire),
+        home,
+        host,
+    )
 }
 
-/// The body of [`modify`] and [`modify_fire`].
+/// [`modify_fire`] for a timer that lives with its callback in a [`TimerCell`]: the payload
+/// installed is the cell itself, under the same rule (inside `Modifying`, only if a stop or
+/// a one-shot run released it).
+///
+/// # Panics
+///
+/// If `when <= 0` or `period < 0`.
+///
+/// [`TimerCell`]: crate::TimerCell
+#[doc(alias = "Reset")]
+#[track_caller]
+#[inline]
+pub fn modify_cell(
+    t: &CellTimer,
+    when: Nanos,
+    period: Nanos,
+    home: &Timers,
+    host: &dyn Host,
+) -> bool {
+    // The cell reference tells `modtimer` to install the cell itself; `t` is the strong
+    // reference that installing needs.
+    modtimer(&t.borrow_ref(), when, period, None, home, host)
+}
+
+/// The body of [`modify`], [`modify_fire`] and [`modify_cell`]: installs `fire` if given,
+/// or the cell itself if `t` is a cell reference (only `modify_cell` passes one, holding the
+/// cell's handle meanwhile).
 #[track_caller]
 fn modtimer(
-    t: &Arc<Timer>,
+    t: &TimerRef,
     when: Nanos,
     period: Nanos,
     fire: Option<&std::sync::Arc<dyn Fire>>,
@@ -187,7 +222,13 @@ fn modtimer(
     // Not pending: a `del` or a one-shot run released the payload, so `ensure_fire` installs
     // `fire` (or only compares pointers, if a `set_fire` put it back already). A replaced
     // payload is dropped after Modifying ends (the payload rule).
-    let replaced = fire.map_or(Target::none(), |f| t.ensure_fire(f));
+    let replaced = if t.is_cell() {
+        // SAFETY: a cell reference comes only from `modify_cell`, whose `CellTimer` is a
+        // strong reference of the cell for the whole call.
+        unsafe { t.ensure_cell(t) }
+    } else {
+        fire.map_or(Target::none(), |f| t.ensure_fire(f))
+    };
     if was_removed {
         drop_dead(reactivate(t, when, home, host));
     } else {
@@ -200,7 +241,7 @@ fn modtimer(
 /// `modtimer` on a timer in no heap, owned as `Modifying`: inserts it into `home`, leaves
 /// `Modifying`, wakes the poller. Returns what tidying freed, for the caller to drop now
 /// that it owns no status.
-fn reactivate(t: &Arc<Timer>, when: Nanos, home: &Timers, host: &dyn Host) -> Vec<Target> {
+fn reactivate(t: &TimerRef, when: Nanos, home: &Timers, host: &dyn Host) -> Vec<Target> {
     t.when.store(when, Relaxed);
     let dead = home.insert(t, when, true);
     t.cas_owned(
@@ -214,7 +255,7 @@ fn reactivate(t: &Arc<Timer>, when: Nanos, home: &Timers, host: &dyn Host) -> Ve
 
 /// `modtimer` on a timer still in its heap, owned as `Modifying` taken from a heaped status:
 /// records `when` as `nextwhen` and marks it ModifiedEarlier/Later for its owner to re-key.
-fn rekey_lazily(t: &Arc<Timer>, when: Nanos, host: &dyn Host) {
+fn rekey_lazily(t: &TimerRef, when: Nanos, host: &dyn Host) {
     t.nextwhen.store(when, Relaxed);
     // Compared with the heap key, not an older nextwhen, as Go does.
     let earlier = when < t.when.load(Relaxed);

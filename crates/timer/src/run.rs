@@ -2,7 +2,7 @@
 //! go#41699), `runtimer`, `runOneTimer` and `clearDeletedTimers`.
 
 use gort_loom::atomic::Ordering::*;
-use gort_loom::{yield_now, Arc};
+use gort_loom::yield_now;
 
 use crate::clock::{Nanos, NEVER};
 use crate::entry::{Entry, UNINDEXED};
@@ -10,6 +10,7 @@ use crate::heap::Heap;
 use crate::status::{bad, Status};
 use crate::timer::{Payload, Timer};
 use crate::timers::{min_nonzero, Shared};
+use crate::tref::TimerRef;
 
 /// How many slots ahead `clear_deleted` prefetches a timer: about the misses a core keeps
 /// in flight, at the walk's few nanoseconds per slot.
@@ -22,7 +23,7 @@ pub(crate) enum Run {
     Fired {
         payload: Option<Payload>,
         when: Nanos,
-        keep: Option<Arc<Timer>>,
+        keep: Option<TimerRef>,
     },
     /// The root is not due until this key.
     Next(Nanos),
@@ -70,7 +71,7 @@ impl Shared {
 
     /// Re-keys one timer taken from the modified-earlier list (lock held), promoting it the
     /// first time.
-    fn adjust_one(&self, h: &mut Heap, t: &Arc<Timer>) {
+    fn adjust_one(&self, h: &mut Heap, t: &TimerRef) {
         // Under our lock, `owner == self` is stable: only our lock holders change it.
         if !self.is(t.owner.load(Relaxed)) {
             return; // fired, removed or moved since it was queued

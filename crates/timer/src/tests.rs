@@ -14,7 +14,7 @@ use crate::*;
 fn entry(when: Nanos) -> Entry {
     let t = Timer::new();
     t.index.store(0, Relaxed);
-    Entry::new(when, t)
+    Entry::new(when, crate::tref::TimerRef::from_arc(t))
 }
 
 fn check_heap(h: &Heap) {
@@ -46,7 +46,7 @@ fn push_and_remove_keep_order_and_indices() {
     for k in 0..200i64 {
         let when = 1 + (k * 7919) % 97;
         h.push(if k % 3 == 0 {
-            Entry::new(when, Timer::new())
+            Entry::new(when, crate::tref::TimerRef::from_arc(Timer::new()))
         } else {
             entry(when)
         });

@@ -11,6 +11,7 @@ use crate::status::{bad, Status};
 pub(crate) use crate::target::Target;
 use crate::target::{TargetCell, TargetRef};
 use crate::timers::Shared;
+use crate::tref::TimerRef;
 
 /// The callback of a timer: Go's `f(arg, seq)`.
 ///
@@ -251,6 +252,23 @@ impl Timer {
         )
     }
 
+    /// [`ensure_fire`](Timer::ensure_fire) for a timer that lives in a cell, `this` being
+    /// its reference: installs the cell itself as the payload unless it is installed already.
+    ///
+    /// # Safety
+    ///
+    /// `this` is a cell reference to this timer, and a strong reference of the cell lives
+    /// meanwhile (the arming's `CellTimer`).
+    #[must_use = "the replaced payload must be dropped outside Modifying"]
+    #[inline]
+    pub(crate) unsafe fn ensure_cell(&self, this: &TimerRef) -> Target {
+        self.target.replace_unless(
+            |old| matches!(old, TargetRef::Fire(old) if this.is_own_payload(old)),
+            // SAFETY: per this function's contract.
+            || Target::fire(unsafe { this.cell_payload() }),
+        )
+    }
+
     /// Installs or replaces a [`Waker`] payload; a no-op if the installed one `will_wake` the
     /// same task. Firing wakes it: a one-shot run consumes it, a periodic run clones it.
     ///
@@ -323,8 +341,12 @@ impl Timer {
     /// the last one, the timer is freed here, and its payload, if any, goes to `dead` for the
     /// caller to drop once it holds no lock (a payload is left only when someone installed
     /// one on an unarmed timer and then dropped the timer). The rest of a `Timer` runs no
-    /// user code when dropped.
-    pub(crate) fn release(this: Arc<Timer>, dead: &mut Vec<Target>) {
+    /// user code when dropped. A cell's reference is a `Weak`, whose drop frees memory at
+    /// most (`cell.rs`).
+    pub(crate) fn release(this: TimerRef, dead: &mut Vec<Target>) {
+        let Ok(this) = this.into_arc() else {
+            return; // the cell reference was dropped
+        };
         // A unique timer is reset and kept for reuse (`recycle.rs`); its payload goes to
         // `dead` like a freed one's.
         let rest = crate::recycle::keep(this, |payload| dead.push(payload));

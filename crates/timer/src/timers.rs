@@ -14,6 +14,7 @@ use crate::heap::{drop_dead, Entry, Heap, Locked};
 use crate::run::Run;
 use crate::status::{bad, Status};
 use crate::timer::{Host, Target, Timer};
+use crate::tref::TimerRef;
 
 /// What [`Timers::check`] found.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -91,7 +92,7 @@ pub(crate) struct Shared {
     pub(crate) stopped: AtomicU64,
     /// Timers marked `ModifiedEarlier` since the last drain (go#41699): pushed by `modify`,
     /// drained by `adjust`. A leaf lock.
-    pub(crate) early: Mutex<Vec<Arc<Timer>>>,
+    pub(crate) early: Mutex<Vec<TimerRef>>,
 }
 
 /// One P's timers: Go's `p.timers` with `timersLock`, `timer0When`, `timerModifiedEarliest`,
@@ -210,7 +211,7 @@ impl Shared {
     }
 
     /// Go's `doaddtimer` (lock held): sets the owner, inserts with key `when`.
-    pub(crate) fn doaddtimer(&self, h: &mut Heap, t: Arc<Timer>, when: Nanos) {
+    pub(crate) fn doaddtimer(&self, h: &mut Heap, t: TimerRef, when: Nanos) {
         if !t.owner.load(Relaxed).is_null() {
             bad("doaddtimer: timer already in a heap");
         }
@@ -226,7 +227,7 @@ impl Shared {
 
     /// Go's `dodeltimer0` (lock held): removes the root and returns its timer. (Go's
     /// `dodeltimer` of any slot has no caller left: `adjust` leaves stopped timers lazily.)
-    pub(crate) fn dodeltimer0(&self, h: &mut Heap) -> Arc<Timer> {
+    pub(crate) fn dodeltimer0(&self, h: &mut Heap) -> TimerRef {
         if h.v.is_empty() {
             bad("dodeltimer0 on an empty heap");
         }
@@ -299,7 +300,7 @@ impl Shared {
     /// Puts `t` (now `ModifiedEarlier`, owned as `Modifying` by the caller, in this heap) on
     /// the modified-earlier list unless it is already there. Must precede
     /// `lower_modified_earliest` (invariant 6).
-    pub(crate) fn queue_early(&self, t: &Arc<Timer>) {
+    pub(crate) fn queue_early(&self, t: &TimerRef) {
         let mut list = self.early.lock();
         // Relaxed: `queued` only changes from or to `self` under `self.early`, which we hold.
         if !self.is(t.queued.load(Relaxed)) {
@@ -310,7 +311,7 @@ impl Shared {
 
     /// Empties the modified-earlier list into `out` (lock held), forgetting the entries'
     /// membership. Timers modified earlier after this push themselves again.
-    pub(crate) fn take_early(&self, out: &mut Vec<Arc<Timer>>) {
+    pub(crate) fn take_early(&self, out: &mut Vec<TimerRef>) {
         let mut list = self.early.lock();
         for t in list.iter() {
             // A stale entry (the timer moved on and was queued elsewhere) keeps its newer mark.
@@ -403,7 +404,7 @@ impl Timers {
             );
         }
         t.period.store(period, Relaxed);
-        let dead = self.insert(t, when, false);
+        let dead = self.insert(&TimerRef::borrow_arc(t), when, false);
         t.cas_owned(Status::Modifying, Status::Waiting, "add: lost Modifying");
         host.wake_netpoller(when);
         drop_dead(dead); // the payload rule: after leaving Modifying
@@ -412,7 +413,7 @@ impl Timers {
     /// Tidies the heap and inserts `t`, which the caller owns as `Modifying` (`add`, and
     /// `modify`'s re-activation). Returns the payloads tidying freed, for the caller to drop
     /// after it left `Modifying`. `rearm` counts it as a re-arm (`TimerStats::modified`).
-    pub(crate) fn insert(&self, t: &Arc<Timer>, when: Nanos, rearm: bool) -> Vec<Target> {
+    pub(crate) fn insert(&self, t: &TimerRef, when: Nanos, rearm: bool) -> Vec<Target> {
         let mut h = self.lock();
         h.c.modified += u64::from(rearm);
         self.shared.tidy(&mut h);
@@ -508,7 +509,7 @@ impl Timers {
                             p.run(when);
                         }
                         if let Some(t) = keep {
-                            Timer::recycle(t); // mostly the last reference: kept for reuse
+                            t.recycle(); // mostly the last reference: kept for reuse
                         }
                         ran += 1;
                         let Some(relocked) = self.relock(relock) else {

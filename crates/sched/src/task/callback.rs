@@ -19,6 +19,14 @@ pub trait Callback: Send + Sync + 'static {
     fn call(&self);
 }
 
+/// A callback that lives in its timer's allocation (`gort::time::after_func`'s): the cell is
+/// what the run queue holds, so a firing queues it without allocating.
+impl<C: Callback> Callback for gort_timer::TimerCell<C> {
+    fn call(&self) {
+        self.payload().call()
+    }
+}
+
 impl<C: Callback> Runnable for C {
     fn run(self: Arc<Self>) {
         if catch_unwind(AssertUnwindSafe(|| self.call())).is_err() {
