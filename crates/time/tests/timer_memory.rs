@@ -68,6 +68,12 @@ fn runtime_timer_bytes() -> isize {
 /// do not explain.
 const RECYCLED_AT_MOST: isize = 2 * 256;
 
+/// Bytes a window may gain or lose beyond whole runtime timers: a few small buffers the
+/// runtime's other threads allocate or free meanwhile (-3 allocations and -152 bytes were
+/// seen in 2 of 12 runs on an idle machine). A layout change moves the bytes by at least 8
+/// a timer, 16,000 a window: far more.
+const STRAY_BYTES_AT_MOST: isize = 2_048;
+
 /// Live bytes and allocations added while COUNT received-on timers are held.
 fn held_by_timers(rt: &Runtime) -> (isize, isize) {
     rt.block_on(async {
@@ -86,13 +92,14 @@ fn held_by_timers(rt: &Runtime) -> (isize, isize) {
 }
 
 /// Whether `held` (bytes, allocations) is `COUNT` timers of the pinned layout, give or take
-/// some recycled runtime timers.
+/// some recycled runtime timers and a few stray bytes.
 fn is_the_pinned_layout(held: (isize, isize)) -> bool {
     let count = COUNT as isize;
     let (bytes, allocs) = held;
     let recycled = allocs - ALLOCATIONS_PER_TIMER * count;
     recycled.abs() <= RECYCLED_AT_MOST
-        && bytes == BYTES_PER_TIMER * count + runtime_timer_bytes() * recycled
+        && (bytes - BYTES_PER_TIMER * count - runtime_timer_bytes() * recycled).abs()
+            <= STRAY_BYTES_AT_MOST
 }
 
 #[test]
