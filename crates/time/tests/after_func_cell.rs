@@ -5,6 +5,10 @@
 //! counted without losing the drop. design/TIMERS.md, "Memory".
 #![cfg(not(loom))]
 
+#[path = "support/canary.rs"]
+mod canary;
+
+use canary::Canary;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,15 +19,6 @@ use gort_time::after_func;
 const HOUR: Duration = Duration::from_secs(3600);
 /// Far beyond anything these tests need on a loaded machine: only a hang or a leak reaches it.
 const PATIENCE: Duration = Duration::from_secs(20);
-
-/// Counts its drops.
-struct Canary(Arc<AtomicUsize>);
-
-impl Drop for Canary {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, SeqCst);
-    }
-}
 
 /// Panics when dropped, after counting the drop.
 struct PanicOnDrop(Arc<AtomicUsize>);

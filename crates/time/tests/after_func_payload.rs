@@ -4,6 +4,10 @@
 //! the timer heap *promotes* it and leaves a stale entry at the old deadline (an hour away),
 //! then fires at the new one.
 
+#[path = "support/canary.rs"]
+mod canary;
+
+use canary::Canary;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -15,15 +19,6 @@ use gort_time::after_func;
 const HOUR: Duration = Duration::from_secs(3600);
 /// Far beyond anything these tests need on a loaded machine: only a hang or a leak reaches it.
 const PATIENCE: Duration = Duration::from_secs(20);
-
-/// Counts its drops.
-struct Canary(Arc<AtomicUsize>);
-
-impl Drop for Canary {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, SeqCst);
-    }
-}
 
 /// Arms `n` after_funcs an hour away from a thread without a P (so they spread over the Ps
 /// round-robin), resets each to 1 ms (modified earlier: promoted when it comes due, leaving

@@ -8,38 +8,16 @@
 #![cfg(not(loom))]
 #![cfg(target_pointer_width = "64")]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
+#[path = "support/counting.rs"]
+mod counting;
+
+use std::alloc::Layout;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
+use counting::{ALLOCS, BYTES};
 use gort_sched::{Builder, Runtime};
 use gort_time::Timer;
-
-/// Counts live bytes and live allocations.
-struct Counting;
-
-static BYTES: AtomicIsize = AtomicIsize::new(0);
-static ALLOCS: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call forwards to `System` with the caller's own arguments; the counters are
-// only bookkeeping.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        BYTES.fetch_add(l.size() as isize, Relaxed);
-        ALLOCS.fetch_add(1, Relaxed);
-        // SAFETY: the caller's contract for `alloc` is `System::alloc`'s.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        BYTES.fetch_sub(l.size() as isize, Relaxed);
-        ALLOCS.fetch_sub(1, Relaxed);
-        // SAFETY: the caller's contract for `dealloc` is `System::dealloc`'s.
-        unsafe { System.dealloc(p, l) }
-    }
-}
-
-#[global_allocator]
-static ALLOC: Counting = Counting;
 
 const COUNT: usize = 2_000;
 const HOUR: Duration = Duration::from_secs(3600);
