@@ -10,13 +10,13 @@
 //! step; a thread whose list and spare are empty takes a batch from there before it calls the
 //! allocator. So one lock is taken per `BATCH` cells that change threads, as Go's `gfput`
 //! moves Gs to `sched.gFree` 32 at a time, and no free walks a list (cutting a batch off a
-//! longer list read `BATCH` links of cells long out of the cache: ~1 % of N5's CPU,
-//! design/PERFORMANCE-LOG.md, "N5's CPU, counted").
+//! longer list read `BATCH` links of cells long out of the cache: design/PERFORMANCE-LOG.md,
+//! "N5's CPU, counted").
 //!
 //! Cells larger than the last class, or more aligned than 16 bytes, go straight to the
-//! allocator. The pool holds at most [`POOL_BYTES`] per class, the rest is freed; a thread's
-//! list goes to the pool (or is freed) when the thread exits. Under loom every cell goes
-//! straight to the allocator.
+//! allocator. The pool holds at most [`POOL_BYTES`] per class, the rest is freed; when a thread
+//! exits, its spare batch goes to the pool and its shorter list is freed. Under loom every
+//! cell goes straight to the allocator.
 
 use std::alloc::Layout;
 use std::ptr::NonNull;
