@@ -86,8 +86,47 @@ pub enum Arm {
 
 #[derive(Debug, Default)]
 struct State {
-    waiters: Vec<Waker>,
+    waiters: Waiters,
     armed: Nanos,
+}
+
+/// The wakers of the tasks blocked in one direction. Nearly always one task (or none)
+/// waits, so the first waker lives inline: a socket's first wait allocates nothing (a `Vec`
+/// cost one allocation per socket and direction, fresh memory on every new connection:
+/// design/PERFORMANCE-LOG.md, "N5's CPU, counted").
+#[derive(Debug, Default)]
+struct Waiters {
+    /// The first waiter; `None` only while `more` is empty too.
+    first: Option<Waker>,
+    /// Any further waiters (several tasks reading one socket at once).
+    more: Vec<Waker>,
+}
+
+impl Waiters {
+    fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    /// Whether a waker that wakes the same task as `waker` is registered.
+    fn holds(&self, waker: &Waker) -> bool {
+        self.first
+            .iter()
+            .chain(&self.more)
+            .any(|w| w.will_wake(waker))
+    }
+
+    fn push(&mut self, waker: Waker) {
+        match self.first {
+            None => self.first = Some(waker),
+            Some(_) => self.more.push(waker),
+        }
+    }
+
+    /// Moves every waker into `out`, leaving none.
+    fn move_into(&mut self, out: &mut Vec<Waker>) {
+        out.extend(self.first.take());
+        out.append(&mut self.more);
+    }
 }
 
 /// `Half::ready`'s bit 0: set whenever the waiter list is not empty, and possibly while it is
@@ -193,11 +232,13 @@ impl Half {
             self.announce(&st, seen)
         };
         let mut unused = Some(mine);
-        if outcome == Wait::Pending && !st.waiters.iter().any(|w| w.will_wake(waker)) {
+        if outcome == Wait::Pending && !st.waiters.holds(waker) {
             if st.waiters.is_empty() {
                 count.add();
             }
-            st.waiters.extend(unused.take());
+            if let Some(w) = unused.take() {
+                st.waiters.push(w);
+            }
         }
         drop(st);
         drop(unused); // user code: outside the lock
@@ -394,7 +435,7 @@ impl Half {
 fn release(st: &mut State, out: &mut Vec<Waker>, count: &dyn Count) {
     if !st.waiters.is_empty() {
         count.remove();
-        out.append(&mut st.waiters);
+        st.waiters.move_into(out);
     }
 }
 

@@ -138,3 +138,44 @@ fn an_edge_counted_after_a_skipped_syscall_releases_the_waiter() {
     half.set_ready(&mut out, &NoCount);
     assert_eq!(half.wait(seen, waker, &NoCount), Wait::Retry);
 }
+
+/// Counts the directions with waiters, as the runtime's `netpollWaiters`.
+#[derive(Default)]
+struct Waiting(std::sync::atomic::AtomicIsize);
+
+impl Count for Waiting {
+    fn add(&self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+    fn remove(&self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Several tasks blocked in one direction (the first waker is kept inline, the others
+/// apart): each is registered once however often it waits, the direction counts once, and
+/// one edge releases them all, then the next waits alone.
+#[test]
+fn every_task_blocked_in_a_direction_is_released_once() {
+    let half = Half::default();
+    let count = Waiting::default();
+    let wakers: Vec<Waker> = (0..3).map(|_| Waker::from(Arc::new(Noop))).collect();
+    let seen = half.prepare().unwrap();
+    for w in wakers.iter().chain(&wakers) {
+        assert_eq!(half.wait(seen, w, &count), Wait::Pending);
+    }
+    assert_eq!(count.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let mut out = Vec::new();
+    half.set_ready(&mut out, &count);
+    assert_eq!(out.len(), 3);
+    for w in &wakers {
+        assert!(out.iter().any(|o| o.will_wake(w)));
+    }
+    assert_eq!(count.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+    let seen = half.prepare().unwrap();
+    assert_eq!(half.wait(seen, &wakers[1], &count), Wait::Pending);
+    out.clear();
+    half.set_ready(&mut out, &count);
+    assert_eq!(out.len(), 1);
+    assert!(out[0].will_wake(&wakers[1]));
+}

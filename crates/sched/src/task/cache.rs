@@ -5,15 +5,18 @@
 //! the system allocator, every such free goes back to the spawner's arena under that arena's
 //! lock, which the spawner holds for its next allocation: a third of T3_1M's CPU went to that
 //! lock (futex sleeps and wake-ups) and the allocator's paths. Here a freed cell goes on its
-//! thread's free list for its size class; a thread whose list grows past `2 * BATCH` hands
-//! `BATCH` cells to a global pool in one locked step, and a thread whose list is empty takes a
-//! batch from there before it calls the allocator. So one lock is taken per `BATCH` cells that
-//! change threads, as Go's `gfput` moves Gs to `sched.gFree` 32 at a time.
+//! thread's free list for its size class; a list that reaches `BATCH` cells is set aside whole
+//! as the thread's spare batch, and the spare it replaces goes to a global pool in one locked
+//! step; a thread whose list and spare are empty takes a batch from there before it calls the
+//! allocator. So one lock is taken per `BATCH` cells that change threads, as Go's `gfput`
+//! moves Gs to `sched.gFree` 32 at a time, and no free walks a list (cutting a batch off a
+//! longer list read `BATCH` links of cells long out of the cache: design/PERFORMANCE-LOG.md,
+//! "N5's CPU, counted").
 //!
 //! Cells larger than the last class, or more aligned than 16 bytes, go straight to the
-//! allocator. The pool holds at most [`POOL_BYTES`] per class, the rest is freed; a thread's
-//! list goes to the pool (or is freed) when the thread exits. Under loom every cell goes
-//! straight to the allocator.
+//! allocator. The pool holds at most [`POOL_BYTES`] per class, the rest is freed; when a thread
+//! exits, its spare batch goes to the pool and its shorter list is freed. Under loom every
+//! cell goes straight to the allocator.
 
 use std::alloc::Layout;
 use std::ptr::NonNull;
@@ -105,24 +108,34 @@ mod lists {
         len: 0,
     };
 
+    /// One class's blocks on one thread: the list frees go to (fewer than `BATCH` blocks
+    /// between calls) and a spare batch (empty or exactly `BATCH` blocks).
+    #[derive(Clone, Copy)]
+    struct Lists {
+        current: List,
+        spare: List,
+    }
+
+    const NONE: Lists = Lists {
+        current: EMPTY,
+        spare: EMPTY,
+    };
+
     /// One thread's lists; given back to the pool when the thread exits.
-    struct Local([Cell<List>; CLASSES]);
+    struct Local([Cell<Lists>; CLASSES]);
 
     impl Drop for Local {
         fn drop(&mut self) {
-            for (c, list) in self.0.iter().enumerate() {
-                let mut l = list.replace(EMPTY);
-                while l.len > 0 {
-                    let n = BATCH.min(l.len);
-                    let batch = split(&mut l, n);
-                    give(c, batch);
-                }
+            for (c, lists) in self.0.iter().enumerate() {
+                let Lists { current, spare } = lists.replace(NONE);
+                give(c, current);
+                give(c, spare);
             }
         }
     }
 
     thread_local! {
-        static LOCAL: Local = const { Local([const { Cell::new(EMPTY) }; CLASSES]) };
+        static LOCAL: Local = const { Local([const { Cell::new(NONE) }; CLASSES]) };
     }
 
     /// A pool entry: a list of exactly `BATCH` blocks.
@@ -133,24 +146,8 @@ mod lists {
 
     static POOL: [Mutex<Vec<Batch>>; CLASSES] = [const { Mutex::new(Vec::new()) }; CLASSES];
 
-    /// Detaches the first `n` (<= `l.len`, > 0) blocks of `l` as a list of their own.
-    fn split(l: &mut List, n: usize) -> List {
-        debug_assert!(n > 0 && n <= l.len);
-        let head = l.head;
-        let mut last = head;
-        for _ in 1..n {
-            // SAFETY: `last` is one of the list's first `n` blocks, whose first word links
-            // to the next one.
-            last = unsafe { *last.cast::<*mut u8>() };
-        }
-        // SAFETY: as above; the link of the n-th block is cut.
-        l.head = unsafe { ptr::replace(last.cast::<*mut u8>(), ptr::null_mut()) };
-        l.len -= n;
-        List { head, len: n }
-    }
-
     /// Gives `batch` to the pool, or frees its blocks if the pool is full (or `batch` is not
-    /// a whole batch).
+    /// a whole batch: an exiting thread's partial list).
     fn give(c: usize, batch: List) {
         if batch.len == BATCH {
             let mut pool = POOL[c].lock();
@@ -171,21 +168,26 @@ mod lists {
         }
     }
 
-    /// A free block of class `c` from this thread's list or the pool.
+    /// A free block of class `c` from this thread's list, its spare batch or the pool.
     pub(super) fn take(c: usize) -> Option<NonNull<u8>> {
         LOCAL
             .try_with(|local| {
-                let list = &local.0[c];
-                let mut l = list.get();
-                if l.len == 0 {
-                    let Batch(head) = POOL[c].lock().pop()?;
-                    l = List { head, len: BATCH };
+                let cell = &local.0[c];
+                let mut lists = cell.get();
+                if lists.current.len == 0 {
+                    lists.current = if lists.spare.len > 0 {
+                        std::mem::replace(&mut lists.spare, EMPTY)
+                    } else {
+                        let Batch(head) = POOL[c].lock().pop()?;
+                        List { head, len: BATCH }
+                    };
                 }
+                let l = &mut lists.current;
                 let p = l.head;
                 // SAFETY: `p` heads a non-empty list of free blocks: its first word links on.
                 l.head = unsafe { *p.cast::<*mut u8>() };
                 l.len -= 1;
-                list.set(l);
+                cell.set(lists);
                 NonNull::new(p)
             })
             .ok()
@@ -193,7 +195,8 @@ mod lists {
     }
 
     /// Puts a free block of class `c` on this thread's list; false when the thread is
-    /// exiting (the caller frees it).
+    /// exiting (the caller frees it). A list that reaches `BATCH` blocks becomes the spare
+    /// batch, and the spare it replaces goes to the pool.
     ///
     /// # Safety
     ///
@@ -201,19 +204,23 @@ mod lists {
     pub(super) unsafe fn put(c: usize, p: NonNull<u8>) -> bool {
         LOCAL
             .try_with(|local| {
-                let list = &local.0[c];
-                let mut l = list.get();
+                let cell = &local.0[c];
+                let mut lists = cell.get();
+                let l = &mut lists.current;
                 // SAFETY: the block is free and at least 32 bytes long: its first word
                 // becomes the link.
                 unsafe { *p.as_ptr().cast::<*mut u8>() = l.head };
                 l.head = p.as_ptr();
                 l.len += 1;
-                if l.len >= 2 * BATCH {
-                    let batch = split(&mut l, BATCH);
-                    list.set(l);
-                    give(c, batch);
-                } else {
-                    list.set(l);
+                if l.len < BATCH {
+                    cell.set(lists);
+                    return;
+                }
+                let full = std::mem::replace(&mut lists.spare, lists.current);
+                lists.current = EMPTY;
+                cell.set(lists);
+                if full.len > 0 {
+                    give(c, full);
                 }
             })
             .is_ok()
