@@ -188,7 +188,10 @@ pub struct Metrics {
     pub task_panics: u64,
     /// Panics caught in user code the runtime ran outside a task poll: wakers it woke (a
     /// timer's, a `JoinHandle`'s) and the `Drop` of futures, timer payloads and callbacks it
-    /// dropped. Each is caught where it happens; the thread that ran it goes on.
+    /// dropped. Each is caught where it happens; the thread that ran it goes on. Payloads
+    /// dropped as one batch (a heap drained at shutdown, the dead timers one heap operation
+    /// let go of) are each dropped even past a panic, and the batch counts once however many
+    /// of them panicked.
     pub user_panics: u64,
     /// Armed timers in all heaps.
     pub timers_pending: u64,
