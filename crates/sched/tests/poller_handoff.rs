@@ -12,17 +12,23 @@ const MSG: usize = 64;
 const WARM_UP: usize = 20;
 const REQUESTS: u64 = 200;
 
+/// A runtime of 2 Ps and a loopback listener registered with it, and its address.
+fn two_ps_and_a_listener() -> (gort::Runtime, gort::net::TcpListener, std::net::SocketAddr) {
+    let rt = gort::Builder::new().procs(2).build().unwrap();
+    let listener = rt
+        .block_on(gort::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    (rt, listener, addr)
+}
+
 /// One client (a plain thread, not a task) does sequential round trips with an echo server
 /// on an otherwise idle runtime of 2 Ps: between requests every M is idle, one blocked in the
 /// poller, the other parked. Each request readies one task; before the hand-off the poller M
 /// queued it globally and woke the parked M for it (~1 wake-up per request).
 #[test]
 fn an_idle_server_wakes_no_parked_m_per_request() {
-    let rt = gort::Builder::new().procs(2).build().unwrap();
-    let listener = rt
-        .block_on(gort::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
+    let (rt, listener, addr) = two_ps_and_a_listener();
     rt.spawn(async move {
         let (conn, _) = listener.accept().await.unwrap();
         let mut buf = [0u8; MSG];
@@ -82,11 +88,7 @@ fn meet(arrived: &AtomicUsize, n: usize) {
 /// poller M came back to no idle P (N6's Ms taking turns on the CPUs).
 #[test]
 fn a_wakep_with_an_m_in_the_poller_wakes_that_m() {
-    let rt = gort::Builder::new().procs(2).build().unwrap();
-    let listener = rt
-        .block_on(gort::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
+    let (rt, listener, addr) = two_ps_and_a_listener();
     // A task waiting on a socket, so that an idle M blocks in the poller with no deadline.
     rt.spawn(async move {
         let _ = listener.accept().await;
