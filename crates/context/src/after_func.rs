@@ -40,6 +40,11 @@ impl Slot {
 /// if it already is (Go 1.21's `context.AfterFunc`). On [`Context::background`], `f` never
 /// runs. Dropping the returned handle does not unregister `f`.
 ///
+/// `f`'s task is a task like any other: a cancel during the runtime's shutdown (a context's
+/// cancel guard dropped with the tasks being torn down) spawns it on a runtime that runs
+/// nothing more, so it is dropped unrun, as Go's goroutines are when `main` returns. A
+/// cancel from a thread of no runtime runs `f` on a new thread.
+///
 /// # Examples
 ///
 /// ```
