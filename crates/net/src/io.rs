@@ -3,9 +3,9 @@
 
 use crate::desc::{Arm, Count, Edges, Fail, Half, Nanos, PollDesc, Wait};
 use gort_sched::net_api::{self, Ready, Registration, Waiters};
-use gort_sched::timer_api::modtimer;
+use gort_sched::timer_api::modtimer_cell;
 use gort_time::Instant;
-use gort_timer::{del, nanotime, Fire, Timer};
+use gort_timer::{nanotime, CellFire, CellTimer, TimerCell};
 use mio::event::Source;
 use std::future::poll_fn;
 use std::io;
@@ -34,8 +34,10 @@ impl Count for Waiters {
 struct Desc {
     pd: PollDesc,
     waiters: Waiters,
-    /// Each direction's deadline timer, made on first use: most sockets never get one.
-    timers: [OnceLock<DeadlineTimer>; 2],
+    /// Each direction's deadline timer, made on first use: most sockets never get one. Go's
+    /// `pollDesc` holds its `rt` and `wt` in place; here each is one allocation with its
+    /// callback (a [`CellTimer`]), armed again with no allocation.
+    timers: [OnceLock<CellTimer>; 2],
 }
 
 impl Desc {
@@ -64,26 +66,21 @@ impl Ready for Desc {
     }
 }
 
-/// The timer of one direction's deadline.
-struct DeadlineTimer {
-    timer: gort_loom::Arc<Timer>,
-    /// Installed by every arming (a one-shot timer gives up its callback when it fires).
-    fire: Arc<dyn Fire>,
-}
-
-/// A deadline timer's callback: Go's `netReadDeadline`/`netWriteDeadline`.
+/// A deadline timer's callback: Go's `netReadDeadline`/`netWriteDeadline`. It holds the
+/// descriptor weakly: the descriptor owns the timer.
 struct Expire {
     desc: Weak<Desc>,
     dir: Dir,
 }
 
-impl Fire for Expire {
-    fn fire(self: Arc<Self>, when: Nanos) {
-        let Some(desc) = self.desc.upgrade() else {
+impl CellFire for Expire {
+    fn fire(cell: Arc<TimerCell<Self>>, when: Nanos) {
+        let Expire { desc, dir } = cell.payload();
+        let Some(desc) = desc.upgrade() else {
             return;
         };
         let mut out = Vec::new();
-        let dir = self.dir;
+        let dir = *dir;
         desc.half(dir).expire(when, &mut out, &desc.waiters, |a| {
             // The deadline moved later since the arming: follow it (the thread running
             // timers is in the runtime, so this cannot fail).
@@ -314,21 +311,20 @@ fn arm(desc: &Arc<Desc>, dir: Dir, arm: Arm, now: Nanos) -> io::Result<()> {
     match arm {
         Arm::Stop => {
             if let Some(t) = slot.get() {
-                del(&t.timer);
+                t.stop();
             }
             Ok(())
         }
         Arm::At(when) => {
-            let t = slot.get_or_init(|| DeadlineTimer {
-                timer: Timer::new(),
-                fire: Arc::new(Expire {
+            let t = slot.get_or_init(|| {
+                CellTimer::new(Expire {
                     desc: Arc::downgrade(desc),
                     dir,
-                }),
+                })
             });
             // Deadlines tolerate what sleeps do: 1/16 of their distance (design/TIMERS.md).
-            t.timer.set_slack((when - now) / 16);
-            match modtimer(&t.timer, when, 0, Some(&t.fire)) {
+            t.set_slack((when - now) / 16);
+            match modtimer_cell(t, when, 0) {
                 Some(_) => Ok(()),
                 None => Err(outside_runtime()),
             }
@@ -388,7 +384,7 @@ impl<S: Source> Drop for Io<S> {
         for (dir, slot) in [Dir::Read, Dir::Write].into_iter().zip(&self.desc.timers) {
             self.desc.half(dir).close(&mut out, &self.desc.waiters);
             if let Some(t) = slot.get() {
-                del(&t.timer);
+                t.stop();
             }
         }
         wake_all(out);
