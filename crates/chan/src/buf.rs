@@ -8,18 +8,29 @@ use std::collections::VecDeque;
 /// How many values a bounded buffer is allocated for at creation, at most.
 pub(crate) const PREALLOCATED: usize = 4096;
 
-/// The values buffered in a channel, oldest first.
+/// The values buffered in a channel, oldest first, and the channel's capacity: a capacity-1
+/// channel's is implied by its kind, any other bounded one's sits in its boxed buffer, so the
+/// core keeps no word for it (a timer's channel 16 bytes smaller, a 160-byte glibc chunk
+/// instead of 176: design/TIMERS.md, "Memory").
+// Boxed on purpose (`Unbuffered`, `Unbounded`): one word in every core (a timer's channel
+// above all), against a second allocation and a pointer hop in a channel of such a capacity.
+#[allow(clippy::box_collection)]
 pub(crate) enum Buf<T> {
     /// A capacity-1 channel's buffer. It holds a second value only after a bounce (invariant
-    /// 4 of [`crate::core`]), which turns it into `Many` for good.
+    /// 4 of [`crate::core`]), which turns it into a `Bounded` of capacity 1 for good.
     One(Option<T>),
-    /// Any other capacity (unbounded, unbuffered, or more than one): allocated at creation
-    /// for a bounded buffer, with the first value otherwise (an unbuffered channel's buffer
-    /// holds only values bounced back, so most never allocate one).
-    // Boxed on purpose: one word in every core (a timer's channel above all), against a
-    // second allocation and a pointer hop in a channel of any other capacity.
-    #[allow(clippy::box_collection)]
-    Many(Option<Box<VecDeque<T>>>),
+    /// An unbuffered channel's: it holds only values bounced back, so most never allocate it.
+    Unbuffered(Option<Box<VecDeque<T>>>),
+    /// An unbounded channel's, allocated with its first value.
+    Unbounded(Option<Box<VecDeque<T>>>),
+    /// Any other capacity's, allocated at creation, with the capacity.
+    Bounded(Box<Bounded<T>>),
+}
+
+/// A bounded buffer of a capacity other than 0 and 1 (or a capacity-1 one after a bounce).
+pub(crate) struct Bounded<T> {
+    cap: Capacity,
+    values: VecDeque<T>,
 }
 
 impl<T> Buf<T> {
@@ -30,68 +41,155 @@ impl<T> Buf<T> {
     pub(crate) fn new(cap: Option<usize>) -> Self {
         match cap {
             Some(1) => Buf::One(None),
-            Some(0) | None => Buf::Many(None),
-            Some(cap) => Buf::Many(Some(Box::new(VecDeque::with_capacity(
-                cap.min(PREALLOCATED),
-            )))),
+            Some(0) => Buf::Unbuffered(None),
+            None => Buf::Unbounded(None),
+            Some(cap) => Buf::Bounded(Box::new(Bounded {
+                cap: Capacity::new(Some(cap)),
+                values: VecDeque::with_capacity(cap.min(PREALLOCATED)),
+            })),
         }
     }
 
+    /// The capacity (`None`: unbounded).
+    pub(crate) fn capacity(&self) -> Option<usize> {
+        match self {
+            Buf::One(_) => Some(1),
+            Buf::Unbuffered(_) => Some(0),
+            Buf::Unbounded(_) => None,
+            Buf::Bounded(b) => b.cap.get(),
+        }
+    }
+
+    /// Whether the channel is bounded (its senders may have to wait for room).
+    pub(crate) fn is_bounded(&self) -> bool {
+        match self {
+            Buf::Unbounded(_) => false,
+            Buf::Bounded(b) => b.cap.get().is_some(),
+            Buf::One(_) | Buf::Unbuffered(_) => true,
+        }
+    }
+
+    // The operations below test for `One` first, then match the rest: a capacity-1 channel
+    // (a timer's, a ping-pong's) pays one compare, as when `Buf` had two kinds (a four-way
+    // match cost R3 3 instructions a receive).
+
+    /// Whether one more value fits within the capacity.
+    #[inline]
+    pub(crate) fn has_room(&self) -> bool {
+        if let Buf::One(v) = self {
+            return v.is_none();
+        }
+        match self {
+            Buf::Unbuffered(_) => false,
+            Buf::Bounded(b) => b.cap.has_room(b.values.len()),
+            Buf::One(_) | Buf::Unbounded(_) => true,
+        }
+    }
+
+    #[inline]
     pub(crate) fn len(&self) -> usize {
+        if let Buf::One(v) = self {
+            return usize::from(v.is_some());
+        }
         match self {
-            Buf::One(v) => usize::from(v.is_some()),
-            Buf::Many(q) => q.as_ref().map_or(0, |q| q.len()),
+            Buf::Unbuffered(q) | Buf::Unbounded(q) => q.as_ref().map_or(0, |q| q.len()),
+            Buf::Bounded(b) => b.values.len(),
+            Buf::One(_) => unreachable!("tested above"),
         }
     }
 
+    #[inline]
     pub(crate) fn push_back(&mut self, v: T) {
-        match self {
-            Buf::One(slot @ None) => *slot = Some(v),
-            Buf::One(Some(_)) => self.spill().push_back(v),
-            Buf::Many(q) => q.get_or_insert_with(Box::default).push_back(v),
+        if let Buf::One(slot @ None) = self {
+            *slot = Some(v);
+            return;
         }
+        self.deque().push_back(v);
     }
 
+    #[inline]
     pub(crate) fn push_front(&mut self, v: T) {
-        match self {
-            Buf::One(slot @ None) => *slot = Some(v),
-            Buf::One(Some(_)) => self.spill().push_front(v),
-            Buf::Many(q) => q.get_or_insert_with(Box::default).push_front(v),
+        if let Buf::One(slot @ None) = self {
+            *slot = Some(v);
+            return;
         }
+        self.deque().push_front(v);
     }
 
+    #[inline]
     pub(crate) fn pop_front(&mut self) -> Option<T> {
+        if let Buf::One(v) = self {
+            return v.take();
+        }
         match self {
-            Buf::One(v) => v.take(),
-            Buf::Many(q) => q.as_mut()?.pop_front(),
+            Buf::Unbuffered(q) | Buf::Unbounded(q) => q.as_mut()?.pop_front(),
+            Buf::Bounded(b) => b.values.pop_front(),
+            Buf::One(_) => unreachable!("tested above"),
         }
     }
 
-    /// Takes every value out (for dropping after unlocking), leaving an empty buffer of the
-    /// same kind.
-    pub(crate) fn take(&mut self) -> Buf<T> {
+    /// The `VecDeque` to push a value into: a full `One` spills into one, an unbounded or
+    /// unbuffered buffer allocates its own with its first value.
+    fn deque(&mut self) -> &mut VecDeque<T> {
         match self {
-            Buf::One(v) => Buf::One(v.take()),
-            Buf::Many(q) => Buf::Many(q.take()),
+            Buf::One(_) => self.spill(),
+            Buf::Unbuffered(q) | Buf::Unbounded(q) => q.get_or_insert_with(Box::default),
+            Buf::Bounded(b) => &mut b.values,
         }
     }
 
-    /// Turns a full `One` into `Many` holding its value.
+    /// Takes every value out, for dropping after unlocking; the buffer keeps its capacity.
+    pub(crate) fn take(&mut self) -> Taken<T> {
+        match self {
+            Buf::One(v) => Taken::One(v.take()),
+            Buf::Unbuffered(q) | Buf::Unbounded(q) => Taken::Boxed(q.take()),
+            Buf::Bounded(b) => Taken::Values(std::mem::take(&mut b.values)),
+        }
+    }
+
+    /// Turns a full `One` into a `Bounded` of capacity 1 holding its value.
     #[cold]
+    #[inline(never)]
     fn spill(&mut self) -> &mut VecDeque<T> {
         if let Buf::One(v) = self {
-            *self = Buf::Many(Some(Box::new(v.take().into_iter().collect())));
+            *self = Buf::Bounded(Box::new(Bounded {
+                cap: Capacity::new(Some(1)),
+                values: v.take().into_iter().collect(),
+            }));
         }
         match self {
-            Buf::Many(Some(q)) => q,
+            Buf::Bounded(b) => &mut b.values,
             _ => unreachable!("spilled just above"),
         }
     }
 }
 
-/// A channel's capacity in one word: `usize::MAX` stands for unbounded. Only a zero-sized `T`
-/// can have a bounded buffer of `usize::MAX` values, which is unbounded in effect; its
-/// `capacity()` says `None`.
+/// The values [`Buf::take`] took out, to drop once the lock is released (held only to be
+/// dropped, hence never read).
+#[allow(dead_code, clippy::box_collection)]
+pub(crate) enum Taken<T> {
+    /// Nothing taken.
+    None,
+    One(Option<T>),
+    Boxed(Option<Box<VecDeque<T>>>),
+    Values(VecDeque<T>),
+}
+
+impl<T> Taken<T> {
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        match self {
+            Taken::None => 0,
+            Taken::One(v) => usize::from(v.is_some()),
+            Taken::Boxed(q) => q.as_ref().map_or(0, |q| q.len()),
+            Taken::Values(q) => q.len(),
+        }
+    }
+}
+
+/// A bounded channel's capacity in one word: `usize::MAX` stands for unbounded. Only a
+/// zero-sized `T` can have a bounded buffer of `usize::MAX` values, which is unbounded in
+/// effect; its `capacity()` says `None`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Capacity(usize);
 
@@ -105,20 +203,9 @@ impl Capacity {
         (self.0 != usize::MAX).then_some(self.0)
     }
 
-    pub(crate) fn is_bounded(self) -> bool {
-        self.0 != usize::MAX
-    }
-
     /// Whether a buffer holding `len` values has room for one more.
     pub(crate) fn has_room(self, len: usize) -> bool {
         len < self.0
-    }
-}
-
-impl<T> Default for Buf<T> {
-    /// An empty unbounded buffer (allocates nothing).
-    fn default() -> Self {
-        Buf::Many(None)
     }
 }
 
@@ -159,13 +246,14 @@ mod tests {
     fn take_empties_and_keeps_the_kind() {
         let mut b = Buf::new(Some(1));
         b.push_back(7);
-        assert_eq!(drain(&mut b.take()), [7]);
+        assert_eq!(b.take().len(), 1);
         assert!(matches!(b, Buf::One(None)));
         let mut b = Buf::new(Some(4));
         b.push_back(1);
         b.push_back(2);
-        assert_eq!(drain(&mut b.take()), [1, 2]);
+        assert_eq!(b.take().len(), 2);
         assert_eq!(b.len(), 0);
+        assert_eq!(b.capacity(), Some(4));
     }
 
     #[test]
@@ -173,7 +261,6 @@ mod tests {
         use super::Capacity;
         assert_eq!(Capacity::new(None).get(), None);
         assert!(Capacity::new(None).has_room(usize::MAX - 1));
-        assert!(!Capacity::new(None).is_bounded());
         assert_eq!(Capacity::new(Some(0)).get(), Some(0));
         assert!(!Capacity::new(Some(0)).has_room(0));
         assert!(Capacity::new(Some(2)).has_room(1));
@@ -181,16 +268,41 @@ mod tests {
         assert_eq!(std::mem::size_of::<Capacity>(), 8);
     }
 
+    /// The capacity lives in the buffer's kind or box, and the kind in the spare values of
+    /// the one value's `Option` tag: a word-sized value's buffer is still two words.
     #[test]
     fn a_buffer_of_a_word_is_two_words() {
         assert_eq!(std::mem::size_of::<Buf<i64>>(), 16);
     }
 
     #[test]
+    fn each_kind_knows_its_capacity_and_room() {
+        let caps = [Some(0), Some(1), Some(3), None, Some(usize::MAX)];
+        let want = [Some(0), Some(1), Some(3), None, None];
+        for (cap, want) in caps.into_iter().zip(want) {
+            let b = Buf::<u8>::new(cap);
+            assert_eq!(b.capacity(), want, "{cap:?}");
+            assert_eq!(b.is_bounded(), want.is_some(), "{cap:?}");
+            assert_eq!(b.has_room(), want != Some(0), "{cap:?}");
+        }
+        let mut one = Buf::new(Some(1));
+        one.push_back(1);
+        assert!(!one.has_room());
+        one.push_front(0); // a bounce spills it
+        assert_eq!(
+            (one.capacity(), one.len(), one.has_room()),
+            (Some(1), 2, false)
+        );
+        let mut three = Buf::new(Some(3));
+        (0..3).for_each(|v| three.push_back(v));
+        assert!(!three.has_room());
+    }
+
+    #[test]
     fn many_allocates_with_its_first_value_unless_bounded() {
-        assert!(matches!(Buf::<u8>::new(None), Buf::Many(None)));
-        assert!(matches!(Buf::<u8>::new(Some(0)), Buf::Many(None)));
-        assert!(matches!(Buf::<u8>::new(Some(3)), Buf::Many(Some(_))));
+        assert!(matches!(Buf::<u8>::new(None), Buf::Unbounded(None)));
+        assert!(matches!(Buf::<u8>::new(Some(0)), Buf::Unbuffered(None)));
+        assert!(matches!(Buf::<u8>::new(Some(3)), Buf::Bounded(_)));
         let mut b = Buf::new(None);
         assert_eq!(b.pop_front(), None);
         b.push_front(2);

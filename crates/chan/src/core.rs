@@ -54,7 +54,7 @@ mod waiters;
 
 use std::task::{Poll, Waker};
 
-use crate::buf::{Buf, Capacity};
+use crate::buf::Buf;
 use crate::error::{SendError, TryRecvError, TrySendError};
 use crate::group::Group;
 use crate::queue::Queue;
@@ -78,16 +78,20 @@ impl OpCtx<'_> {
     }
 }
 
+/// The bit of `Core::senders` that says the channel is closed (1 byte of its own took a word
+/// with padding).
+const CLOSED: u32 = 1 << 31;
+
 /// The state behind the channel lock.
 pub(crate) struct Core<T> {
+    /// The buffer, which knows the capacity.
     buf: Buf<T>,
-    cap: Capacity,
-    closed: bool,
     /// Values handed to receive slots and not yet taken by their owners (invariant 6); at
     /// most one per slot.
     handed: u32,
     /// Handle counts. `u32`, as nothing can hold four billion handles of one channel: the
-    /// three counts and `closed` take two words of the core, not four.
+    /// counts, `closed` (the top bit of `senders`, [`CLOSED`]) and the free list's head take
+    /// two words of the core.
     senders: u32,
     receivers: u32,
     sendq: Queue,
@@ -102,8 +106,6 @@ impl<T> Core<T> {
     pub(crate) fn new(cap: Option<usize>) -> Self {
         Core {
             buf: Buf::new(cap),
-            cap: Capacity::new(cap),
-            closed: false,
             handed: 0,
             senders: 1,
             receivers: 1,
@@ -120,15 +122,15 @@ impl<T> Core<T> {
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.closed
+        self.senders & CLOSED != 0
     }
 
     pub(crate) fn capacity(&self) -> Option<usize> {
-        self.cap.get()
+        self.buf.capacity()
     }
 
     fn has_room(&self) -> bool {
-        self.cap.has_room(self.buf.len())
+        self.buf.has_room()
     }
 
     // ---- non-blocking operations ------------------------------------------------------------
@@ -140,7 +142,7 @@ impl<T> Core<T> {
         me: Option<*const Group>,
         d: &mut Deferred,
     ) -> Result<(), TrySendError<T>> {
-        if self.closed {
+        if self.is_closed() {
             return Err(TrySendError::Closed(v));
         }
         if let Some(r) = Self::pop_claimable(&mut self.recvq, &mut self.slots, me, d) {
@@ -168,7 +170,7 @@ impl<T> Core<T> {
         if let Some(s) = Self::pop_claimable(&mut self.sendq, &mut self.slots, me, d) {
             return Ok(self.take(s, d));
         }
-        Err(if self.closed && self.handed == 0 {
+        Err(if self.is_closed() && self.handed == 0 {
             TryRecvError::Closed
         } else {
             TryRecvError::Empty
@@ -347,7 +349,7 @@ impl<T> Core<T> {
 
     /// Moves offered values of parked senders into free buffer room.
     fn refill(&mut self, me: Option<*const Group>, d: &mut Deferred) {
-        while self.cap.is_bounded() && self.has_room() {
+        while self.buf.is_bounded() && self.has_room() {
             let Some(s) = Self::pop_claimable(&mut self.sendq, &mut self.slots, me, d) else {
                 break;
             };

@@ -115,8 +115,77 @@ pub enum State {
     Sent,
 }
 
+/// What an arming keeps of its period: nothing for a one-shot timer ([`OneShot`]: a
+/// `Timer`'s core a word smaller, design/TIMERS.md "Memory"), the period and the floor for a
+/// ticker ([`Periodic`]). Not a user API (public for the loom model).
+#[doc(hidden)]
+pub trait Ticks: Default + Send + Sync + 'static {
+    /// 0 for a one-shot timer.
+    fn period(&self) -> Nanos;
+    /// Records the period of a new arming ([`OneShot`]: must be 0).
+    fn set_period(&mut self, period: Nanos);
+    /// The floor (the module docs): the earliest deadline a fire may have to be accepted,
+    /// given the arming's next deadline `when`.
+    fn floor(&self, when: Nanos) -> Nanos;
+    /// Records a new floor.
+    fn set_floor(&mut self, floor: Nanos);
+}
+
+/// A one-shot timer's period: none, and no floor of its own. While a one-shot arming is
+/// `Armed` its floor is its first deadline, which is its `when` (nothing moves `when` before
+/// the one send that leaves `Armed`), and the floor is read only then.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OneShot;
+
+impl Ticks for OneShot {
+    #[inline]
+    fn period(&self) -> Nanos {
+        0
+    }
+    /// (Its callers, `Timer`'s and `after`'s, pass 0: checked in debug builds only, as it was
+    /// 2 instructions of the 170 of a `Timer::reset`.)
+    #[inline]
+    fn set_period(&mut self, period: Nanos) {
+        debug_assert_eq!(period, 0, "gort::time: a one-shot arming given a period");
+    }
+    #[inline]
+    fn floor(&self, when: Nanos) -> Nanos {
+        when
+    }
+    #[inline]
+    fn set_floor(&mut self, _floor: Nanos) {}
+}
+
+/// A ticker's period and floor.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Periodic {
+    floor: Nanos,
+    period: Nanos,
+}
+
+impl Ticks for Periodic {
+    #[inline]
+    fn period(&self) -> Nanos {
+        self.period
+    }
+    #[inline]
+    fn set_period(&mut self, period: Nanos) {
+        self.period = period;
+    }
+    #[inline]
+    fn floor(&self, _when: Nanos) -> Nanos {
+        self.floor
+    }
+    #[inline]
+    fn set_floor(&mut self, floor: Nanos) {
+        self.floor = floor;
+    }
+}
+
 #[derive(Debug)]
-struct Inner<S, R> {
+struct Inner<S, R, P> {
     state: State,
     /// The runtime timer was put in a heap and not stopped since.
     heaped: bool,
@@ -125,14 +194,13 @@ struct Inner<S, R> {
     sent: bool,
     /// Parked receive operations (Go's `t.blocked`).
     blocked: u32,
-    /// The earliest deadline a fire may have to be accepted: the first deadline of the
-    /// current arming, then just past the last accepted tick. Fires due earlier are late
-    /// leftovers of an earlier arming, or (a ticker) an older tick overtaken by a newer one.
-    floor: Nanos,
     /// The next deadline of the current arming that nothing was sent for (`NEVER`: none).
     when: Nanos,
-    /// 0 for a one-shot timer.
-    period: Nanos,
+    /// The period (0 for a one-shot timer) and the floor: the earliest deadline a fire may
+    /// have to be accepted, the first deadline of the current arming, then just past the
+    /// last accepted tick. Fires due earlier are late leftovers of an earlier arming, or (a
+    /// ticker) an older tick overtaken by a newer one.
+    ticks: P,
     /// The channel end, under the lock so that [`Arming::detach`] can let it go.
     sink: S,
     /// The runtime timer's part kept here ([`Heap::Rt`]).
@@ -142,11 +210,11 @@ struct Inner<S, R> {
 /// The arming core of a channel timer. Not a user API (public for the loom model).
 #[doc(hidden)]
 #[derive(Debug)]
-pub struct Arming<S, R = ()> {
-    inner: Mutex<Inner<S, R>>,
+pub struct Arming<S, R = (), P = Periodic> {
+    inner: Mutex<Inner<S, R, P>>,
 }
 
-impl<S: Sink, R> Arming<S, R> {
+impl<S: Sink, R, P: Ticks> Arming<S, R, P> {
     /// An idle core sending on `sink`, keeping `rt` of its runtime timer.
     pub fn new(sink: S, rt: R) -> Self {
         Arming {
@@ -155,9 +223,8 @@ impl<S: Sink, R> Arming<S, R> {
                 heaped: false,
                 sent: false,
                 blocked: 0,
-                floor: 0,
                 when: NEVER,
-                period: 0,
+                ticks: P::default(),
                 sink,
                 rt,
             }),
@@ -275,9 +342,9 @@ impl<S: Sink, R> Arming<S, R> {
             first = start(heap.now_exact());
         }
         let start = first;
-        g.floor = start;
+        g.ticks.set_period(period);
+        g.ticks.set_floor(start);
         g.when = start;
-        g.period = period;
         g.state = State::Armed;
         sync_heap(&mut g, heap);
         drop(g);
@@ -287,15 +354,22 @@ impl<S: Sink, R> Arming<S, R> {
 
     /// Sends the value due at `when` if it belongs to the current arming and is newer than
     /// every value sent before, and moves the arming past it.
-    fn deliver(&self, g: &mut Inner<S, R>, when: Nanos, now: Nanos, wakes: &mut S::Wakes) -> bool {
-        if g.state != State::Armed || when < g.floor {
+    fn deliver(
+        &self,
+        g: &mut Inner<S, R, P>,
+        when: Nanos,
+        now: Nanos,
+        wakes: &mut S::Wakes,
+    ) -> bool {
+        if g.state != State::Armed || when < g.ticks.floor(g.when) {
             return false;
         }
-        g.floor = when.saturating_add(1);
+        g.ticks.set_floor(when.saturating_add(1));
         let sent = g.sink.try_send(Instant::from_nanos(when), wakes);
         g.sent |= sent;
-        if g.period > 0 {
-            g.when = next_tick(when, g.period, now);
+        let period = g.ticks.period();
+        if period > 0 {
+            g.when = next_tick(when, period, now);
         } else {
             // A failed one-shot send means every receiver is gone: nobody can observe it.
             g.state = if sent { State::Sent } else { State::Idle };
@@ -306,7 +380,7 @@ impl<S: Sink, R> Arming<S, R> {
 
     fn stop_locked(
         &self,
-        g: &mut Inner<S, R>,
+        g: &mut Inner<S, R, P>,
         heap: &impl Heap<Rt = R>,
         wakes: &mut S::Wakes,
     ) -> bool {
@@ -334,11 +408,11 @@ impl<S: Sink, R> Arming<S, R> {
 /// Puts the runtime timer in a heap exactly while it is armed with a deadline and a receiver
 /// waits; takes it out otherwise.
 #[inline]
-fn sync_heap<S, R>(g: &mut Inner<S, R>, heap: &impl Heap<Rt = R>) {
+fn sync_heap<S, R, P: Ticks>(g: &mut Inner<S, R, P>, heap: &impl Heap<Rt = R>) {
     let wanted = g.state == State::Armed && g.blocked > 0 && g.when != NEVER;
     if wanted && !g.heaped {
         g.heaped = true;
-        heap.add(&mut g.rt, g.when, g.period);
+        heap.add(&mut g.rt, g.when, g.ticks.period());
     } else if !wanted && g.heaped {
         g.heaped = false;
         heap.del(&mut g.rt);

@@ -28,7 +28,7 @@ use gort_timer::{
     deadline_after, del, nanotime, nanotime_exact, Fire, Nanos, Status, Timer as RtTimer, NEVER,
 };
 
-use crate::arming::{Arming, Heap, Sink};
+use crate::arming::{Arming, Heap, Sink, Ticks};
 use crate::runtime_timer::{arm, outside, slack};
 use crate::Instant;
 
@@ -76,13 +76,15 @@ impl Kind {
     }
 }
 
-pub(crate) struct ChanTimer {
+/// `P`: [`OneShot`](crate::arming::OneShot) for a `Timer` and `after` (a word smaller),
+/// [`Periodic`](crate::arming::Periodic) for a `Ticker` and `tick`.
+pub(crate) struct ChanTimer<P> {
     /// The arming, with the sending end and the runtime timer (while it may be in a heap)
     /// under its lock.
-    arming: Arming<TimerSink, Option<SyncArc<RtTimer>>>,
+    arming: Arming<TimerSink, Option<SyncArc<RtTimer>>, P>,
 }
 
-impl Fire for ChanTimer {
+impl<P: Ticks> Fire for ChanTimer<P> {
     fn fire(self: Arc<Self>, when: Nanos) {
         self.arming.fire(when, &Held(&self));
     }
@@ -101,9 +103,9 @@ impl Fire for ChanTimer {
 /// only paths on which the arming puts the timer in a heap (`block`, `reset`, `fire`), since
 /// the heap's payload is that `Arc`. Holding it there, not in a weak self-pointer, keeps the
 /// core a word smaller.
-struct Held<'a>(&'a Arc<ChanTimer>);
+struct Held<'a, P>(&'a Arc<ChanTimer<P>>);
 
-impl Heap for Held<'_> {
+impl<P: Ticks> Heap for Held<'_, P> {
     type Rt = Option<SyncArc<RtTimer>>;
 
     fn now(&self) -> Nanos {
@@ -142,7 +144,7 @@ impl Heap for Held<'_> {
 /// The runtime timer as the arming's other paths drive it (`maybe_run`, `stop`, `detach`):
 /// none of them puts it in a heap (`maybe_run` sends a due value and never syncs the heap;
 /// `stop` and `detach` only take the timer out).
-impl Heap for ChanTimer {
+impl<P: Ticks> Heap for ChanTimer<P> {
     type Rt = Option<SyncArc<RtTimer>>;
 
     fn now(&self) -> Nanos {
@@ -179,7 +181,7 @@ fn del_runtime_timer(rt: &mut Option<SyncArc<RtTimer>>) {
 
 /// Go 1.23's timer-channel hooks: a receiver that arrives late gets a due value at once, and
 /// the runtime timer is in a heap only while a receiver waits.
-impl RecvHook for ChanTimer {
+impl<P: Ticks> RecvHook for ChanTimer<P> {
     fn before_recv(&self) {
         self.arming.maybe_run(self);
     }
@@ -198,30 +200,54 @@ impl RecvHook for ChanTimer {
     }
 }
 
-impl ChanTimer {
+/// A channel timer's handle (what [`Timer`](crate::Timer) and [`Ticker`](crate::Ticker)
+/// hold): the core and the receiver.
+///
+/// Not the receiver alone, reaching the core through its channel's hook (8 bytes less a
+/// timer): the `Arc<dyn RecvHook>`'s data pointer costs 6 instructions of the 170 of a
+/// `Timer::reset` (T2_chan, callgrind; PERFORMANCE-LOG.md, "A channel Timer in 248 bytes").
+pub(crate) struct Handle<P> {
+    core: Arc<ChanTimer<P>>,
+    rx: Receiver<Instant>,
+}
+
+impl<P: Ticks> Handle<P> {
     /// A core and its receiver, armed to fire after `d` (then every `period` if > 0).
     ///
     /// # Panics
     ///
     /// Outside a gort runtime, unless `d` is so long that nothing needs registering.
     #[track_caller]
-    pub(crate) fn start(
-        d: std::time::Duration,
-        period: Nanos,
-        kind: Kind,
-    ) -> (Arc<ChanTimer>, Receiver<Instant>) {
-        let core = Arc::new(ChanTimer {
+    pub(crate) fn start(d: std::time::Duration, period: Nanos, kind: Kind) -> Handle<P> {
+        let core = Arc::new(ChanTimer::<P> {
             arming: Arming::new(TimerSink::default(), None),
         });
         let (tx, rx) = gort_chan::bounded_with_hook(1, core.clone());
         drop(core.arming.set_sink(TimerSink { tx: Some(tx) }));
-        core.reset(d, period, kind);
-        (core, rx)
+        let handle = Handle { core, rx };
+        handle.reset(d, period, kind);
+        handle
+    }
+
+    /// The channel the values arrive on.
+    #[inline]
+    pub(crate) fn rx(&self) -> &Receiver<Instant> {
+        &self.rx
+    }
+
+    /// The channel, mutable (for the `Stream` impls).
+    pub(crate) fn rx_mut(&mut self) -> &mut Receiver<Instant> {
+        &mut self.rx
+    }
+
+    /// The receiver alone (`after`, `tick`: the channel keeps the core).
+    pub(crate) fn into_rx(self) -> Receiver<Instant> {
+        self.rx
     }
 
     /// Go 1.23's `Stop`: see [`Arming::stop`].
     pub(crate) fn stop(&self) -> bool {
-        self.arming.stop(self)
+        self.core.arming.stop(&*self.core)
     }
 
     /// Go 1.23's `Reset`: see [`Arming::reset`]. The first value is due `d` from now, then
@@ -232,21 +258,23 @@ impl ChanTimer {
     /// Outside a gort runtime (naming `kind`), unless `d` is so long that nothing needs
     /// registering (the timer could never be served).
     #[track_caller]
-    pub(crate) fn reset(
-        self: &Arc<Self>,
-        d: std::time::Duration,
-        period: Nanos,
-        kind: Kind,
-    ) -> bool {
+    pub(crate) fn reset(&self, d: std::time::Duration, period: Nanos, kind: Kind) -> bool {
         if deadline_after(0, d) != NEVER && !in_runtime() {
             outside(kind.name());
         }
-        self.arming
-            .reset(&Held(self), |now| deadline_after(now, d), period)
+        self.core
+            .arming
+            .reset(&Held(&self.core), |now| deadline_after(now, d), period)
     }
 }
 
-impl fmt::Debug for ChanTimer {
+impl<P: Ticks> fmt::Debug for Handle<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.core.fmt(f)
+    }
+}
+
+impl<P: Ticks> fmt::Debug for ChanTimer<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ChanTimer")
             .field("state", &self.arming.state())

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use gort_chan::Receiver;
 
-use crate::chan_timer::{ChanTimer, Kind};
+use crate::arming::Periodic;
+use crate::chan_timer::{Handle, Kind};
 use crate::runtime_timer::nanos;
 use crate::Instant;
 
@@ -57,8 +58,7 @@ impl std::error::Error for TickerError {}
 /// ```
 #[doc(alias = "NewTicker")]
 pub struct Ticker {
-    core: std::sync::Arc<ChanTimer>,
-    rx: Receiver<Instant>,
+    core: Handle<Periodic>,
 }
 
 impl Ticker {
@@ -97,14 +97,15 @@ impl Ticker {
         if period.is_zero() {
             return Err(TickerError::ZeroPeriod);
         }
-        let (core, rx) = ChanTimer::start(period, nanos(period), Kind::Ticker);
-        Ok(Ticker { core, rx })
+        Ok(Ticker {
+            core: Handle::start(period, nanos(period), Kind::Ticker),
+        })
     }
 
     /// The channel the ticks arrive on (Go's `t.C`). Waiting on it puts the ticker in a heap
     /// of the runtime, so a receive that has to wait panics on a thread of no gort runtime.
     pub fn c(&self) -> &Receiver<Instant> {
-        &self.rx
+        self.core.rx()
     }
 
     /// Stops the ticker: no tick is received after this returns (a buffered one is
@@ -164,7 +165,7 @@ impl fmt::Debug for Ticker {
 #[track_caller]
 pub fn tick(period: Duration) -> Receiver<Instant> {
     assert!(!period.is_zero(), "gort::time::tick: non-positive period");
-    ChanTimer::start(period, nanos(period), Kind::Tick).1
+    Handle::<Periodic>::start(period, nanos(period), Kind::Tick).into_rx()
 }
 
 /// A `Ticker` is a [`Stream`](futures_core::Stream) of its ticks, as received from
@@ -194,6 +195,6 @@ impl futures_core::Stream for Ticker {
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Instant>> {
-        futures_core::Stream::poll_next(std::pin::Pin::new(&mut self.get_mut().rx), cx)
+        futures_core::Stream::poll_next(std::pin::Pin::new(self.get_mut().core.rx_mut()), cx)
     }
 }

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use gort_chan::Receiver;
 
-use crate::chan_timer::{ChanTimer, Kind};
+use crate::arming::OneShot;
+use crate::chan_timer::{Handle, Kind};
 use crate::Instant;
 
 /// A single event: the instant it was due is sent on [`c`](Timer::c) once `d` has passed
@@ -44,8 +45,7 @@ use crate::Instant;
 /// ```
 #[doc(alias = "NewTimer")]
 pub struct Timer {
-    core: std::sync::Arc<ChanTimer>,
-    rx: Receiver<Instant>,
+    core: Handle<OneShot>,
 }
 
 impl Timer {
@@ -58,15 +58,16 @@ impl Timer {
     #[doc(alias = "NewTimer")]
     #[track_caller]
     pub fn new(d: Duration) -> Timer {
-        let (core, rx) = ChanTimer::start(d, 0, Kind::Timer);
-        Timer { core, rx }
+        Timer {
+            core: Handle::start(d, 0, Kind::Timer),
+        }
     }
 
     /// The channel the value arrives on (Go's `t.C`). Its length is 0 after `stop`/`reset`.
     /// Waiting on it puts the timer in a heap of the runtime, so a receive that has to wait
     /// panics on a thread of no gort runtime.
     pub fn c(&self) -> &Receiver<Instant> {
-        &self.rx
+        self.core.rx()
     }
 
     /// Stops the timer. Returns true if no value of the current arming has been received or
@@ -122,5 +123,5 @@ impl fmt::Debug for Timer {
 #[doc(alias = "After")]
 #[track_caller]
 pub fn after(d: Duration) -> Receiver<Instant> {
-    ChanTimer::start(d, 0, Kind::After).1
+    Handle::<OneShot>::start(d, 0, Kind::After).into_rx()
 }

@@ -10,7 +10,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use gort_time::arming::{Arming, Heap, Sink};
+use gort_time::arming::{Arming, Heap, OneShot, Sink};
 use gort_time::Instant;
 
 /// How far this thread's readings trail the clock the fake scheduler observes (under
@@ -84,7 +84,7 @@ fn a_fire_in_flight_is_not_taken_for_the_value_of_a_zero_reset_on_a_trailing_clo
     let rt = TrailingRt::default();
     *rt.clock.lock().unwrap() = 10_000;
     let chan = Arc::new(OneSlot::default());
-    let arming = Arming::new(SlotEnd(chan.clone()), ());
+    let arming = Arming::<_, _, OneShot>::new(SlotEnd(chan.clone()), ());
     assert!(!arming.reset(&rt, |now| now + 1_000, 0), "first arming");
     arming.block(&rt); // a receiver waits: the timer is in a heap
     let first = *rt.timer.lock().unwrap();

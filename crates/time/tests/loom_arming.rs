@@ -23,7 +23,7 @@
 
 use gort_loom::atomic::{AtomicUsize, Ordering::SeqCst};
 use gort_loom::{thread, Arc, Mutex};
-use gort_time::arming::{Arming, Heap, Sink};
+use gort_time::arming::{Arming, Heap, OneShot, Periodic, Sink, Ticks};
 use gort_time::Instant;
 
 /// The first arming is due this long after the start of the logical clock.
@@ -86,8 +86,10 @@ impl FakeChan {
     }
 }
 
-struct World {
-    arming: Arming<ChanEnd>,
+/// `P`: what the arming keeps of its period, as in gort::time: [`OneShot`] for the one-shot
+/// models (a `Timer`'s), [`Periodic`] for the ticker ones.
+struct World<P> {
+    arming: Arming<ChanEnd, (), P>,
     chan: Arc<FakeChan>,
     /// The fake runtime timer and the logical clock.
     rt: FakeRt,
@@ -126,9 +128,9 @@ impl Heap for FakeRt {
     }
 }
 
-impl World {
+impl<P: Ticks> World<P> {
     /// A world whose first arming is due at `FIRST`, with the clock at `clock`.
-    fn new(period: i64, clock: i64) -> Arc<World> {
+    fn new(period: i64, clock: i64) -> Arc<World<P>> {
         let chan = Arc::new(FakeChan::default());
         let w = Arc::new(World {
             arming: Arming::new(ChanEnd(chan.clone()), ()),
@@ -196,9 +198,9 @@ fn after(d: i64) -> impl FnOnce(i64) -> i64 {
 /// Runs the model: the fake scheduler, a receiver, and `op` (a stop or reset returning
 /// `(result, start of the new arming or None)`), then checks the contract. With `due`, the
 /// first arming is already due when the model starts (so the receiver's look may send it).
-fn model(period: i64, due: bool, op: fn(&World) -> (bool, Option<i64>)) {
+fn model<P: Ticks>(period: i64, due: bool, op: fn(&World<P>) -> (bool, Option<i64>)) {
     loom::model(move || {
-        let w = World::new(period, if due { FIRST } else { 1 });
+        let w = World::<P>::new(period, if due { FIRST } else { 1 });
         let runner = {
             let w = w.clone();
             thread::spawn(move || w.run_timer())
@@ -220,7 +222,7 @@ fn model(period: i64, due: bool, op: fn(&World) -> (bool, Option<i64>)) {
 }
 
 /// The contract, from what was received (`(value, sent after the drain of stop/reset)`).
-fn check(period: i64, was: bool, start: Option<i64>, got: &[(i64, bool)], w: &World) {
+fn check<P: Ticks>(period: i64, was: bool, start: Option<i64>, got: &[(i64, bool)], w: &World<P>) {
     // A value sent before stop/reset drained the channel belongs to the old arming (and if it
     // was received, that was before the drain). One sent after the drain must belong to the
     // new arming: due at or after its start. (Telling them apart by value alone fails for a
@@ -260,19 +262,19 @@ fn check(period: i64, was: bool, start: Option<i64>, got: &[(i64, bool)], w: &Wo
     }
 }
 
-fn stop(w: &World) -> (bool, Option<i64>) {
+fn stop<P: Ticks>(w: &World<P>) -> (bool, Option<i64>) {
     (w.arming.stop(&w.rt), None)
 }
 
-fn reset_later(w: &World) -> (bool, Option<i64>) {
+fn reset_later<P: Ticks>(w: &World<P>) -> (bool, Option<i64>) {
     reset_after(w, 5)
 }
 
-fn reset_zero(w: &World) -> (bool, Option<i64>) {
+fn reset_zero<P: Ticks>(w: &World<P>) -> (bool, Option<i64>) {
     reset_after(w, 0)
 }
 
-fn reset_after(w: &World, d: i64) -> (bool, Option<i64>) {
+fn reset_after<P: Ticks>(w: &World<P>, d: i64) -> (bool, Option<i64>) {
     let mut start = None;
     let was = w
         .arming
@@ -283,57 +285,57 @@ fn reset_after(w: &World, d: i64) -> (bool, Option<i64>) {
 /// The receiver parks (the timer enters a heap), the heap fires, and a stop races both.
 #[test]
 fn one_shot_fire_vs_stop_vs_receive() {
-    model(0, false, stop);
+    model::<OneShot>(0, false, stop);
 }
 
 #[test]
 fn one_shot_fire_vs_reset_vs_receive() {
-    model(0, false, reset_later);
+    model::<OneShot>(0, false, reset_later);
 }
 
 /// The tie case: a zero-duration reset whose start equals the late fire's deadline.
 #[test]
 fn one_shot_fire_vs_zero_reset_vs_receive() {
-    model(0, false, reset_zero);
+    model::<OneShot>(0, false, reset_zero);
 }
 
 /// A ticker: the runtime timer stays pending while its callback is in flight, so `del`
 /// "succeeds" and the late tick must still be dropped.
 #[test]
 fn periodic_fire_vs_reset_vs_receive() {
-    model(3, false, reset_later);
+    model::<Periodic>(3, false, reset_later);
 }
 
 #[test]
 fn periodic_fire_vs_stop_vs_receive() {
-    model(3, false, stop);
+    model::<Periodic>(3, false, stop);
 }
 
 /// The receiver-arrives path: the timer is due but in no heap, so the receiver's look sends
 /// the value itself (Go 1.23's `maybeRunChan`), racing a stop.
 #[test]
 fn one_shot_due_receiver_arrives_vs_stop() {
-    model(0, true, stop);
+    model::<OneShot>(0, true, stop);
 }
 
 #[test]
 fn one_shot_due_receiver_arrives_vs_reset() {
-    model(0, true, reset_later);
+    model::<OneShot>(0, true, reset_later);
 }
 
 #[test]
 fn one_shot_due_receiver_arrives_vs_zero_reset() {
-    model(0, true, reset_zero);
+    model::<OneShot>(0, true, reset_zero);
 }
 
 #[test]
 fn periodic_due_receiver_arrives_vs_reset() {
-    model(3, true, reset_later);
+    model::<Periodic>(3, true, reset_later);
 }
 
 #[test]
 fn periodic_due_receiver_arrives_vs_stop() {
-    model(3, true, stop);
+    model::<Periodic>(3, true, stop);
 }
 
 /// Two stoppers race: exactly one of them may report that it stopped the timer (or none, if
@@ -341,7 +343,7 @@ fn periodic_due_receiver_arrives_vs_stop() {
 #[test]
 fn one_shot_stop_vs_stop_vs_fire() {
     loom::model(|| {
-        let w = World::new(0, FIRST);
+        let w = World::<OneShot>::new(0, FIRST);
         w.arming.block(&w.rt); // a receiver waits elsewhere: the timer is in a heap
         let wins = Arc::new(AtomicUsize::new(0));
         let runner = {
@@ -374,7 +376,7 @@ fn one_shot_stop_vs_stop_vs_fire() {
 #[test]
 fn periodic_overlapping_fires_stay_ordered() {
     loom::model(|| {
-        let w = World::new(3, 1);
+        let w = World::<Periodic>::new(3, 1);
         w.arming.block(&w.rt); // a receiver waits: the ticker is in a heap
         let runners: Vec<_> = (0..2)
             .map(|_| {

@@ -4,14 +4,14 @@
 //! runs under the channel lock.
 
 use super::waiters::Slots;
-use super::Core;
-use crate::buf::Buf;
+use super::{Core, CLOSED};
+use crate::buf::Taken;
 use crate::group::Claim;
 use crate::queue::Queue;
 use crate::wake::{Bag, Deferred};
 
 /// The panic of a handle count that would overflow its `u32`.
-const TOO_MANY: &str = "gort::chan: more than u32::MAX handles of one channel";
+const TOO_MANY: &str = "gort::chan: more than 2^31 senders or 2^32 receivers of one channel";
 
 impl<T> Core<T> {
     /// Closes the channel: every parked operation is unlinked and woken to fail (senders) or
@@ -20,10 +20,10 @@ impl<T> Core<T> {
     /// Like Go's `closechan`, closing completes a parked select arm, so it also claims the
     /// arm's group: no other arm of that select can take effect afterwards.
     pub(crate) fn close(&mut self, d: &mut Deferred) {
-        if self.closed {
+        if self.is_closed() {
             return;
         }
-        self.closed = true;
+        self.senders |= CLOSED;
         Self::unlink_all(&mut self.sendq, &mut self.slots, d);
         Self::unlink_all(&mut self.recvq, &mut self.slots, d);
     }
@@ -31,7 +31,7 @@ impl<T> Core<T> {
     /// Invariant 6: once nothing can come back to a closed channel, the receivers parked to
     /// wait for it are woken to see the end.
     pub(super) fn settle(&mut self, d: &mut Deferred) {
-        if self.closed && self.handed == 0 {
+        if self.is_closed() && self.handed == 0 {
             Self::unlink_all(&mut self.recvq, &mut self.slots, d);
         }
     }
@@ -53,7 +53,10 @@ impl<T> Core<T> {
     }
 
     pub(crate) fn add_sender(&mut self) {
-        self.senders = self.senders.checked_add(1).expect(TOO_MANY);
+        let count = (self.senders & !CLOSED)
+            .checked_add(1)
+            .filter(|&n| n < CLOSED);
+        self.senders = count.expect(TOO_MANY) | (self.senders & CLOSED);
     }
 
     pub(crate) fn add_receiver(&mut self) {
@@ -63,17 +66,17 @@ impl<T> Core<T> {
     /// One sender fewer; the last one closes the channel.
     pub(crate) fn drop_sender(&mut self, d: &mut Deferred) {
         self.senders -= 1;
-        if self.senders == 0 {
+        if self.senders & !CLOSED == 0 {
             self.close(d);
         }
     }
 
     /// One receiver fewer; the last one closes the channel and hands back the buffered values
     /// (nobody can receive them, to drop after unlocking) and true.
-    pub(crate) fn drop_receiver(&mut self, d: &mut Deferred) -> (Buf<T>, bool) {
+    pub(crate) fn drop_receiver(&mut self, d: &mut Deferred) -> (Taken<T>, bool) {
         self.receivers -= 1;
         if self.receivers > 0 {
-            return (Buf::default(), false);
+            return (Taken::None, false);
         }
         self.close(d);
         (self.buf.take(), true)
