@@ -443,6 +443,23 @@ impl Node {
         Some(children.into_values().collect())
     }
 
+    /// The runtime holding this node's deadline timer shut down before the deadline (the
+    /// timer's `Fire::shutdown`): the timer goes (it is out of every heap already), and the
+    /// deadline goes to the orphanage, which cancels the node when it comes.
+    pub(crate) fn orphan(self: &Arc<Self>) {
+        let timer = {
+            let mut s = self.state.lock();
+            if s.err.is_some() {
+                return;
+            }
+            s.timer.take()
+        };
+        drop(timer);
+        if let Some(deadline) = self.deadline {
+            crate::orphanage::adopt(self, deadline);
+        }
+    }
+
     #[cfg(test)]
     pub(crate) fn children_len(&self) -> usize {
         self.state.lock().children.len()

@@ -7,6 +7,13 @@
 //! stuck P's timers). A cancel runs no user code but wakers (a channel's close, which a timer's
 //! run may wake as a channel timer's send does) and drops; the `after_func`s it starts are
 //! spawned as tasks, never called there.
+//!
+//! A runtime that shuts down before the deadline lets the timer go unrun (its heaps are
+//! drained, and [`Expire::shutdown`] is told): the deadline then goes to the
+//! [orphanage](crate::orphanage), a thread that cancels the context when it comes. Without
+//! that, a context made on a runtime dropped before its deadline never ended: a task of
+//! another runtime or a blocking closure parked on its `done()` waited for ever (and the
+//! dropping runtime with it, waiting for the closure), and `err()` stayed `None`.
 
 use std::sync::Arc;
 
@@ -30,6 +37,11 @@ struct Expire(Arc<Node>);
 impl Fire for Expire {
     fn fire(self: Arc<Self>, _when: Nanos) {
         self.0.cancel(true, Error::DeadlineExceeded);
+    }
+
+    /// The runtime shuts down with the timer in a heap: it will never fire there.
+    fn shutdown(self: Arc<Self>) {
+        self.0.orphan();
     }
 }
 

@@ -54,6 +54,7 @@
 mod after_func;
 mod ctx;
 mod deadline;
+mod orphanage;
 #[cfg(test)]
 mod tests;
 
