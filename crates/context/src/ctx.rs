@@ -22,6 +22,7 @@ use parking_lot::Mutex;
 use crate::after_func::Slot;
 use crate::deadline::DeadlineTimer;
 use crate::Error;
+use gort_sched::timer_api::runtime_shut_down;
 
 /// A cancellation signal and deadline that flows from a parent to its children (Go's
 /// `context.Context`, without values). Cheap to clone: clones are the same context.
@@ -384,6 +385,11 @@ impl Node {
         let mut s = self.state.lock();
         if s.err.is_none() {
             s.timer = Some(timer);
+            drop(s);
+            if runtime_shut_down() {
+                // No M will run the heap it went to, nor drain it if the drain is over.
+                self.orphan();
+            }
             return;
         }
         drop(s);
@@ -444,8 +450,9 @@ impl Node {
     }
 
     /// The runtime holding this node's deadline timer shut down before the deadline (the
-    /// timer's `Fire::shutdown`): the timer goes (it is out of every heap already), and the
-    /// deadline goes to the orphanage, which cancels the node when it comes.
+    /// timer's `Fire::shutdown`, or an arming on a shut-down runtime): the timer is stopped
+    /// (a no-op once shutdown's drain took it out of its heap), and the deadline goes to the
+    /// orphanage, which cancels the node when it comes.
     pub(crate) fn orphan(self: &Arc<Self>) {
         let timer = {
             let mut s = self.state.lock();
@@ -454,7 +461,9 @@ impl Node {
             }
             s.timer.take()
         };
-        drop(timer);
+        if let Some(timer) = timer {
+            timer.stop();
+        }
         if let Some(deadline) = self.deadline {
             crate::orphanage::adopt(self, deadline);
         }

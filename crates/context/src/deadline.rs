@@ -10,7 +10,9 @@
 //!
 //! A runtime that shuts down before the deadline lets the timer go unrun (its heaps are
 //! drained, and [`Expire::shutdown`] is told): the deadline then goes to the
-//! [orphanage](crate::orphanage), a thread that cancels the context when it comes. Without
+//! [orphanage](crate::orphanage), a thread that cancels the context when it comes; so does a
+//! deadline armed on a runtime already shut down (through a `Handle` that outlived it), whose
+//! heap no thread runs or drains any more. Without
 //! that, a context made on a runtime dropped before its deadline never ended: a task of
 //! another runtime or a blocking closure parked on its `done()` waited for ever (and the
 //! dropping runtime with it, waiting for the closure), and `err()` stayed `None`.

@@ -122,3 +122,24 @@ fn a_task_of_another_runtime_parked_on_the_deadline_wakes() {
     );
     assert_eq!(ctx.err(), Some(Error::DeadlineExceeded));
 }
+
+#[test]
+fn a_deadline_set_through_a_handle_that_outlived_its_runtime_still_ends() {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = runtime();
+        let handle = rt.handle().clone();
+        drop(rt);
+        let err = handle.block_on(async {
+            let (ctx, _cancel) =
+                context::with_timeout(&Context::background(), Duration::from_millis(20));
+            ctx.done().recv().await;
+            ctx.err()
+        });
+        let _ = tx.send(err);
+    });
+    let err = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the deadline went to a heap no thread runs: done() never closed");
+    assert_eq!(err, Some(Error::DeadlineExceeded));
+}

@@ -388,4 +388,13 @@ pub mod timer_api {
     pub fn in_runtime() -> bool {
         crate::context::with_current(|s| s.is_some())
     }
+
+    /// Whether this thread's runtime is shut down or shutting down (a `block_on` through a
+    /// `Handle` that outlived it, a blocking closure that its shutdown waits for): a callback
+    /// timer armed there may never run. Asked after arming, as [`modtimer`] asks for the
+    /// timers it refuses: a timer armed before the flag was set is in a heap that shutdown's
+    /// drain hands to its `Fire::shutdown`; one armed after it sees `true` here.
+    pub fn runtime_shut_down() -> bool {
+        crate::context::with_current(|s| s.is_some_and(|s| s.is_shutdown()))
+    }
 }
