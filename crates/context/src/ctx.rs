@@ -310,7 +310,6 @@ impl fmt::Debug for CancelFn {
 
 /// A child of `parent`, with `deadline` if given (already checked to be earlier than the
 /// parent's), registered to be canceled with it.
-#[track_caller]
 pub(crate) fn derive(parent: &Context, deadline: Option<Instant>) -> (Context, CancelFn) {
     let registered_with = parent.node.cancelable.then(|| parent.node.clone());
     let node = Arc::new(Node::new(
@@ -374,14 +373,17 @@ impl Node {
         }
     }
 
-    /// Starts the deadline timer, or cancels at once if the deadline has passed.
-    #[track_caller]
+    /// Starts the deadline timer, or cancels at once if the deadline has passed. Outside a
+    /// gort runtime the orphanage keeps the deadline instead.
     fn arm_deadline(self: &Arc<Self>, deadline: Instant) {
         if deadline <= Instant::now() {
             self.cancel(true, Error::DeadlineExceeded);
             return;
         }
-        let timer = DeadlineTimer::start(self, deadline);
+        let Some(timer) = DeadlineTimer::start(self, deadline) else {
+            crate::orphanage::adopt(self, deadline);
+            return;
+        };
         let mut s = self.state.lock();
         if s.err.is_none() {
             s.timer = Some(timer);

@@ -1,12 +1,14 @@
-//! The orphanage: a thread that keeps the deadlines whose runtime was dropped before them.
+//! The orphanage: a thread that keeps the deadlines no runtime keeps.
 //!
 //! A context's deadline is a timer in a runtime's heaps. When that runtime shuts down first,
 //! the timer goes unrun, but the context may live on: waited on by a task of another runtime,
 //! by a blocking closure that the shutdown itself waits for, or looked at later from a new
-//! runtime. Its node is adopted here, and canceled with `DeadlineExceeded` when the deadline
-//! comes, as the timer would have. Rare (a runtime dropped under live deadlines), so one plain
-//! thread serves them all: started by the first adoption, gone once none is left. Deadlines
-//! that never come (`Instant::NEVER`, from a `Duration::MAX` timeout) are not adopted.
+//! runtime. And a deadline set on a thread of no runtime (a plain `main` making its context
+//! before `Runtime::block_on`, as Go code does) has no heap to go to. Such a node is adopted
+//! here, and canceled with `DeadlineExceeded` when the deadline comes, as the timer would
+//! have. Rare, so one plain thread serves them all: started by the first adoption, gone once
+//! none is left. Deadlines that never come (`Instant::NEVER`, from a `Duration::MAX`
+//! timeout) are not adopted.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
