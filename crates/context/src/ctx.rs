@@ -335,6 +335,11 @@ impl Node {
         }
     }
 
+    /// Whether the node is canceled.
+    pub(crate) fn is_done(&self) -> bool {
+        self.state.lock().err.is_some()
+    }
+
     pub(crate) fn is_cancelable(&self) -> bool {
         self.cancelable
     }

@@ -64,7 +64,11 @@ pub(crate) fn adopt(node: &Arc<Node>, deadline: Instant) {
     if deadline.is_never() {
         return;
     }
+    let mut purged = Vec::new();
     let mut o = ORPHANS.lock();
+    if o.heap.len() >= PURGE_FROM && o.heap.len().is_power_of_two() {
+        purge(&mut o, &mut purged);
+    }
     o.heap.push(Reverse(Orphan {
         deadline,
         node: Arc::downgrade(node),
@@ -78,6 +82,27 @@ pub(crate) fn adopt(node: &Arc<Node>, deadline: Instant) {
         .spawn(run);
     // Without a thread (the process is out of them) the deadlines wait for the next adoption.
     o.running = spawned.is_ok();
+}
+
+/// The heap's size from which [`adopt`] purges it, at each power of two: contexts canceled
+/// early or dropped leave their entries until their deadline (an hour, say, for contexts
+/// made per request off the runtime), and each entry keeps its node's memory.
+const PURGE_FROM: usize = 1024;
+
+/// Drops the entries of nodes canceled or gone. Amortized O(1) per adoption: a purge at
+/// size `n` runs only when the heap reached `n` from below. The nodes looked at go to
+/// `purged`, to be dropped after the lock (a node's last drop runs its `after_func`s'
+/// drops, user code).
+fn purge(o: &mut Orphans, purged: &mut Vec<Arc<Node>>) {
+    o.heap
+        .retain(|Reverse(orphan)| match orphan.node.upgrade() {
+            Some(node) => {
+                let live = !node.is_done();
+                purged.push(node);
+                live
+            }
+            None => false,
+        });
 }
 
 /// The thread: cancels each node when its deadline comes; leaves once none is left.
@@ -109,5 +134,23 @@ fn run() {
             }
         }));
         o = ORPHANS.lock();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Contexts canceled long before their deadline do not pile up in the heap.
+    #[test]
+    fn canceled_orphans_are_purged() {
+        for _ in 0..4 * PURGE_FROM {
+            let (ctx, cancel) =
+                crate::with_timeout(&crate::Context::background(), Duration::from_secs(3600));
+            cancel.cancel();
+            drop(ctx);
+        }
+        let len = ORPHANS.lock().heap.len();
+        assert!(len <= 2 * PURGE_FROM, "{len} entries for canceled contexts");
     }
 }
