@@ -21,7 +21,7 @@ const PUBLISHERS: u64 = 8;
 const MESSAGES: u64 = 500;
 const FAST: usize = 6;
 const SLOW: usize = 3;
-const SEND_TIMEOUT: Duration = Duration::from_millis(20);
+const SEND_TIMEOUT: Duration = Duration::from_millis(100);
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Msg {
@@ -95,8 +95,9 @@ async fn subscriber(
         }
         *want += 1;
         got += 1;
-        if slow && got > 10 {
-            gort::time::sleep(Duration::from_millis(50)).await;
+        if slow && got == 10 {
+            // Stalls for 4 send timeouts: the broker drops it meanwhile.
+            gort::time::sleep(SEND_TIMEOUT * 4).await;
         }
         if !slow && got == PUBLISHERS * MESSAGES {
             break;
