@@ -64,6 +64,7 @@ pub(crate) fn adopt(node: &Arc<Node>, deadline: Instant) {
     if deadline.is_never() {
         return;
     }
+    // Declared before the guard, so dropped after it: the nodes a purge looked at.
     let mut purged = Vec::new();
     let mut o = ORPHANS.lock();
     if o.heap.len() >= PURGE_FROM && o.heap.len().is_power_of_two() {
