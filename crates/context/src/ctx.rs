@@ -22,6 +22,7 @@ use parking_lot::Mutex;
 use crate::after_func::Slot;
 use crate::deadline::DeadlineTimer;
 use crate::Error;
+use gort_sched::timer_api::runtime_shut_down;
 
 /// A cancellation signal and deadline that flows from a parent to its children (Go's
 /// `context.Context`, without values). Cheap to clone: clones are the same context.
@@ -309,7 +310,6 @@ impl fmt::Debug for CancelFn {
 
 /// A child of `parent`, with `deadline` if given (already checked to be earlier than the
 /// parent's), registered to be canceled with it.
-#[track_caller]
 pub(crate) fn derive(parent: &Context, deadline: Option<Instant>) -> (Context, CancelFn) {
     let registered_with = parent.node.cancelable.then(|| parent.node.clone());
     let node = Arc::new(Node::new(
@@ -333,6 +333,11 @@ impl Node {
             state: Mutex::new(State::default()),
             done: OnceLock::new(),
         }
+    }
+
+    /// Whether the node is canceled.
+    pub(crate) fn is_done(&self) -> bool {
+        self.state.lock().err.is_some()
     }
 
     pub(crate) fn is_cancelable(&self) -> bool {
@@ -373,17 +378,25 @@ impl Node {
         }
     }
 
-    /// Starts the deadline timer, or cancels at once if the deadline has passed.
-    #[track_caller]
+    /// Starts the deadline timer, or cancels at once if the deadline has passed. Outside a
+    /// gort runtime the orphanage keeps the deadline instead.
     fn arm_deadline(self: &Arc<Self>, deadline: Instant) {
         if deadline <= Instant::now() {
             self.cancel(true, Error::DeadlineExceeded);
             return;
         }
-        let timer = DeadlineTimer::start(self, deadline);
+        let Some(timer) = DeadlineTimer::start(self, deadline) else {
+            crate::orphanage::adopt(self, deadline);
+            return;
+        };
         let mut s = self.state.lock();
         if s.err.is_none() {
             s.timer = Some(timer);
+            drop(s);
+            if runtime_shut_down() {
+                // No M will run the heap it went to, nor drain it if the drain is over.
+                self.orphan();
+            }
             return;
         }
         drop(s);
@@ -441,6 +454,26 @@ impl Node {
             slot.start();
         }
         Some(children.into_values().collect())
+    }
+
+    /// The runtime holding this node's deadline timer shut down before the deadline (the
+    /// timer's `Fire::shutdown`, or an arming on a shut-down runtime): the timer is stopped
+    /// (a no-op once shutdown's drain took it out of its heap), and the deadline goes to the
+    /// orphanage, which cancels the node when it comes.
+    pub(crate) fn orphan(self: &Arc<Self>) {
+        let timer = {
+            let mut s = self.state.lock();
+            if s.err.is_some() {
+                return;
+            }
+            s.timer.take()
+        };
+        if let Some(timer) = timer {
+            timer.stop();
+        }
+        if let Some(deadline) = self.deadline {
+            crate::orphanage::adopt(self, deadline);
+        }
     }
 
     #[cfg(test)]

@@ -7,6 +7,16 @@
 //! stuck P's timers). A cancel runs no user code but wakers (a channel's close, which a timer's
 //! run may wake as a channel timer's send does) and drops; the `after_func`s it starts are
 //! spawned as tasks, never called there.
+//!
+//! A runtime that shuts down before the deadline lets the timer go unrun (its heaps are
+//! drained, and [`Expire::shutdown`] is told): the deadline then goes to the
+//! [orphanage](crate::orphanage), a thread that cancels the context when it comes; so does a
+//! deadline armed on a runtime already shut down (through a `Handle` that outlived it), whose
+//! heap no thread runs or drains any more, and one set on a thread of no runtime (Go code
+//! makes its contexts anywhere, `main`'s first line included). Without
+//! that, a context made on a runtime dropped before its deadline never ended: a task of
+//! another runtime or a blocking closure parked on its `done()` waited for ever (and the
+//! dropping runtime with it, waiting for the closure), and `err()` stayed `None`.
 
 use std::sync::Arc;
 
@@ -31,28 +41,24 @@ impl Fire for Expire {
     fn fire(self: Arc<Self>, _when: Nanos) {
         self.0.cancel(true, Error::DeadlineExceeded);
     }
+
+    /// The runtime shuts down with the timer in a heap: it will never fire there.
+    fn shutdown(self: Arc<Self>) {
+        self.0.orphan();
+    }
 }
 
 impl DeadlineTimer {
-    /// Arms a timer that cancels `node` at `deadline` (a future one), on the caller's P.
-    ///
-    /// # Panics
-    ///
-    /// Outside a gort runtime.
-    #[track_caller]
-    pub(crate) fn start(node: &Arc<Node>, deadline: Instant) -> DeadlineTimer {
+    /// Arms a timer that cancels `node` at `deadline` (a future one), on the caller's P;
+    /// `None` outside a gort runtime (the caller hands the deadline to the orphanage).
+    pub(crate) fn start(node: &Arc<Node>, deadline: Instant) -> Option<DeadlineTimer> {
         let when = deadline.as_nanos();
         let timer = Timer::new();
         // The tolerance of a sleep or an `after_func` that far ahead: 1/16 of the distance.
         timer.set_slack(when.saturating_sub(nanotime()).max(0) / 16);
         let fire: Arc<dyn Fire> = Arc::new(Expire(node.clone()));
-        if modtimer(&timer, when, 0, Some(&fire)).is_none() {
-            panic!(
-                "gort::context deadlines must be set inside a gort runtime \
-                 (in Runtime::block_on, a task, or a blocking closure)"
-            );
-        }
-        DeadlineTimer { timer }
+        modtimer(&timer, when, 0, Some(&fire))?;
+        Some(DeadlineTimer { timer })
     }
 
     /// Stops the timer (a no-op once it fired); its callback, and the node it holds, go.

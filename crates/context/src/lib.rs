@@ -54,6 +54,7 @@
 mod after_func;
 mod ctx;
 mod deadline;
+mod orphanage;
 #[cfg(test)]
 mod tests;
 
@@ -115,10 +116,10 @@ pub fn with_cancel(parent: &Context) -> (Context, CancelFn) {
 /// (Go's `context.WithDeadline`). If the parent's deadline is earlier, the child keeps the
 /// parent's (and needs no timer); a deadline already past cancels the child at once.
 ///
-/// # Panics
-///
-/// Outside a gort runtime, if a timer has to be started (the deadline is in the future and
-/// earlier than the parent's).
+/// The deadline is a timer on the caller's runtime. Set on a thread of no gort runtime (at
+/// the top of a plain `main`, before `Runtime::block_on`, as Go code makes its contexts
+/// anywhere), or outliving the runtime that armed it, it is kept by a plain thread of this
+/// crate instead, which cancels the context on time wherever it is waited on.
 ///
 /// # Examples
 ///
@@ -132,7 +133,6 @@ pub fn with_cancel(parent: &Context) -> (Context, CancelFn) {
 /// assert_eq!(ctx.deadline(), Some(past));
 /// ```
 #[doc(alias = "WithDeadline")]
-#[track_caller]
 pub fn with_deadline(parent: &Context, deadline: Instant) -> (Context, CancelFn) {
     if parent.deadline().is_some_and(|d| d <= deadline) {
         // The parent's deadline comes first: it will cancel the child.
@@ -148,10 +148,6 @@ pub fn with_deadline(parent: &Context, deadline: Instant) -> (Context, CancelFn)
 /// ahead, so [`Context::deadline`] returns `Some` of that instant (not `None`) and the
 /// deadline never cancels the context in practice. Go does the same: `WithTimeout` with the
 /// largest `Duration` gives a deadline some 292 years ahead, and `Deadline()` reports it.
-///
-/// # Panics
-///
-/// Outside a gort runtime, as [`with_deadline`].
 ///
 /// # Examples
 ///
@@ -184,7 +180,6 @@ pub fn with_deadline(parent: &Context, deadline: Instant) -> (Context, CancelFn)
 /// });
 /// ```
 #[doc(alias = "WithTimeout")]
-#[track_caller]
 pub fn with_timeout(parent: &Context, timeout: Duration) -> (Context, CancelFn) {
     with_deadline(parent, Instant::now() + timeout)
 }

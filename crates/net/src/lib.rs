@@ -19,6 +19,7 @@
 //! | `net.ListenUnixgram`, `DialUnix("unixgram", ..)` | [`UnixDatagram::bind`], [`UnixDatagram::unbound`] + [`UnixDatagram::connect`], [`UnixDatagram::send_to`], [`UnixDatagram::recv_from`] |
 //! | `net.Listen("unix", "@name")` (Linux's abstract namespace) | [`UnixListener::bind_addr`], [`UnixStream::connect_addr`], [`UnixDatagram::bind_addr`] with `SocketAddrExt::from_abstract_name` |
 //! | `UnixListener.SetUnlinkOnClose` | none: a dropped listener leaves its path, as std's (remove it with `std::fs::remove_file`; [`UnixListener`] says why) |
+//! | `ln.Close()`, `conn.Close()` from another goroutine, to end a blocked `Accept` or `Read` | a socket closes when its last owner drops it, so one a blocked task holds (in an `Arc`) stays open; end the wait instead: [`TcpListener::set_deadline`] with `Some(Instant::now())` fails a blocked accept with `TimedOut` (where Go's fails with `net.ErrClosed`), [`TcpStream::shutdown`] (`Shutdown::Both`) ends a blocked read with `Ok(0)` and later writes with `BrokenPipe`; or race the call against a context's `done()` in `select!` (dropping it) |
 //! | `CloseWrite`                         | [`TcpStream::shutdown`] (`Shutdown::Write`), [`OwnedWriteHalf::close_write`], [`WriteHalf::close_write`] |
 //! | `SetKeepAlive`, `SetKeepAlivePeriod` | [`TcpStream::set_keepalive`] (on at 15 s by default, as Go's) |
 //! | `os.ErrDeadlineExceeded`             | `io::ErrorKind::TimedOut`                      |

@@ -272,11 +272,16 @@ macro_rules! stream_methods {
             self.conn.write(buf).await
         }
 
-        /// Fills `buf`.
+        /// Fills `buf`. Not cancel-safe, unlike `read`: dropped midway (a `select!` arm that
+        /// lost, a `gort::time::timeout`), the bytes it already read are consumed and gone.
         ///
         /// # Errors
         ///
-        /// As `read`; `UnexpectedEof` if the stream ends first (as std's).
+        /// As `read`; `UnexpectedEof` if the stream ends first (as std's). An error midway (a
+        /// read deadline that passed, a reset) loses the bytes read so far, and how many is
+        /// not returned, as with std's and Tokio's `read_exact`. Where that count matters
+        /// (Go's `n, err := io.ReadFull(conn, buf)`), loop on `read`, which returns each
+        /// piece's.
         pub async fn read_exact(&self, buf: &mut [u8]) -> io::Result<()> {
             self.conn.read_exact(buf).await
         }

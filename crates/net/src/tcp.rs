@@ -126,6 +126,10 @@ impl TcpListener {
 
     /// Sets the deadline of [`accept`](Self::accept) (Go's `TCPListener.SetDeadline`):
     /// `None` clears it; one in the past makes pending and later accepts fail at once.
+    /// This is how another task stops an accept loop that shares the listener (Go's
+    /// `ln.Close()` from another goroutine): the listener closes only when its last owner
+    /// drops it, so `set_deadline(Some(Instant::now()))` ends the blocked accept, with
+    /// `TimedOut` where Go's `Accept` returns `net.ErrClosed`.
     ///
     /// # Errors
     ///

@@ -47,3 +47,34 @@ fn bind_queues_a_burst_of_connects_as_go_does() {
         drop(listener);
     });
 }
+
+/// Go's `ln.Close()` from another goroutine to stop an accept loop, as the listener's docs
+/// give it: the loop's task holds the listener, so another task ends the blocked accept with
+/// a deadline of now; the accept fails with `TimedOut` and the loop ends.
+#[test]
+fn a_deadline_of_now_from_another_task_stops_an_accept_loop() {
+    gort::Runtime::new().unwrap().block_on(async {
+        let listener = std::sync::Arc::new(TcpListener::bind("127.0.0.1:0").await.unwrap());
+        let addr = listener.local_addr().unwrap();
+        let accept_loop = gort::spawn({
+            let listener = listener.clone();
+            async move {
+                let mut accepted = 0;
+                loop {
+                    match listener.accept().await {
+                        Ok(_) => accepted += 1,
+                        Err(e) => return (accepted, e.kind()),
+                    }
+                }
+            }
+        });
+        let _client = gort::net::TcpStream::connect(addr).await.unwrap();
+        gort::time::sleep(Duration::from_millis(20)).await; // the loop is blocked again
+        listener
+            .set_deadline(Some(gort::time::Instant::now()))
+            .unwrap();
+        let ended = gort::time::timeout(Duration::from_secs(10), accept_loop).await;
+        let (accepted, kind) = ended.expect("the accept loop did not stop").unwrap();
+        assert_eq!((accepted, kind), (1, std::io::ErrorKind::TimedOut));
+    });
+}

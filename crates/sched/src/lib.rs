@@ -61,6 +61,14 @@ const OUTSIDE: &str = "must be called from the context of a gort runtime \
 /// its `runnext` slot as Go's `go` statement does); the returned [`JoinHandle`] yields its
 /// output.
 ///
+/// A task runs until it awaits something not ready: gort cannot preempt it, where Go
+/// preempts a goroutine that runs past 10 ms. A task that computes for long without an
+/// `.await` holds its P all that time, and on a one-P runtime nothing else runs meanwhile,
+/// not even the tasks its timers or sockets wake (a 5 ms sleep beside a 300 ms loop on one P
+/// takes 300 ms). Go code that relies on preemption (a CPU-bound loop in a goroutine) needs
+/// a [`yield_now`] every millisecond or so in the loop, or the work moved off the Ps with
+/// [`spawn_blocking`] or [`block_in_place`].
+///
 /// # Panics
 ///
 /// Outside a gort runtime.
@@ -200,13 +208,43 @@ impl Drop for BackFromPlace {
 }
 
 /// Yields to the scheduler: the current task goes to the back of its P's queue and runs again
-/// after the others (Go's `runtime.Gosched`).
+/// after the others (Go's `runtime.Gosched`). Gort does not preempt tasks (see [`spawn`]),
+/// so a long computation in a task yields now and then itself.
 ///
 /// # Examples
 ///
 /// ```
 /// let rt = gort::Runtime::new().unwrap();
 /// rt.block_on(async { gort::yield_now().await });
+/// ```
+///
+/// A CPU-bound loop that leaves room for the runtime's other tasks, as Go's preemption
+/// would:
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// let rt = gort::Builder::new().procs(1).build().unwrap();
+/// rt.block_on(async {
+///     let ticks = gort::spawn(async {
+///         for _ in 0..3 {
+///             gort::time::sleep(Duration::from_millis(5)).await;
+///         }
+///     });
+///     let work = gort::spawn(async {
+///         let start = Instant::now();
+///         let mut slice = Instant::now();
+///         while start.elapsed() < Duration::from_millis(50) {
+///             std::hint::black_box(0u64); // a slice of the computation
+///             if slice.elapsed() > Duration::from_millis(1) {
+///                 gort::yield_now().await; // the sleeps above get their turn
+///                 slice = Instant::now();
+///             }
+///         }
+///     });
+///     ticks.await.unwrap(); // done long before the 50 ms loop, on the one P
+///     work.await.unwrap();
+/// });
 /// ```
 pub async fn yield_now() {
     YieldNow(false).await
@@ -349,5 +387,14 @@ pub mod timer_api {
     /// Whether this thread is inside a gort runtime.
     pub fn in_runtime() -> bool {
         crate::context::with_current(|s| s.is_some())
+    }
+
+    /// Whether this thread's runtime is shut down or shutting down (a `block_on` through a
+    /// `Handle` that outlived it, a blocking closure that its shutdown waits for): a callback
+    /// timer armed there may never run. Asked after arming, as [`modtimer`] asks for the
+    /// timers it refuses: a timer armed before the flag was set is in a heap that shutdown's
+    /// drain hands to its `Fire::shutdown`; one armed after it sees `true` here.
+    pub fn runtime_shut_down() -> bool {
+        crate::context::with_current(|s| s.is_some_and(|s| s.is_shutdown()))
     }
 }

@@ -237,6 +237,12 @@ impl<E: Send + 'static> ErrGroup<E> {
     /// pass the result on (a channel, an `Arc`) when several need it. A panic is resumed,
     /// likewise, by the one `wait` that joined the task that panicked.
     ///
+    /// A task that never finished because its runtime was dropped (the group outlived the
+    /// runtime its tasks ran on, and `wait` runs on another) has neither an error nor a
+    /// panic to give, and `wait` counts it as done: `Ok(())` if no other task failed. Go has
+    /// no such case (one runtime for the process). A group that may outlive its runtime
+    /// records its tasks' completion itself where that matters.
+    ///
     /// # Panics
     ///
     /// With the panic of the first task that panicked, once every other task has finished.

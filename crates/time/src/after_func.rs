@@ -46,6 +46,12 @@ impl<F: Fn() + Send + Sync + 'static> gort_sched::timer_api::Callback for Spawne
 /// - [`Duration::MAX`] never fires and costs no heap entry; such a timer counts as never
 ///   pending, so its [`stop`](AfterFunc::stop) returns false where Go's returns true: after
 ///   a false `stop` of a timer that may have been armed that far, do not wait for `f`.
+/// - The timer waits in the runtime that armed it (or last reset it). Dropping that runtime
+///   before `d` has passed drops `f` unrun: no runtime is left to run it (a Go program has
+///   one runtime for its whole life, so Go has no such case). A [`reset`](AfterFunc::reset)
+///   made later on another runtime arms it there. (A channel [`Timer`](crate::Timer) or a
+///   [`sleep`](crate::sleep) is armed again by the wait on it, on the waiter's runtime; a
+///   `gort::context` deadline is kept by a thread of its own until it comes.)
 ///
 /// # Panics
 ///
