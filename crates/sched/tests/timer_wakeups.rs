@@ -1,0 +1,81 @@
+//! How many Ms a timer wakes. A task that sleeps in a loop on an idle runtime arms each sleep
+//! on the M that came back from the poller to run it, while nobody polls: Go's
+//! `wakeNetPoller` woke a parked M for it (which took the poller role while the first M
+//! parked), a futex round trip per sleep. The M that armed it now owes that wake-up and pays
+//! it only if it runs another task before it polls itself (park.rs, `wake_netpoller`).
+
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const SLEEPS: u64 = 300;
+
+fn two_ps() -> gort::Runtime {
+    gort::Builder::new().procs(2).build().unwrap()
+}
+
+/// A task sleeps 1 ms in a loop on an otherwise idle runtime of 2 Ps: the poller M wakes for
+/// each sleep and runs the task itself; no parked M is woken per sleep (before: one each).
+#[test]
+fn a_task_sleeping_in_a_loop_wakes_no_parked_m_per_sleep() {
+    let rt = two_ps();
+    let (before, after) = rt
+        .block_on(rt.spawn(async {
+            // Both Ms have started and gone idle by the end of the warm-up.
+            for _ in 0..20 {
+                gort::time::sleep(Duration::from_millis(1)).await;
+            }
+            let h = gort::Handle::current();
+            let before = h.metrics();
+            for _ in 0..SLEEPS {
+                gort::time::sleep(Duration::from_millis(1)).await;
+            }
+            (before, h.metrics())
+        }))
+        .unwrap();
+    let woken = after.ms_woken - before.ms_woken;
+    // Generous: sysmon's looks, a parked M's backstop or a stray hand-off may cost a few.
+    assert!(
+        woken < SLEEPS / 10,
+        "{woken} parked Ms woken for {SLEEPS} sleeps (poller wake-ups: {})",
+        after.poller_wakeups - before.poller_wakeups
+    );
+}
+
+/// A timer that wakes someone else (an `after_func` here), armed by a task that then computes
+/// for 100 ms in the same poll while the other P idles: an M must poll for it at once (Go's
+/// rule), not leave it to the computing M's next round or to sysmon. Only a `Sleep`, whose
+/// firing wakes the very task that armed it, lets its M owe the wake-up.
+#[test]
+fn a_timer_armed_by_a_task_that_computes_wakes_an_m_to_poll_for_it() {
+    let rt = two_ps();
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let (fired, by_poller) = rt
+            .block_on(rt.spawn(async {
+                // Let the other M go idle (parked, or in the poller without a deadline).
+                gort::time::sleep(Duration::from_millis(20)).await;
+                let h = gort::Handle::current();
+                let before = h.metrics().poller_wakeups_timer;
+                let fired = Arc::new(AtomicBool::new(false));
+                let f = fired.clone();
+                let start = Instant::now();
+                let _t = gort::time::after_func(Duration::from_millis(1), move || {
+                    f.store(true, SeqCst);
+                });
+                while start.elapsed() < Duration::from_millis(100) {
+                    std::hint::spin_loop();
+                }
+                let by_poller = h.metrics().poller_wakeups_timer - before;
+                (fired.load(SeqCst), by_poller)
+            }))
+            .unwrap();
+        if fired && by_poller > 0 {
+            return;
+        }
+        seen.push((fired, by_poller));
+    }
+    panic!(
+        "no M polled for the timer while its P computed: (fired, poller timer wake-ups) {seen:?}"
+    );
+}
