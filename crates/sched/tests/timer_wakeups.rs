@@ -14,31 +14,58 @@ fn two_ps() -> gort::Runtime {
     gort::Builder::new().procs(2).build().unwrap()
 }
 
+/// Parked Ms woken (and poller wake-ups) while a task on an otherwise idle runtime of 2 Ps
+/// waits `SLEEPS` times on `wait`, after a warm-up that lets both Ms start and go idle.
+fn parked_ms_woken<W, F>(mut wait: W) -> (u64, u64)
+where
+    W: FnMut() -> F + Send + 'static,
+    F: std::future::Future<Output = ()> + Send,
+{
+    let rt = two_ps();
+    rt.block_on(rt.spawn(async move {
+        for _ in 0..20 {
+            wait().await;
+        }
+        let h = gort::Handle::current();
+        let before = h.metrics();
+        for _ in 0..SLEEPS {
+            wait().await;
+        }
+        let after = h.metrics();
+        (
+            after.ms_woken - before.ms_woken,
+            after.poller_wakeups - before.poller_wakeups,
+        )
+    }))
+    .unwrap()
+}
+
 /// A task sleeps 1 ms in a loop on an otherwise idle runtime of 2 Ps: the poller M wakes for
 /// each sleep and runs the task itself; no parked M is woken per sleep (before: one each).
 #[test]
 fn a_task_sleeping_in_a_loop_wakes_no_parked_m_per_sleep() {
-    let rt = two_ps();
-    let (before, after) = rt
-        .block_on(rt.spawn(async {
-            // Both Ms have started and gone idle by the end of the warm-up.
-            for _ in 0..20 {
-                gort::time::sleep(Duration::from_millis(1)).await;
-            }
-            let h = gort::Handle::current();
-            let before = h.metrics();
-            for _ in 0..SLEEPS {
-                gort::time::sleep(Duration::from_millis(1)).await;
-            }
-            (before, h.metrics())
-        }))
-        .unwrap();
-    let woken = after.ms_woken - before.ms_woken;
+    let (woken, polls) = parked_ms_woken(|| gort::time::sleep(Duration::from_millis(1)));
     // Generous: sysmon's looks, a parked M's backstop or a stray hand-off may cost a few.
     assert!(
         woken < SLEEPS / 10,
-        "{woken} parked Ms woken for {SLEEPS} sleeps (poller wake-ups: {})",
-        after.poller_wakeups - before.poller_wakeups
+        "{woken} parked Ms woken for {SLEEPS} sleeps (poller wake-ups: {polls})"
+    );
+}
+
+/// The same with an `Interval`, whose sleep is re-armed by the poll that waits for the next
+/// tick.
+#[test]
+fn an_interval_wakes_no_parked_m_per_tick() {
+    let interval = Arc::new(std::sync::Mutex::new(gort::time::interval(
+        Duration::from_millis(1),
+    )));
+    let (woken, polls) = parked_ms_woken(move || {
+        let interval = interval.clone();
+        async move { std::future::poll_fn(|cx| interval.lock().unwrap().poll_tick(cx).map(drop)).await }
+    });
+    assert!(
+        woken < SLEEPS / 10,
+        "{woken} parked Ms woken for {SLEEPS} ticks (poller wake-ups: {polls})"
     );
 }
 
