@@ -28,6 +28,10 @@ thread_local! {
     /// The runtime whose batch of wake-ups this M is making (`begin_wake_batch`), null when
     /// none, and whether a push of the batch left a task stealable (one `wakep` owed).
     static WAKE_BATCH: Cell<(*const Shared, bool)> = const { Cell::new((std::ptr::null(), false)) };
+    /// Whether this M owes a `wakep` for a timer it armed while no M polled
+    /// (`Shared::owe_timer_wakep`): paid before it runs another task, dropped when it goes
+    /// idle, whose look at every heap covers the timer.
+    static TIMER_WAKE_OWED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Restores the previous context when dropped.
@@ -175,6 +179,18 @@ pub(crate) fn begin_wake_batch(shared: &Arc<Shared>) -> (*const Shared, bool) {
 /// Ends this thread's batch, restoring `prev`; returns whether the batch owes a `wakep`.
 pub(crate) fn end_wake_batch(prev: (*const Shared, bool)) -> bool {
     WAKE_BATCH.with(|b| b.replace(prev)).1
+}
+
+/// Records that this M owes a `wakep` for a timer (`Shared::owe_timer_wakep`).
+#[inline]
+pub(crate) fn owe_timer_wake() {
+    TIMER_WAKE_OWED.with(|o| o.set(true));
+}
+
+/// Takes this M's `wakep` debt for a timer: true if it owed one.
+#[inline]
+pub(crate) fn take_timer_wake() -> bool {
+    TIMER_WAKE_OWED.with(|o| o.replace(false))
 }
 
 /// Called by a push onto this thread's P of `shared` that left a task stealable: true if a

@@ -306,6 +306,20 @@ pub mod timer_api {
         armed.or_else(|| modtimer_without_p(t, when, period, fire))
     }
 
+    /// [`modtimer`] for a one-shot timer without a callback of its own whose firing wakes
+    /// only the task polling the caller (a `Sleep` armed in its own poll, its waker set first). On an
+    /// M that holds a P, when no M polls, the M owes the `wakep` that tells some M the new
+    /// deadline, and pays it only if it runs another task before it polls itself: firing the
+    /// timer sooner would run nobody, the task it wakes being the one running (a sleep in a
+    /// loop no longer wakes a second M per iteration; design/ARCHITECTURE.md, "Spinning and
+    /// waking").
+    #[inline]
+    pub fn modtimer_own(t: &gort_loom::Arc<Timer>, when: Nanos) -> Option<bool> {
+        let host = &crate::shared::CurrentOwnHost;
+        on_current_home(|home| modify(t, when, 0, home, host))
+            .or_else(|| modtimer_without_p(t, when, 0, None))
+    }
+
     /// [`modtimer`] for a timer that lives with its callback in one allocation
     /// ([`gort_timer::modify_cell`]).
     #[inline]

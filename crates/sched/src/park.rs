@@ -112,6 +112,13 @@ pub(crate) trait Sched {
     fn awaits_quiescence(&self) -> bool {
         false
     }
+    /// Called by [`wake_netpoller`] for a timer that wakes only the running task, when no M
+    /// polls, in place of its `wakep`: true if the caller is an M that holds a P and has
+    /// recorded that it owes that `wakep`, to be paid before it runs another task; if it
+    /// goes idle first, its own look at every heap ([`poll`]) covers the timer.
+    fn owe_timer_wakep(&self) -> bool {
+        false
+    }
 }
 
 /// What the poller M found when it asked the paused clock to advance.
@@ -397,8 +404,18 @@ pub(crate) fn startm<S: Sched>(s: &S, p: Option<Arc<S::P>>, spinning: bool) {
 
 /// Go's `wakeNetPoller(when)`: called after a timer was added or moved earlier to `when`,
 /// makes sure some M wakes up by then: break the poller if it sleeps past `when` (the instant
-/// it sleeps to, coalescing included), or start an M if nobody polls.
-pub(crate) fn wake_netpoller<S: Sched>(s: &S, when: Nanos) {
+/// it sleeps to, coalescing included), or start an M if nobody polls, unless the timer wakes
+/// only the task running on the caller (`own`: a `Sleep` armed in its poll) and the caller
+/// is an M that will get there itself ([`Sched::owe_timer_wakep`]).
+///
+/// Go wakes an M whenever nobody polls. A task that sleeps in a loop on an idle runtime
+/// arms each sleep on the M that came back from the poller to run it: nobody polls then, so
+/// Go's rule woke a parked M that took the idle P, found nothing and took the poller role
+/// with the new deadline, while the first M parked: a futex wake, a wait and two switches
+/// per tick. The first M is about to go idle and poll itself, and the timer's firing could
+/// run nobody before the poll in progress ends (it wakes that very task): the M owes the
+/// `wakep` only if it runs another task first. Tokio wakes no worker for a timer at all.
+pub(crate) fn wake_netpoller<S: Sched>(s: &S, when: Nanos, own: bool) {
     fence(SeqCst);
     let idle = s.idle();
     if idle.lastpoll.load(SeqCst) == 0 {
@@ -406,7 +423,7 @@ pub(crate) fn wake_netpoller<S: Sched>(s: &S, when: Nanos) {
         if until == 0 || until > when {
             s.poller().wake();
         }
-    } else {
+    } else if !(own && s.owe_timer_wakep()) {
         wakep(s);
     }
 }

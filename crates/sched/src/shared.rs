@@ -264,7 +264,14 @@ impl Shared {
     /// Go's `wakeNetPoller(when)` (`park::wake_netpoller`): make sure some M will wake up by
     /// `when`.
     pub(crate) fn wake_netpoller(self: &Arc<Self>, when: Nanos) {
-        park::wake_netpoller(self, when);
+        park::wake_netpoller(self, when, false);
+    }
+
+    /// [`Shared::wake_netpoller`] for a timer whose firing wakes only the task running on
+    /// this thread (a `Sleep` armed in its poll): an M that holds a P may owe the `wakep`
+    /// instead (`park::wake_netpoller`).
+    pub(crate) fn wake_netpoller_own(self: &Arc<Self>, when: Nanos) {
+        park::wake_netpoller(self, when, true);
     }
 
     /// Queues a runnable task: on this thread's P when it holds one of this runtime (in
@@ -382,6 +389,18 @@ impl Sched for Arc<Shared> {
 
     fn awaits_quiescence(&self) -> bool {
         self.clock.is_paused() && self.advances.has_waiters()
+    }
+
+    /// An M that holds a P of this runtime owes the `wakep` (`worker.rs` pays it before its
+    /// next task, or drops it when it goes idle); any other thread (`block_on`, a blocking
+    /// thread, sysmon, a `block_in_place` that handed its P off) wakes at once. Not under a
+    /// paused clock, whose poller waits for quiescence rather than a deadline.
+    fn owe_timer_wakep(&self) -> bool {
+        if self.held_p().is_null() || self.clock.is_paused() {
+            return false;
+        }
+        context::owe_timer_wake();
+        true
     }
 
     fn net_waiting(&self) -> bool {
@@ -572,6 +591,20 @@ impl Host for CurrentHost {
         context::with_current(|s| {
             if let Some(s) = s {
                 s.wake_netpoller(when);
+            }
+        });
+    }
+}
+
+/// [`CurrentHost`] for a timer whose firing wakes only the task running on this thread
+/// ([`Shared::wake_netpoller_own`]).
+pub(crate) struct CurrentOwnHost;
+
+impl Host for CurrentOwnHost {
+    fn wake_netpoller(&self, when: Nanos) {
+        context::with_current(|s| {
+            if let Some(s) = s {
+                s.wake_netpoller_own(when);
             }
         });
     }

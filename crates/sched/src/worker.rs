@@ -149,6 +149,10 @@ impl M {
                 if self.spinning {
                     self.reset_spinning(shared);
                 }
+                if context::take_timer_wake() {
+                    // A timer this M armed while nobody polled: the task may run long.
+                    shared.wakep();
+                }
                 task.run();
                 self.sync_p_after_run(shared);
             }
@@ -332,6 +336,8 @@ impl M {
             Ok(was_spinning) => was_spinning,
             Err(back) => return self.take_back(back),
         };
+        // The poll phase looks at every heap: it covers a timer this M owed a `wakep` for.
+        context::take_timer_wake();
         let polled = park::poll(shared, poll_until, was_spinning, &mut self.readied);
         let holds_p = match polled {
             Polled::Holds(back) => self.take_back(back),

@@ -97,6 +97,8 @@ struct World {
     shutdown: AtomicBool,
     /// Ms started by `startm` (the submitter joins them).
     started: std::sync::Mutex<Vec<thread::JoinHandle<()>>>,
+    /// Set when an M took on the `wakep` of a timer for its own task (`owe_timer_wakep`).
+    owed: AtomicBool,
 }
 
 impl World {
@@ -113,6 +115,7 @@ impl World {
             queue: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
             started: std::sync::Mutex::new(Vec::new()),
+            owed: AtomicBool::new(false),
         })
     }
 
@@ -197,6 +200,12 @@ impl Sched for Arc<World> {
 
     fn timers_due(&self, _now: Nanos) -> bool {
         false
+    }
+
+    /// The models call `wake_netpoller` with `own` only from an M that holds a P.
+    fn owe_timer_wakep(&self) -> bool {
+        self.owed.store(true, SeqCst);
+        true
     }
 
     fn start_m(&self, p: Arc<ModelP>, spinning: bool) {
@@ -307,7 +316,69 @@ fn timer_added_while_m_enters_poller() {
         });
         // Timers::add of a timer at 5, then Host::wake_netpoller(5).
         w.poller.timer0.store(5, SeqCst);
-        park::wake_netpoller(&w, 5);
+        park::wake_netpoller(&w, 5, false);
+        m.join().unwrap();
+        w.join_started();
+        assert!(
+            w.poller.deadline_came.load(SeqCst),
+            "no poll reached its deadline"
+        );
+    });
+}
+
+/// A task on an M that holds a P arms a timer for itself (a `Sleep`) while nobody polls and
+/// another M is parked: the arming M owes the `wakep` instead of making it
+/// (`owe_timer_wakep`), runs no other task and goes idle itself; its own poll phase sees the
+/// timer and polls for it (a parked M and nobody polling past the timer would deadlock here).
+#[test]
+fn own_timer_owed_by_an_m_that_goes_idle() {
+    loom::model(|| {
+        let w = World::new();
+        let w2 = w.clone();
+        let parked = thread::spawn(move || {
+            let me = Arc::new(MHandle::default());
+            if let Some(back) = park::stopm(&w2, &me) {
+                m_loop(w2, me, back);
+            }
+        });
+        w.poller.timer0.store(5, SeqCst);
+        park::wake_netpoller(&w, 5, true);
+        assert!(
+            w.owed.load(SeqCst),
+            "nobody polled, yet the arming M owed nothing"
+        );
+        m_loop(
+            w.clone(),
+            Arc::new(MHandle::default()),
+            (World::held_p(), false),
+        );
+        parked.join().unwrap();
+        w.join_started();
+        assert!(
+            w.poller.deadline_came.load(SeqCst),
+            "no poll reached its deadline"
+        );
+    });
+}
+
+/// The same, but the arming M runs another task (one that never reaches the scheduler in
+/// the model) instead of going idle: it pays the owed `wakep` before that task
+/// (`worker.rs`), and the other M, or one it starts, polls with the timer in view.
+#[test]
+fn own_timer_owed_by_an_m_that_runs_another_task() {
+    loom::model(|| {
+        let w = World::new();
+        w.poller.timer0.store(10, SeqCst);
+        let w1 = w.clone();
+        let m = thread::spawn(move || {
+            m_loop(w1, Arc::new(MHandle::default()), (World::held_p(), false))
+        });
+        w.poller.timer0.store(5, SeqCst);
+        park::wake_netpoller(&w, 5, true);
+        if w.owed.load(SeqCst) {
+            park::wakep(&w);
+        }
+        // This M now runs a task that keeps its P past the end of the model.
         m.join().unwrap();
         w.join_started();
         assert!(

@@ -2,7 +2,7 @@
 //! caller's P.
 
 use gort_loom::Arc;
-use gort_sched::timer_api::{modtimer, modtimer_cell};
+use gort_sched::timer_api::{modtimer, modtimer_cell, modtimer_own};
 use gort_timer::{CellTimer, Nanos, Timer};
 
 /// Arms (or re-arms) `t` at `when` with `period` on the current P's heap: Go's
@@ -16,6 +16,21 @@ use gort_timer::{CellTimer, Nanos, Timer};
 pub(crate) fn arm(t: &Arc<Timer>, when: Nanos, period: Nanos, slack: Nanos, what: &str) -> bool {
     t.set_slack(slack);
     match modtimer(t, when, period, None) {
+        Some(pending) => pending,
+        None => outside(what),
+    }
+}
+
+/// [`arm`] for a timer whose firing wakes only the task polling the caller: a `Sleep` armed
+/// in its own poll, after it set that task's waker (`gort_sched::timer_api::modtimer_own`).
+///
+/// # Panics
+///
+/// As [`arm`].
+#[track_caller]
+pub(crate) fn arm_own(t: &Arc<Timer>, when: Nanos, slack: Nanos, what: &str) -> bool {
+    t.set_slack(slack);
+    match modtimer_own(t, when) {
         Some(pending) => pending,
         None => outside(what),
     }

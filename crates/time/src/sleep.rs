@@ -9,7 +9,7 @@ use std::time::Duration;
 use gort_loom::Arc;
 use gort_timer::{del, nanotime, Nanos, Timer, NEVER};
 
-use crate::runtime_timer::{arm, slack};
+use crate::runtime_timer::{arm_own, slack};
 use crate::Instant;
 
 const WHAT: &str = "gort::time::Sleep";
@@ -207,7 +207,7 @@ impl Future for Sleep {
         // progress takes this waker, or we see below that the timer has run.
         t.set_waker(cx.waker());
         if !this.armed {
-            arm(t, this.deadline, 0, slack(this.deadline - now), WHAT);
+            arm_own(t, this.deadline, slack(this.deadline - now), WHAT);
             this.armed = true;
         } else if !t.is_pending() {
             // It ran (its wake-up may have gone to an older waker) or the runtime dropped it.
@@ -215,7 +215,7 @@ impl Future for Sleep {
                 this.armed = false;
                 return Poll::Ready(());
             }
-            arm(t, this.deadline, 0, slack(this.deadline - now), WHAT);
+            arm_own(t, this.deadline, slack(this.deadline - now), WHAT);
         } else if this.slack_unset {
             t.set_slack(slack(this.deadline - now));
         }
