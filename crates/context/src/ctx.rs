@@ -20,6 +20,7 @@ use gort_time::Instant;
 use parking_lot::Mutex;
 
 use crate::after_func::Slot;
+use crate::cause::Cause;
 use crate::deadline::DeadlineTimer;
 use crate::Error;
 use gort_sched::timer_api::runtime_shut_down;
@@ -83,6 +84,8 @@ pub(crate) struct Node {
     /// Background is never canceled: nothing registers with it.
     cancelable: bool,
     deadline: Option<Instant>,
+    /// The cause its own deadline cancels it with (`with_deadline_cause`).
+    deadline_cause: Option<Cause>,
     /// The node this one is registered with (removed from on its own cancel).
     parent: Option<Arc<Node>>,
     state: Mutex<State>,
@@ -92,6 +95,8 @@ pub(crate) struct Node {
 #[derive(Default)]
 pub(crate) struct State {
     pub(crate) err: Option<Error>,
+    /// The cause given with the cancellation that set `err`, if one was (Go's `cause`).
+    cause: Option<Cause>,
     /// Keyed by the child's address (unique while the map holds it).
     children: HashMap<usize, Arc<Node>>,
     timer: Option<DeadlineTimer>,
@@ -110,13 +115,18 @@ impl Context {
     /// assert_eq!(bg.deadline(), None);
     /// assert!(bg.done().try_recv().is_err()); // never closed
     /// ```
+    ///
+    /// It is also Go 1.21's `context.WithoutCancel(parent)`: a context never canceled and
+    /// without deadline, whatever its parent; as a gort context carries no values, there is
+    /// nothing of the parent left to keep.
     #[doc(alias = "Background")]
     #[doc(alias = "TODO")]
+    #[doc(alias = "WithoutCancel")]
     pub fn background() -> Context {
         static BACKGROUND: OnceLock<Context> = OnceLock::new();
         BACKGROUND
             .get_or_init(|| Context {
-                node: Arc::new(Node::new(false, None, None)),
+                node: Arc::new(Node::new(false, None, None, None)),
             })
             .clone()
     }
@@ -160,6 +170,37 @@ impl Context {
     #[doc(alias = "Err")]
     pub fn err(&self) -> Option<Error> {
         self.node.state.lock().err
+    }
+
+    /// Why the context was canceled (Go 1.20's `context.Cause(ctx)`): `None` while it is
+    /// live; once it is done, the cause given to the cancellation that first reached it (a
+    /// [`CancelCauseFn`](crate::CancelCauseFn) of it or of an ancestor, or the deadline of a
+    /// [`with_deadline_cause`](crate::with_deadline_cause)), else its [`err`](Context::err)
+    /// as an error. Children inherit the cause of the ancestor whose cancellation reached them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::context::{self, Context, Error};
+    ///
+    /// let (ctx, cancel) = context::with_cancel_cause(&Context::background());
+    /// let (child, _cancel_child) = context::with_cancel(&ctx);
+    /// assert!(child.cause().is_none());
+    /// cancel.cancel("disk full");
+    /// assert_eq!(child.err(), Some(Error::Canceled));
+    /// assert_eq!(child.cause().unwrap().to_string(), "disk full");
+    ///
+    /// // Without a cause, the cause is the error.
+    /// let (plain, cancel) = context::with_cancel(&Context::background());
+    /// cancel.cancel();
+    /// let cause = plain.cause().unwrap();
+    /// assert_eq!(cause.downcast_ref::<Error>(), Some(&Error::Canceled));
+    /// ```
+    #[doc(alias = "Cause")]
+    pub fn cause(&self) -> Option<Cause> {
+        let s = self.node.state.lock();
+        let err = s.err?;
+        Some(s.cause.clone().unwrap_or_else(|| Arc::new(err)))
     }
 
     /// When the context will be canceled by a deadline (its own or an ancestor's), or `None`
@@ -215,7 +256,7 @@ impl CancelFn {
     /// ```
     #[doc(alias = "CancelFunc")]
     pub fn cancel(&self) {
-        self.node.cancel(true, Error::Canceled);
+        self.node.cancel(true, Error::Canceled, None);
     }
 }
 
@@ -309,12 +350,17 @@ impl fmt::Debug for CancelFn {
 }
 
 /// A child of `parent`, with `deadline` if given (already checked to be earlier than the
-/// parent's), registered to be canceled with it.
-pub(crate) fn derive(parent: &Context, deadline: Option<Instant>) -> (Context, CancelFn) {
+/// parent's) and the cause that deadline cancels it with, registered to be canceled with it.
+pub(crate) fn derive(
+    parent: &Context,
+    deadline: Option<Instant>,
+    deadline_cause: Option<Cause>,
+) -> (Context, CancelFn) {
     let registered_with = parent.node.cancelable.then(|| parent.node.clone());
     let node = Arc::new(Node::new(
         true,
         deadline.or(parent.node.deadline),
+        deadline_cause,
         registered_with,
     ));
     node.propagate_cancel();
@@ -324,11 +370,24 @@ pub(crate) fn derive(parent: &Context, deadline: Option<Instant>) -> (Context, C
     (Context { node: node.clone() }, CancelFn { node })
 }
 
+impl CancelFn {
+    /// The node it cancels, for [`CancelCauseFn`](crate::CancelCauseFn).
+    pub(crate) fn into_node(self) -> Arc<Node> {
+        self.node
+    }
+}
+
 impl Node {
-    fn new(cancelable: bool, deadline: Option<Instant>, parent: Option<Arc<Node>>) -> Node {
+    fn new(
+        cancelable: bool,
+        deadline: Option<Instant>,
+        deadline_cause: Option<Cause>,
+        parent: Option<Arc<Node>>,
+    ) -> Node {
         Node {
             cancelable,
             deadline,
+            deadline_cause,
             parent,
             state: Mutex::new(State::default()),
             done: OnceLock::new(),
@@ -369,8 +428,9 @@ impl Node {
         let mut ps = parent.state.lock();
         match ps.err {
             Some(err) => {
+                let cause = ps.cause.clone();
                 drop(ps);
-                self.cancel(false, err);
+                self.cancel(false, err, cause);
             }
             None => {
                 ps.children.insert(key(self), self.clone());
@@ -382,7 +442,7 @@ impl Node {
     /// gort runtime the orphanage keeps the deadline instead.
     fn arm_deadline(self: &Arc<Self>, deadline: Instant) {
         if deadline <= Instant::now() {
-            self.cancel(true, Error::DeadlineExceeded);
+            self.expire();
             return;
         }
         let Some(timer) = DeadlineTimer::start(self, deadline) else {
@@ -403,12 +463,23 @@ impl Node {
         timer.stop(); // canceled (by the parent, or the timer itself) meanwhile
     }
 
-    /// Go's `cancelCtx.cancel(removeFromParent, err)`, with the descendants canceled from a
-    /// work list rather than by recursion (Go's recursion grows a goroutine's stack; here a
-    /// chain of 10,000 contexts would overflow an M's): each node is canceled alone, and its
-    /// children join the list.
-    pub(crate) fn cancel(self: &Arc<Self>, remove_from_parent: bool, err: Error) {
-        let Some(mut pending) = self.cancel_alone(err) else {
+    /// Cancels the node for its deadline: [`Error::DeadlineExceeded`], with its deadline's
+    /// cause if it has one.
+    pub(crate) fn expire(self: &Arc<Self>) {
+        self.cancel(true, Error::DeadlineExceeded, self.deadline_cause.clone());
+    }
+
+    /// Go's `cancelCtx.cancel(removeFromParent, err, cause)`, with the descendants canceled
+    /// from a work list rather than by recursion (Go's recursion grows a goroutine's stack;
+    /// here a chain of 10,000 contexts would overflow an M's): each node is canceled alone,
+    /// and its children join the list, with the same error and cause.
+    pub(crate) fn cancel(
+        self: &Arc<Self>,
+        remove_from_parent: bool,
+        err: Error,
+        cause: Option<Cause>,
+    ) {
+        let Some(mut pending) = self.cancel_alone(err, &cause) else {
             return;
         };
         if remove_from_parent {
@@ -418,7 +489,7 @@ impl Node {
             }
         }
         while let Some(child) = pending.pop() {
-            if let Some(grandchildren) = child.cancel_alone(err) {
+            if let Some(grandchildren) = child.cancel_alone(err, &cause) {
                 pending.extend(grandchildren);
             }
         }
@@ -426,8 +497,9 @@ impl Node {
 
     /// Cancels this node only, unless it is already done: closes `done`, stops the timer,
     /// starts the `after_func`s, and returns the children (taken from the node, so they need
-    /// no removal from it) for the caller to cancel.
-    fn cancel_alone(&self, err: Error) -> Option<Vec<Arc<Node>>> {
+    /// no removal from it) for the caller to cancel. The cause is only cloned under the lock
+    /// (an `Arc`): its drop, user code, happens outside.
+    fn cancel_alone(&self, err: Error, cause: &Option<Cause>) -> Option<Vec<Arc<Node>>> {
         if !self.cancelable {
             return None;
         }
@@ -437,6 +509,7 @@ impl Node {
                 return None;
             }
             s.err = Some(err);
+            s.cause = cause.clone();
             let s = &mut *s;
             (
                 std::mem::take(&mut s.children),

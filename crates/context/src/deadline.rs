@@ -25,21 +25,21 @@ use gort_time::Instant;
 use gort_timer::{del, nanotime, Fire, Nanos, Timer};
 
 use crate::ctx::Node;
-use crate::Error;
 
 /// The armed timer of a context's deadline, stopped by an earlier cancel.
 pub(crate) struct DeadlineTimer {
     timer: gort_loom::Arc<Timer>,
 }
 
-/// The callback: cancels the context with [`Error::DeadlineExceeded`]. It holds the node as
-/// the function of Go's `AfterFunc` does, until the timer fires or is stopped (either drops
-/// the callback).
+/// The callback: cancels the context with
+/// [`Error::DeadlineExceeded`](crate::Error::DeadlineExceeded) and its deadline's cause. It
+/// holds the node as the function of Go's `AfterFunc` does, until the timer fires or is
+/// stopped (either drops the callback).
 struct Expire(Arc<Node>);
 
 impl Fire for Expire {
     fn fire(self: Arc<Self>, _when: Nanos) {
-        self.0.cancel(true, Error::DeadlineExceeded);
+        self.0.expire();
     }
 
     /// The runtime shuts down with the timer in a heap: it will never fire there.

@@ -8,6 +8,10 @@
 //! - [`Context::done`] is a channel closed on cancellation, usable as a `select!` arm;
 //!   [`Context::err`] says why ([`Error::Canceled`] or [`Error::DeadlineExceeded`]).
 //! - [`after_func`] runs a function in its own task once a context is done (Go 1.21).
+//! - [`with_cancel_cause`], [`with_deadline_cause`] and [`with_timeout_cause`] say why, and
+//!   [`Context::cause`] tells it (Go 1.20's `Cause`, 1.21's `WithDeadlineCause`).
+//! - Go 1.21's `WithoutCancel(parent)` keeps the parent's values but none of its cancellation;
+//!   a gort context carries no values, so that is [`Context::background`].
 //!
 //! Unlike Go's `CancelFunc`, dropping a [`CancelFn`] does not cancel; as in Go, a child that is
 //! never canceled stays registered with its (cancelable) parent until the parent is canceled,
@@ -52,6 +56,7 @@
 #![warn(missing_docs)]
 
 mod after_func;
+mod cause;
 mod ctx;
 mod deadline;
 mod orphanage;
@@ -62,6 +67,9 @@ use std::fmt;
 use std::time::Duration;
 
 pub use crate::after_func::{after_func, AfterFunc};
+pub use crate::cause::{
+    with_cancel_cause, with_deadline_cause, with_timeout_cause, CancelCauseFn, Cause,
+};
 pub use crate::ctx::{CancelFn, CancelGuard, Context};
 use gort_time::Instant;
 
@@ -109,7 +117,7 @@ impl std::error::Error for Error {}
 /// ```
 #[doc(alias = "WithCancel")]
 pub fn with_cancel(parent: &Context) -> (Context, CancelFn) {
-    ctx::derive(parent, None)
+    ctx::derive(parent, None, None)
 }
 
 /// A child of `parent` that is also canceled, with [`Error::DeadlineExceeded`], at `deadline`
@@ -134,11 +142,22 @@ pub fn with_cancel(parent: &Context) -> (Context, CancelFn) {
 /// ```
 #[doc(alias = "WithDeadline")]
 pub fn with_deadline(parent: &Context, deadline: Instant) -> (Context, CancelFn) {
+    deadline_child(parent, deadline, None)
+}
+
+/// A child of `parent` canceled at `deadline` with `cause` (`None`: the error itself), unless
+/// the parent's deadline comes first.
+fn deadline_child(
+    parent: &Context,
+    deadline: Instant,
+    cause: Option<Cause>,
+) -> (Context, CancelFn) {
     if parent.deadline().is_some_and(|d| d <= deadline) {
-        // The parent's deadline comes first: it will cancel the child.
+        // The parent's deadline comes first: it will cancel the child (with its own cause,
+        // as Go's `WithDeadlineCause` then returns a `WithCancel` child).
         return with_cancel(parent);
     }
-    ctx::derive(parent, Some(deadline))
+    ctx::derive(parent, Some(deadline), cause)
 }
 
 /// [`with_deadline`] at `Instant::now() + timeout` (Go's `context.WithTimeout`).

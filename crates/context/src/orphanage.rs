@@ -20,7 +20,6 @@ use gort_time::Instant;
 use parking_lot::{Condvar, Mutex};
 
 use crate::ctx::Node;
-use crate::Error;
 
 /// An adopted deadline. The node is weak: a context nobody holds any more needs no cancel.
 struct Orphan {
@@ -131,7 +130,7 @@ fn run() {
         // panic in it is that code's, and the other orphans still get their cancel.
         let _ = catch_unwind(AssertUnwindSafe(|| {
             if let Some(node) = due.node.upgrade() {
-                node.cancel(true, Error::DeadlineExceeded);
+                node.expire();
             }
         }));
         o = ORPHANS.lock();

@@ -10,12 +10,21 @@
 //! `wait` takes the set out of the lock and joins it unlocked, then again for the tasks
 //! spawned meanwhile, until the set stays empty; a counter of running tasks covers those a
 //! concurrent `wait` took.
+//!
+//! A limit (Go's `SetLimit`) is a channel holding one token per free slot: a task takes a
+//! token before its body runs and puts it back when its future is dropped (it ended,
+//! panicked, or was aborted), before it stops counting as running. Go sends to take a slot
+//! and receives to free it; here taking is the receive, because a receive is cancel-safe (a
+//! token handed to a dropped receive goes to the next waiter, or back to the buffer) where a
+//! send that a receiver completed just before its future was dropped counts as sent, and
+//! would leak the slot of an aborted task.
 
 use std::fmt;
 use std::future::Future;
 use std::panic::resume_unwind;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use gort_chan::{Receiver, Sender};
 use gort_context::{CancelFn, Context};
 use gort_sched::JoinSet;
 
@@ -36,8 +45,10 @@ use crate::WaitGroup;
 /// - Dropping the group without calling `wait` aborts its tasks (it holds them in a
 ///   [`JoinSet`](gort_sched::JoinSet)); so does dropping `wait`'s future before it ends.
 ///   Tasks holding an `Arc` of the group keep it alive until they finish.
-/// - To run at most `n` tasks at once (Go's `SetLimit`), have each task hold a permit of a
-///   `tokio::sync::Semaphore` of `n` permits.
+/// - [`set_limit`](ErrGroup::set_limit) runs at most `n` of its tasks at once (Go's
+///   `SetLimit`); [`try_spawn`](ErrGroup::try_spawn) spawns only if a slot is free (Go's
+///   `TryGo`), and [`spawn_limited`](ErrGroup::spawn_limited) waits for one (Go's `Go`
+///   under a limit), while [`spawn`](ErrGroup::spawn) never waits: its task queues for a slot.
 ///
 /// # Examples
 ///
@@ -72,6 +83,8 @@ pub struct ErrGroup<E> {
     /// The tasks not yet taken by a `wait`. Locked only to insert or take: no user code.
     tasks: Mutex<JoinSet<()>>,
     first: Arc<FirstError<E>>,
+    /// The free slots, with a limit.
+    slots: Option<Arc<Slots>>,
 }
 
 /// The error of the first task that failed, the cancel of the group's context, and the
@@ -83,12 +96,62 @@ struct FirstError<E> {
 }
 
 /// Counts a task as running from before its spawn until its future is dropped (it ended,
-/// panicked, was aborted, or never spawned).
-struct Running<E>(Arc<FirstError<E>>);
+/// panicked, was aborted, or never spawned), and holds its slot if the group has a limit.
+struct Running<E> {
+    first: Arc<FirstError<E>>,
+    slot: Option<Slot>,
+}
 
 impl<E> Drop for Running<E> {
     fn drop(&mut self) {
-        self.0.running.done();
+        // The slot first: once `wait` sees no task running, every slot is free again.
+        drop(self.slot.take());
+        self.first.running.done();
+    }
+}
+
+/// The slots of a group with a limit: a channel of one token per free slot (see the module
+/// docs). It is never closed: the group and every waiting task hold it, with both ends.
+struct Slots {
+    free: Receiver<()>,
+    give_back: Sender<()>,
+    limit: usize,
+}
+
+/// A slot held by a task, freed on drop.
+struct Slot(Arc<Slots>);
+
+impl Slots {
+    fn new(limit: usize) -> Arc<Slots> {
+        let (give_back, free) = gort_chan::bounded(limit);
+        for _ in 0..limit {
+            give_back
+                .try_send(())
+                .expect("gort: a slot token fits its channel");
+        }
+        Arc::new(Slots {
+            free,
+            give_back,
+            limit,
+        })
+    }
+
+    async fn take(self: &Arc<Self>) -> Slot {
+        let token = self.free.recv().await;
+        debug_assert!(token.is_some(), "the slots' channel is never closed");
+        Slot(self.clone())
+    }
+
+    fn try_take(self: &Arc<Self>) -> Option<Slot> {
+        self.free.try_recv().ok().map(|()| Slot(self.clone()))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        // Never full: this token is out of the channel, so at most `limit - 1` are in it.
+        let back = self.0.give_back.try_send(());
+        debug_assert!(back.is_ok(), "a freed slot's token has room");
     }
 }
 
@@ -175,6 +238,7 @@ impl<E: Send + 'static> ErrGroup<E> {
                 cancel,
                 running: WaitGroup::new(),
             }),
+            slots: None,
         }
     }
 
@@ -185,6 +249,11 @@ impl<E: Send + 'static> ErrGroup<E> {
     /// Spawns `task` in the group (Go's `g.Go`). If it returns an error and it is the first,
     /// the group's context is canceled at once. Takes `&self`: the group's own tasks may
     /// call it, through an `Arc` of the group.
+    ///
+    /// Never waits. Under a [limit](ErrGroup::set_limit) with every slot taken, the task is
+    /// spawned but queues for a slot before its first poll (first come, first served), as
+    /// many as are spawned; [`spawn_limited`](ErrGroup::spawn_limited) makes the caller wait
+    /// instead, as Go's `g.Go` does. A queued task counts as running for `wait`.
     ///
     /// # Panics
     ///
@@ -215,11 +284,188 @@ impl<E: Send + 'static> ErrGroup<E> {
     where
         F: Future<Output = Result<(), E>> + Send + 'static,
     {
+        self.start(task, None, self.slots.clone());
+    }
+
+    /// Spawns `task` if the group has a free slot (always, without a limit) and returns
+    /// `true`; returns `false`, dropping `task` unstarted, if [`set_limit`](ErrGroup::set_limit)'s
+    /// number of tasks are running (Go's `g.TryGo`). Tasks queued by [`spawn`](ErrGroup::spawn)
+    /// for a slot come first: while any waits, every slot is taken.
+    ///
+    /// # Panics
+    ///
+    /// Outside a gort runtime, when it would spawn.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::sync::ErrGroup;
+    ///
+    /// let rt = gort::Runtime::new().unwrap();
+    /// rt.block_on(async {
+    ///     let mut group = ErrGroup::<()>::new();
+    ///     group.set_limit(Some(1));
+    ///     let (release, wait_release) = gort::chan::bounded::<()>(0);
+    ///     assert!(group.try_spawn(async move {
+    ///         wait_release.recv().await;
+    ///         Ok(())
+    ///     }));
+    ///     assert!(!group.try_spawn(async { Ok(()) })); // the one slot is taken
+    ///     drop(release);
+    ///     assert_eq!(group.wait().await, Ok(()));
+    ///     assert!(group.try_spawn(async { Ok(()) })); // free again
+    ///     assert_eq!(group.wait().await, Ok(()));
+    /// });
+    /// ```
+    #[doc(alias = "TryGo")]
+    #[track_caller]
+    pub fn try_spawn<F>(&self, task: F) -> bool
+    where
+        F: Future<Output = Result<(), E>> + Send + 'static,
+    {
+        let slot = match &self.slots {
+            None => None,
+            Some(slots) => match slots.try_take() {
+                Some(slot) => Some(slot),
+                None => return false,
+            },
+        };
+        self.start(task, slot, None);
+        true
+    }
+
+    /// Waits for a free slot, then spawns `task` (Go's `g.Go` under a limit, which blocks
+    /// its caller): a loop spawning from an endless source gets back-pressure, where
+    /// [`spawn`](ErrGroup::spawn) would queue every task. Without a limit it spawns at once.
+    ///
+    /// Cancel-safe: dropping the future before it resolves spawns nothing and holds no slot.
+    /// A task of the group that calls it waits while holding its own slot: as in Go, if every
+    /// running task does so, none ever gets one; a task spawns siblings with `spawn`.
+    ///
+    /// # Panics
+    ///
+    /// Outside a gort runtime.
+    ///
+    /// # Examples
+    ///
+    /// Two workers at a time over a stream of jobs; the producer waits for a free one:
+    ///
+    /// ```
+    /// use gort::sync::ErrGroup;
+    ///
+    /// let rt = gort::Runtime::new().unwrap();
+    /// rt.block_on(async {
+    ///     let mut group = ErrGroup::<String>::new();
+    ///     group.set_limit(Some(2));
+    ///     for job in 0..10u64 {
+    ///         group
+    ///             .spawn_limited(async move {
+    ///                 gort::time::sleep(std::time::Duration::from_millis(job % 3)).await;
+    ///                 Ok(())
+    ///             })
+    ///             .await;
+    ///     }
+    ///     assert_eq!(group.wait().await, Ok(()));
+    /// });
+    /// ```
+    pub async fn spawn_limited<F>(&self, task: F)
+    where
+        F: Future<Output = Result<(), E>> + Send + 'static,
+    {
+        let slot = match &self.slots {
+            Some(slots) => Some(slots.take().await),
+            None => None,
+        };
+        self.start(task, slot, None);
+    }
+
+    /// Runs at most `limit` of the group's tasks at once from now on, `None` for no limit
+    /// (the default; Go's `g.SetLimit(n)` with a negative `n`). Tasks beyond the limit wait
+    /// for a slot: [`spawn`](ErrGroup::spawn)'s in the runtime, before their first poll;
+    /// [`spawn_limited`](ErrGroup::spawn_limited)'s caller; [`try_spawn`](ErrGroup::try_spawn)
+    /// does not spawn. A task frees its slot when it ends, panics or is aborted.
+    ///
+    /// Takes `&mut self`: set it before sharing the group.
+    ///
+    /// # Panics
+    ///
+    /// - If tasks of the group are running, queued ones included (Go panics likewise when
+    ///   tasks hold slots: their slots would be counted against the wrong limit).
+    /// - With `Some(0)`: no task could ever run, and `wait` would never return (Go's
+    ///   `SetLimit(0)` deadlocks its next `Go` instead).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    /// use std::sync::Arc;
+    /// use gort::sync::ErrGroup;
+    ///
+    /// let rt = gort::Runtime::new().unwrap();
+    /// rt.block_on(async {
+    ///     let mut group = ErrGroup::<()>::new();
+    ///     group.set_limit(Some(3));
+    ///     let (now, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    ///     for _ in 0..20 {
+    ///         let (now, most) = (now.clone(), most.clone());
+    ///         group.spawn(async move {
+    ///             most.fetch_max(now.fetch_add(1, SeqCst) + 1, SeqCst);
+    ///             gort::time::sleep(std::time::Duration::from_millis(1)).await;
+    ///             now.fetch_sub(1, SeqCst);
+    ///             Ok(())
+    ///         });
+    ///     }
+    ///     group.wait().await.unwrap();
+    ///     assert!(most.load(SeqCst) <= 3);
+    /// });
+    /// ```
+    #[doc(alias = "SetLimit")]
+    #[track_caller]
+    pub fn set_limit(&mut self, limit: Option<usize>) {
+        let running = self.first.running.count();
+        assert!(
+            running == 0,
+            "gort: ErrGroup::set_limit while {running} tasks of the group are running"
+        );
+        assert!(
+            limit != Some(0),
+            "gort: an ErrGroup limit of 0 would never run a task (None is no limit)"
+        );
+        self.slots = limit.map(Slots::new);
+    }
+
+    /// The limit [`set_limit`](ErrGroup::set_limit) set, `None` for none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut group = gort::sync::ErrGroup::<()>::new();
+    /// assert_eq!(group.limit(), None);
+    /// group.set_limit(Some(8));
+    /// assert_eq!(group.limit(), Some(8));
+    /// ```
+    pub fn limit(&self) -> Option<usize> {
+        self.slots.as_ref().map(|slots| slots.limit)
+    }
+
+    /// Spawns `task`, counted as running at once, holding `slot`, or first taking one from
+    /// `queue` in the spawned task.
+    #[track_caller]
+    fn start<F>(&self, task: F, slot: Option<Slot>, queue: Option<Arc<Slots>>)
+    where
+        F: Future<Output = Result<(), E>> + Send + 'static,
+    {
         self.first.running.add(1);
-        let running = Running(self.first.clone());
+        let mut running = Running {
+            first: self.first.clone(),
+            slot,
+        };
         let handle = gort_sched::spawn(async move {
+            if let Some(slots) = queue {
+                running.slot = Some(slots.take().await);
+            }
             if let Err(error) = task.await {
-                running.0.record(error);
+                running.first.record(error);
             }
             drop(running);
         });
@@ -287,6 +533,7 @@ impl<E> fmt::Debug for ErrGroup<E> {
         f.debug_struct("ErrGroup")
             .field("running", &self.first.running.count())
             .field("has_context", &self.first.cancel.is_some())
+            .field("limit", &self.slots.as_ref().map(|slots| slots.limit))
             .finish_non_exhaustive()
     }
 }
