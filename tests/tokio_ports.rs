@@ -349,3 +349,29 @@ fn runtime_dropped_mid_flight_releases_what_tasks_held() {
         assert_eq!(std::io::Read::read(&mut peer, &mut buf).unwrap(), 0);
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// 6. tokio::sync's blocking forms: in a gort task they would block the P (Tokio's panic
+//    guard only knows Tokio's runtime), so a ported program calls them in spawn_blocking,
+//    where they work against tasks even on one P.
+
+#[test]
+fn tokio_blocking_forms_in_spawn_blocking_on_one_p() {
+    run(1, || async move {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<u32>(1);
+        let m = Arc::new(tokio::sync::Mutex::new(0u32));
+        let guard = m.clone().lock_owned().await;
+        let m2 = m.clone();
+        let blocking = gort::spawn_blocking(move || {
+            let got = rx.blocking_recv();
+            *m2.blocking_lock() += 1; // waits for the task below to drop its guard
+            got
+        });
+        gort::time::sleep(Duration::from_millis(5)).await;
+        tx.send(7).await.unwrap();
+        gort::time::sleep(Duration::from_millis(5)).await;
+        drop(guard);
+        assert_eq!(blocking.await.unwrap(), Some(7));
+        assert_eq!(*m.lock().await, 1);
+    });
+}
