@@ -157,7 +157,12 @@ async fn client(addr: SocketAddr, id: usize) {
 
 #[gort::main]
 async fn main() {
-    // The handlers' panics are expected: keep them off stderr, report any other.
+    quiet_handler_panics();
+    println!("{}", run().await);
+}
+
+/// The handlers' panics are expected: keeps them off stderr, and reports any other.
+pub fn quiet_handler_panics() {
     let report = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let bug = info.payload().downcast_ref::<String>();
@@ -165,6 +170,11 @@ async fn main() {
             report(info);
         }
     }));
+}
+
+/// The whole run: serves, drives the clients, shuts down, checks; returns the summary
+/// (`tests/framed_rpc.rs` runs it on 1 and 4 Ps).
+pub async fn run() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let (config_tx, config) = watch::channel("v0|".to_string());
@@ -238,8 +248,8 @@ async fn main() {
         CLIENTS * (0..REQUESTS).filter(|i| i % BOOM_EVERY == 7).count(),
         "every handler panic caught"
     );
-    println!(
+    format!(
         "framed_rpc: {CLIENTS} clients x {REQUESTS} SET+GET checked, {VANISHING} vanished \
          mid-frame, {panics} handler panics answered, {opened} connections closed by the token"
-    );
+    )
 }
