@@ -97,6 +97,30 @@ pub fn timeout_at<F: Future>(deadline: Instant, future: F) -> Timeout<F> {
 /// A future that never returns from `poll` (it blocks the thread, or loops forever inside one
 /// poll) cannot be timed out: the deadline is only looked at between polls.
 ///
+/// Unlike Tokio, gort has no cooperative budget. Under Tokio's runtime, Tokio's channels and
+/// sockets return `Pending` after 128 ready operations in one task poll, and that is what
+/// lets `tokio::time::timeout` stop `loop { rx.recv().await; .. }` over a channel that is
+/// always ready. On gort, neither gort's channels and sockets nor `tokio::sync`'s (whose
+/// budget only Tokio's runtime sets) ever return `Pending` while ready, so such a loop is one
+/// endless poll: the timeout never fires, and on one P nothing else runs. Give a loop that
+/// may always find work ready a `gort::yield_now().await` (the same rule as for a CPU-bound loop,
+/// for want of Go's preemption):
+///
+/// ```
+/// use std::time::Duration;
+/// gort::Runtime::new().unwrap().block_on(async {
+///     let (tx, rx) = gort::chan::bounded(1);
+///     let echo = async {
+///         loop {
+///             tx.send(1).await.unwrap();
+///             rx.recv().await.unwrap(); // always ready: never a `Pending` by itself
+///             gort::yield_now().await; // without it, the timeout never gets a look
+///         }
+///     };
+///     assert!(gort::time::timeout(Duration::from_millis(5), echo).await.is_err());
+/// });
+/// ```
+///
 /// It does nothing until awaited: dropping it unawaited is an `unused_must_use` warning.
 ///
 /// ```compile_fail
