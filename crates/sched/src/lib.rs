@@ -18,6 +18,7 @@ mod blocking;
 mod builder;
 mod context;
 mod handle;
+mod hosts;
 mod idle;
 mod join_set_spawn;
 mod lead;
@@ -305,7 +306,7 @@ pub mod timer_api {
         period: Nanos,
         fire: Option<&std::sync::Arc<dyn Fire>>,
     ) -> Option<bool> {
-        let host = &crate::shared::CurrentHost;
+        let host = &crate::hosts::CurrentHost;
         let armed = on_current_home(|home| match fire {
             Some(fire) => modify_fire(t, when, period, fire, home, host),
             None => modify(t, when, period, home, host),
@@ -322,7 +323,7 @@ pub mod timer_api {
     /// waking").
     #[inline]
     pub fn modtimer_own(t: &gort_loom::Arc<Timer>, when: Nanos) -> Option<bool> {
-        let host = &crate::shared::CurrentOwnHost;
+        let host = &crate::hosts::CurrentOwnHost;
         on_current_home(|home| modify(t, when, 0, home, host))
             .or_else(|| modtimer_without_p(t, when, 0, None))
     }
@@ -331,7 +332,7 @@ pub mod timer_api {
     /// ([`gort_timer::modify_cell`]).
     #[inline]
     pub fn modtimer_cell(t: &CellTimer, when: Nanos, period: Nanos) -> Option<bool> {
-        let host = &crate::shared::CurrentHost;
+        let host = &crate::hosts::CurrentHost;
         on_current_home(|home| modify_cell(t, when, period, home, host))
             .or_else(|| modtimer_cell_without_p(t, when, period))
     }
@@ -386,7 +387,7 @@ pub mod timer_api {
     ) -> Option<bool> {
         let shared = crate::context::current()?;
         let home = shared.timer_home_without_p();
-        let pending = arm(home, &crate::shared::TimerHost(&shared));
+        let pending = arm(home, &crate::hosts::TimerHost(&shared));
         (callback || !shared.is_shutdown()).then_some(pending)
     }
 

@@ -3,10 +3,11 @@
 use crate::blocking::Blocking;
 use crate::context;
 pub use crate::handle::{EnterGuard, Handle, TryCurrentError};
+use crate::hosts::DeferredHost;
 pub use crate::metrics::ProcMetrics;
 use crate::p::PStatus;
 use crate::runq::Lane;
-use crate::shared::{DeferredHost, Shared, MAX_PROCS};
+use crate::shared::{Shared, MAX_PROCS};
 use crate::sysmon::Sysmon;
 use crate::task::{Cell, JoinHandle, RawTask, Task};
 use crate::threads::{join_until, ThreadConfig};

@@ -12,7 +12,7 @@ use crate::runq::{Global, Lane};
 use crate::task::{drop_panic_payload, Registry, Schedule, Task};
 use crate::threads::ThreadConfig;
 use crate::worker;
-use gort_timer::{Checked, Host, Nanos, RuntimeClock, Timers};
+use gort_timer::{Checked, Nanos, RuntimeClock, Timers};
 use parking_lot::{Condvar, Mutex};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
@@ -570,64 +570,5 @@ impl Drop for LiveM<'_> {
         let mut live = self.0.live_ms.lock();
         *live -= 1;
         self.0.ms_exited.notify_all();
-    }
-}
-
-/// The timer layer's view of the scheduler (Go's `wakeNetPoller`).
-pub(crate) struct TimerHost<'a>(pub(crate) &'a Arc<Shared>);
-
-impl Host for TimerHost<'_> {
-    fn wake_netpoller(&self, when: Nanos) {
-        self.0.wake_netpoller(when);
-    }
-}
-
-/// The `Host` of the current thread's runtime, looked up only when a wake-up is asked for
-/// (most re-arms move a timer later and ask for none).
-pub(crate) struct CurrentHost;
-
-impl Host for CurrentHost {
-    fn wake_netpoller(&self, when: Nanos) {
-        context::with_current(|s| {
-            if let Some(s) = s {
-                s.wake_netpoller(when);
-            }
-        });
-    }
-}
-
-/// [`CurrentHost`] for a timer whose firing wakes only the task running on this thread
-/// ([`Shared::wake_netpoller_own`]).
-pub(crate) struct CurrentOwnHost;
-
-impl Host for CurrentOwnHost {
-    fn wake_netpoller(&self, when: Nanos) {
-        context::with_current(|s| {
-            if let Some(s) = s {
-                s.wake_netpoller_own(when);
-            }
-        });
-    }
-}
-
-/// A `Host` for code that runs under the scheduler lock, where waking an M would deadlock:
-/// it remembers the earliest wake-up asked for, and `flush` performs it after the unlock.
-#[derive(Default)]
-pub(crate) struct DeferredHost(std::sync::atomic::AtomicI64);
-
-impl Host for DeferredHost {
-    fn wake_netpoller(&self, when: Nanos) {
-        let _ = self.0.fetch_update(Relaxed, Relaxed, |cur| {
-            Some(gort_timer::min_nonzero(cur, when))
-        });
-    }
-}
-
-impl DeferredHost {
-    pub(crate) fn flush(&self, shared: &Arc<Shared>) {
-        let when = self.0.load(Relaxed);
-        if when != 0 {
-            shared.wake_netpoller(when);
-        }
     }
 }

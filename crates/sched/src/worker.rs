@@ -4,12 +4,13 @@
 //! park.
 
 use crate::context;
+use crate::hosts::DeferredHost;
 use crate::idle::MHandle;
 use crate::p::{PStatus, Thieves, P};
 use crate::park::{self, Back, Polled};
 use crate::peers::Watch;
 use crate::runq::{Lane, Take};
-use crate::shared::{DeferredHost, LiveM, Shared};
+use crate::shared::{LiveM, Shared};
 use crate::task::Task;
 use gort_timer::{min_nonzero, nanotime, Nanos};
 use std::sync::Arc;
