@@ -2,8 +2,8 @@
 //! opened and closed with a read deadline moved before every read, UDP request/response with
 //! timeouts, `after_func`s started/stopped/reset, channel `Timer`s and `Ticker`s created and
 //! dropped, `select!` against `time::after`, a `context::with_timeout` per request (canceled
-//! early or expiring), `ErrGroup`s, `spawn_blocking`, tasks that panic, and `set_procs`
-//! changes from a thread outside the runtime.
+//! early, expiring, or with its cancel forgotten), `ErrGroup`s, `spawn_blocking`, tasks that
+//! panic, and `set_procs` changes from a thread outside the runtime.
 //!
 //! Every 0.5 s it samples the process's RSS (`/proc/self/statm`), its live heap bytes (a
 //! counting global allocator), open fds (`/proc/self/fd`), threads (`/proc/self/task`, by name
@@ -275,7 +275,11 @@ async fn ctx_requests(server: Context, stop: Arc<AtomicBool>, ops: Arc<Ops>, see
                 _ = ctx.done().recv() => {},
             }
         }
-        cancel.cancel();
+        if rng.below(8) == 0 {
+            drop(cancel); // a forgotten cancel: the deadline alone must unregister the child
+        } else {
+            cancel.cancel();
+        }
         ops.ctx_reqs.fetch_add(1, Relaxed);
     }
 }
