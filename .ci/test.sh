@@ -32,6 +32,9 @@ done
 step "stress suite (short)"
 cargo run --release -p gort-stress -- --duration 5s
 
+step "soak (short): a server's mixed workload stays flat"
+cargo run --release --example soak
+
 step "docs"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 

@@ -11,6 +11,14 @@
 //! spawned meanwhile, until the set stays empty; a counter of running tasks covers those a
 //! concurrent `wait` took.
 //!
+//! A group may live as long as a server (one task per connection, `wait` at shutdown), so
+//! finished tasks must not pile up in the set until `wait`: Go's errgroup keeps a counter,
+//! not the goroutines. `spawn` reaps the finished tasks (`try_join_next`, no waiting) each
+//! time the set has doubled since the last reap (from 64), which costs O(1) per task; the
+//! first panic reaped is kept for `wait` to resume. Before, a group spawning a task per
+//! request kept each finished task's cell and entry, about 350 bytes per task
+//! (`tests/err_group_memory.rs`).
+//!
 //! A limit (Go's `SetLimit`) is a channel holding one token per free slot: a task takes a
 //! token before its body runs and puts it back when its future is dropped (it ended,
 //! panicked, or was aborted), before it stops counting as running. Go sends to take a slot
@@ -19,6 +27,7 @@
 //! send that a receiver completed just before its future was dropped counts as sent, and
 //! would leak the slot of an aborted task.
 
+use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::panic::resume_unwind;
@@ -26,7 +35,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use gort_chan::{Receiver, Sender};
 use gort_context::{CancelFn, Context};
-use gort_sched::JoinSet;
+use gort_sched::{JoinError, JoinSet};
 
 use crate::WaitGroup;
 
@@ -80,11 +89,46 @@ use crate::WaitGroup;
 /// ```
 #[doc(alias = "errgroup")]
 pub struct ErrGroup<E> {
-    /// The tasks not yet taken by a `wait`. Locked only to insert or take: no user code.
-    tasks: Mutex<JoinSet<()>>,
+    /// The tasks not yet taken by a `wait`. Locked only to insert, reap or take: no user code.
+    tasks: Mutex<Tasks>,
     first: Arc<FirstError<E>>,
     /// The free slots, with a limit.
     slots: Option<Arc<Slots>>,
+}
+
+/// The tasks of a group not yet taken by a `wait`, and what reaping them found.
+#[derive(Default)]
+struct Tasks {
+    set: JoinSet<()>,
+    /// Reap when the set holds this many tasks.
+    reap_at: usize,
+    /// The first panic reaped, for `wait` to resume.
+    panic: Option<Box<dyn Any + Send>>,
+}
+
+/// The set's size below which `spawn` reaps nothing.
+const REAP_FLOOR: usize = 64;
+
+impl Tasks {
+    /// Inserts `handle` and, if the set has doubled since the last reap, takes the finished
+    /// tasks out of it. Returns the panics reaped after the first, to be dropped by the
+    /// caller outside the lock (a payload's `Drop` is user code).
+    fn insert(&mut self, handle: gort_sched::JoinHandle<()>) -> Vec<JoinError> {
+        self.set.insert(handle);
+        let mut later = Vec::new();
+        if self.set.len() < self.reap_at.max(REAP_FLOOR) {
+            return later;
+        }
+        while let Some(done) = self.set.try_join_next() {
+            match done {
+                Err(e) if e.is_panic() && self.panic.is_none() => self.panic = Some(e.into_panic()),
+                Err(e) => later.push(e),
+                Ok(()) => {}
+            }
+        }
+        self.reap_at = 2 * self.set.len();
+        later
+    }
 }
 
 /// The error of the first task that failed, the cancel of the group's context, and the
@@ -232,7 +276,7 @@ impl<E: Send + 'static> ErrGroup<E> {
 
     fn with_cancel(cancel: Option<CancelFn>) -> ErrGroup<E> {
         ErrGroup {
-            tasks: Mutex::new(JoinSet::new()),
+            tasks: Mutex::new(Tasks::default()),
             first: Arc::new(FirstError {
                 error: Mutex::new(None),
                 cancel,
@@ -242,7 +286,7 @@ impl<E: Send + 'static> ErrGroup<E> {
         }
     }
 
-    fn lock_tasks(&self) -> MutexGuard<'_, JoinSet<()>> {
+    fn lock_tasks(&self) -> MutexGuard<'_, Tasks> {
         self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -469,7 +513,8 @@ impl<E: Send + 'static> ErrGroup<E> {
             }
             drop(running);
         });
-        self.lock_tasks().insert(handle);
+        let later_panics = self.lock_tasks().insert(handle);
+        drop(later_panics); // outside the lock
     }
 
     /// Waits for every task, those spawned meanwhile included, cancels the group's context,
@@ -496,7 +541,16 @@ impl<E: Send + 'static> ErrGroup<E> {
     pub async fn wait(&self) -> Result<(), E> {
         let mut panic = None;
         loop {
-            let mut batch = std::mem::take(&mut *self.lock_tasks());
+            let (mut batch, reaped) = {
+                let mut tasks = self.lock_tasks();
+                (std::mem::take(&mut tasks.set), tasks.panic.take())
+            };
+            if let Some(payload) = reaped {
+                if panic.is_none() {
+                    panic = Some(payload);
+                    self.first.cancel_context();
+                }
+            }
             if batch.is_empty() {
                 break;
             }

@@ -95,6 +95,30 @@ fn a_panic_is_resumed_by_wait_after_the_other_tasks_finish() {
     assert_eq!(finished.load(Ordering::SeqCst), 1);
 }
 
+/// `spawn` reaps finished tasks once the set has grown (a long-lived group keeps none): a
+/// panic reaped that way is still the one `wait` resumes, and later panics are dropped.
+#[test]
+fn a_panic_reaped_by_spawn_is_resumed_by_wait() {
+    let rt = runtime();
+    let res = rt.block_on(rt.spawn(async move {
+        let group = ErrGroup::<()>::new();
+        for i in 0..2 {
+            group.spawn(async move { panic!("test: reaped errgroup panic {i}") });
+            gort::time::sleep(Duration::from_millis(5)).await;
+        }
+        for _ in 0..1_000 {
+            group.spawn(async { Ok(()) });
+            gort::task::yield_now().await;
+        }
+        group.wait().await
+    }));
+    let payload = res.unwrap_err().into_panic();
+    assert_eq!(
+        payload.downcast_ref::<String>().map(String::as_str),
+        Some("test: reaped errgroup panic 0")
+    );
+}
+
 #[test]
 fn dropping_the_group_unwaited_aborts_its_tasks() {
     runtime().block_on(async {
