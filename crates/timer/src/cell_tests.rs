@@ -160,3 +160,27 @@ fn entries_keep_the_cell_tag_beside_the_indexed_one() {
         assert_eq!(counts(&t), (1, 1));
     }
 }
+
+/// The last holder drops the callback while another thread reads the timer through a heap's
+/// reference and then lets go of the last one: the drop touches only the payload, so Miri
+/// sees no conflict with the reads (with a std `Arc` cell, its drop's `&mut` of the whole
+/// cell was one).
+#[test]
+fn the_last_holder_drops_while_a_heap_reads_the_timer() {
+    let t = CellTimer::new(Box::new(5u8));
+    let heap = TimerRef::clone(&t.borrow_ref());
+    let reader = std::thread::spawn(move || {
+        for _ in 0..20 {
+            assert_eq!(heap.status(), crate::Status::NoStatus);
+            std::thread::yield_now();
+        }
+        drop(heap);
+    });
+    std::thread::yield_now();
+    drop(t);
+    reader.join().unwrap();
+}
+
+impl CellFire for Box<u8> {
+    fn fire(_cell: CellRef<Self>, _when: Nanos) {}
+}
