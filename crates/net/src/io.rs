@@ -5,7 +5,7 @@ use crate::desc::{Arm, Count, Edges, Fail, Half, Nanos, PollDesc, Wait};
 use gort_sched::net_api::{self, Ready, Registration, Waiters};
 use gort_sched::timer_api::modtimer_cell;
 use gort_time::Instant;
-use gort_timer::{nanotime, CellFire, CellTimer, TimerCell};
+use gort_timer::{nanotime, CellFire, CellRef, CellTimer};
 use mio::event::Source;
 use std::future::poll_fn;
 use std::io;
@@ -74,7 +74,7 @@ struct Expire {
 }
 
 impl CellFire for Expire {
-    fn fire(cell: Arc<TimerCell<Self>>, when: Nanos) {
+    fn fire(cell: CellRef<Self>, when: Nanos) {
         let Expire { desc, dir } = cell.payload();
         let Some(desc) = desc.upgrade() else {
             return;

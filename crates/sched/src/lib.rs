@@ -396,10 +396,13 @@ pub mod timer_api {
     /// Queues `c` to run as its own unit of work on this runtime (Go's `go f()` from a
     /// timer): on this thread's P if it holds one, else through the global queue, waking an
     /// M. Costs no allocation. Outside a gort runtime nothing is queued and `c` comes back.
-    pub fn run_callback<C: Callback>(c: std::sync::Arc<C>) -> Result<(), std::sync::Arc<C>> {
+    pub fn run_callback<C: Callback>(
+        c: gort_timer::CellRef<C>,
+    ) -> Result<(), gort_timer::CellRef<C>> {
         crate::context::with_current(|s| match s {
             Some(s) => {
-                crate::task::Schedule::schedule(s, crate::task::Task::from(c));
+                let task = crate::task::Task::Callback(crate::task::CallbackTask::new(c));
+                crate::task::Schedule::schedule(s, task);
                 Ok(())
             }
             None => Err(c),

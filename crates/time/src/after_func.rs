@@ -2,23 +2,22 @@
 
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
 use std::time::Duration;
 
-use gort_timer::{nanotime, CellFire, CellTimer, Nanos, TimerCell, NEVER};
+use gort_timer::{nanotime, CellFire, CellRef, CellTimer, Nanos, NEVER};
 
 use crate::runtime_timer::{arm_cell, nanos, slack};
 
 const WHAT: &str = "gort::time::after_func";
 
-/// The callback, inline in its runtime timer's allocation (a [`TimerCell`]): an `after_func`
+/// The callback, inline in its runtime timer's allocation (a `gort_timer::TimerCell`): an `after_func`
 /// is one allocation, and a firing queues the cell itself on a run queue as a
 /// [`Callback`](gort_sched::timer_api::Callback), allocating nothing (the queue's reference
 /// keeps `f` alive until it has run).
 struct Spawner<F>(F);
 
 impl<F: Fn() + Send + Sync + 'static> CellFire for Spawner<F> {
-    fn fire(cell: Arc<TimerCell<Self>>, _when: Nanos) {
+    fn fire(cell: CellRef<Self>, _when: Nanos) {
         // Queued as its own unit of work (Go's `go f()`). The scheduler catches a panic in
         // `f` and counts it (Metrics::task_panics).
         if let Err(cell) = gort_sched::timer_api::run_callback(cell) {

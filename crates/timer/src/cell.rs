@@ -1,53 +1,77 @@
 //! [`TimerCell`]: a timer and its callback in one allocation (Go's `time.AfterFunc` timer,
-//! whose `f` is a field of the timer), and [`CellTimer`], the thin handle of one.
+//! whose `f` is a field of the timer), [`CellTimer`], the thin handle of one, and
+//! [`CellRef`], a callback holder's reference.
 //!
-//! The cell is an `Arc<TimerCell<P>>` laid out as the timer, a vtable pointer, then the
-//! payload `P`. Its strong references are the callback's: the handle, the timer's installed
-//! payload (an `Arc<dyn Fire>` of the cell itself, taken out by a run, a stop or a drain, as
-//! any payload is) and the run queue's while a firing waits to run. The heaps and the
-//! modified-earlier lists hold `Weak`s ([`TimerRef`] with the cell tag), which keep the
-//! timer's memory and never `P`: the payload rule holds as for a separate callback (a stale
-//! heap entry never keeps the captures alive; `P` is dropped with the last strong reference,
-//! and every holder of one drops it where user code may run, never under a heap lock).
+//! The cell keeps its own two reference counts in a header beside the timer, as Tokio's task
+//! header does, rather than a std `Arc`'s:
+//! - the *holder* count: the callback's holders (the handle, the timer's installed payload,
+//!   a run or the run queue while a firing waits to run); the last one drops `P`;
+//! - the *memory* count: the heaps' and the modified-earlier lists' references
+//!   ([`TimerRef`] with the cell tag), plus one for all the holders together; the last one
+//!   frees the allocation.
 //!
-//! The timer sits in a `ManuallyDrop`, so the cell's drop at the last strong reference (which
-//! drops `P`) leaves it intact for the heaps' weak references until the memory is freed. Its
-//! payload cell is then empty: the only payload ever installed on a cell's timer is the cell
-//! itself (a strong reference), because the timer is reachable only through [`CellTimer`]'s
-//! methods and [`modify_cell`](crate::modify_cell), never [`Timer::set_fire`]. (`Arc`'s drop
-//! passes the cell to `drop_in_place` through a `&mut` while a heap may still read the timer
-//! through its `Weak`: that drop writes nothing of the timer, a `ManuallyDrop` whose fields
-//! are all atomics or behind its payload lock.)
+//! A heap thus keeps reading the timer (all atomics, or behind its payload lock) through its
+//! reference after the callback is gone, and the callback's drop never aliases it: `P` is
+//! dropped in place through a raw pointer to the payload field alone, the allocation is freed
+//! only once nobody can read it, and no `&mut` of the whole cell is ever made while others
+//! may read it. (A std `Arc`'s last strong drop passes its value to `drop_in_place` through a
+//! `&mut` of the whole value: with the timer in it, that `&mut` aliased the heaps' reads.)
+//! The timer is never dropped: the only payload ever installed on a cell's timer is the cell
+//! itself (a holder reference, taken out by a run, a stop or a drain before the holder count
+//! can reach zero), because the timer is reachable only through [`CellTimer`]'s methods and
+//! [`modify_cell`](crate::modify_cell), never [`Timer::set_fire`].
+//!
+//! The payload rule holds as for a separate callback: a stale heap entry keeps the timer's
+//! memory, never `P`, and every holder drops its reference where user code may run, never
+//! under a heap lock. The counts are modelled in tests/loom_cell.rs.
 
+use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
+use std::ops::Deref;
 use std::ptr::NonNull;
-use std::sync::{Arc, Weak};
+
+use gort_loom::atomic::{
+    fence, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+};
 
 use crate::clock::Nanos;
-use crate::timer::{Fire, Timer};
+use crate::timer::Timer;
 use crate::tref::{TimerRef, CELL};
 
-/// The callback of a [`TimerCell`]: what a firing does, given the cell itself (so that it can
-/// queue it as its own unit of work without allocating).
+/// The callback of a [`TimerCell`]: what a firing does, given a holder reference of the cell
+/// (so that it can queue the cell as its own unit of work without allocating).
 pub trait CellFire: Send + Sync + Sized + 'static {
-    /// Called once per due deadline with a strong reference of the cell (see [`Fire::fire`]).
-    fn fire(cell: Arc<TimerCell<Self>>, when: Nanos);
+    /// Called once per due deadline with a holder reference of the cell (see
+    /// [`Fire::fire`](crate::Fire::fire)).
+    fn fire(cell: CellRef<Self>, when: Nanos);
 
-    /// The runtime shuts down and lets this callback go unrun (see [`Fire::shutdown`]).
-    /// Drops the reference by default.
-    fn shutdown(cell: Arc<TimerCell<Self>>) {
+    /// The runtime shuts down and lets this callback go unrun (see
+    /// [`Fire::shutdown`](crate::Fire::shutdown)). Drops the reference by default.
+    fn shutdown(cell: CellRef<Self>) {
         drop(cell);
     }
+}
+
+/// What every cell starts with, whatever `P` is: the timer (first, so that the cell's address
+/// is the timer's and a `TimerRef` is the cell's pointer), the vtable and the counts.
+#[repr(C)]
+struct Header {
+    /// Never dropped (module docs): freed with the memory, its payload cell empty.
+    timer: ManuallyDrop<Timer>,
+    /// Written once, before the cell is shared.
+    vtable: &'static CellVtable,
+    /// The memory count: heap and list references, plus one for all the holders.
+    refs: AtomicUsize,
+    /// The holder count: references that keep `P`.
+    holders: AtomicUsize,
 }
 
 /// A timer and its callback `P` in one allocation; see [`CellTimer`].
 #[repr(C)]
 pub struct TimerCell<P> {
-    /// First, so that the cell's address is the timer's (a `TimerRef` is the cell's pointer).
-    timer: ManuallyDrop<Timer>,
-    /// At a fixed offset whatever `P` is (`repr(C)`), read through a timer's address.
-    vtable: &'static CellVtable,
-    payload: P,
+    header: Header,
+    /// Dropped in place by the last holder (`drop_payload`), never by the cell.
+    payload: ManuallyDrop<P>,
 }
 
 impl<P> TimerCell<P> {
@@ -57,111 +81,352 @@ impl<P> TimerCell<P> {
     }
 }
 
-impl<P: CellFire> Fire for TimerCell<P> {
-    fn fire(self: Arc<Self>, when: Nanos) {
-        P::fire(self, when)
-    }
-
-    fn shutdown(self: Arc<Self>) {
-        P::shutdown(self)
-    }
-}
-
-/// How a heap reaches a cell it only knows by its timer's address.
+/// What a cell's code needs to know of `P`, reached from the timer's address.
 pub(crate) struct CellVtable {
-    /// Adds a `Weak` of the cell (a heap's or a list's reference).
-    pub(crate) clone_weak: unsafe fn(*const Timer),
-    /// Lets go of a `Weak` of the cell.
-    pub(crate) drop_weak: unsafe fn(*const Timer),
-    /// Lets go of a strong reference (the handle's).
-    drop_strong: unsafe fn(*const Timer),
-    /// A new strong reference, as the payload to install.
-    pub(crate) new_fire: unsafe fn(*const Timer) -> Arc<dyn Fire>,
+    /// Runs a firing, adopting a holder reference.
+    fire: unsafe fn(*const Timer, Nanos),
+    /// Tells the callback of a shutdown, adopting a holder reference.
+    shutdown: unsafe fn(*const Timer),
+    /// Drops `P` in place (the holder count reached zero).
+    drop_payload: unsafe fn(*const Timer),
+    /// Frees the allocation (the memory count reached zero).
+    free: unsafe fn(*const Timer),
 }
 
 /// The vtable of `TimerCell<P>`.
 fn vtable<P: CellFire>() -> &'static CellVtable {
     &CellVtable {
-        clone_weak: clone_weak::<P>,
-        drop_weak: drop_weak::<P>,
-        drop_strong: drop_strong::<P>,
-        new_fire: new_fire::<P>,
+        fire: fire::<P>,
+        shutdown: shutdown::<P>,
+        drop_payload: drop_payload::<P>,
+        free: free::<P>,
     }
 }
 
-/// The vtable of the cell holding the timer at `p`.
+/// The header of the cell whose timer is at `p`.
 ///
 /// # Safety
 ///
-/// `p` is the address of a live `TimerCell`'s timer, with the provenance of the whole cell
-/// (a pointer from `Arc::into_raw` or `Weak::into_raw` of the cell, never one narrowed
-/// through a `&Timer`).
+/// `p` is the address of a cell's timer, with the provenance of the whole cell (a pointer
+/// from [`CellTimer::new`]'s allocation, never one narrowed through a `&Timer`), and a
+/// reference of the caller keeps the memory.
+#[inline(always)]
+unsafe fn header<'a>(p: *const Timer) -> &'a Header {
+    // SAFETY: `repr(C)`: the header is at the cell's address whatever `P` is; the caller's
+    // reference keeps it allocated. The borrow covers the header alone, never the payload,
+    // and every field of it is read-only or atomic.
+    unsafe { &*p.cast::<Header>() }
+}
+
+/// Adds a heap's or a list's reference.
+///
+/// # Safety
+///
+/// As [`header`]: the caller holds a reference (either count) of the cell at `p`.
 #[inline]
-pub(crate) unsafe fn vtable_of(p: *const Timer) -> &'static CellVtable {
-    let at = p
-        .cast::<u8>()
-        .wrapping_add(std::mem::offset_of!(TimerCell<()>, vtable));
-    // SAFETY: `repr(C)` puts `vtable` at the same offset in every `TimerCell<P>` (the timer
-    // before it has a fixed size and alignment); it is written once, before the cell is
-    // shared, and never changes; the caller's pointer may read the whole cell.
-    unsafe { *at.cast::<&'static CellVtable>() }
-}
-
-/// # Safety
-///
-/// `p` is a `TimerCell<P>`'s timer whose memory a reference of the caller keeps.
-unsafe fn clone_weak<P: CellFire>(p: *const Timer) {
-    // SAFETY: `p` is the cell's `Arc::into_raw`/`Weak::into_raw` pointer (the same address and
-    // provenance), the weak count is above zero while the caller's reference lives, and the
-    // borrowed `Weak` is never dropped.
-    let w = ManuallyDrop::new(unsafe { Weak::from_raw(p.cast::<TimerCell<P>>()) });
-    std::mem::forget(Weak::clone(&w));
-}
-
-/// # Safety
-///
-/// `p` is a `TimerCell<P>`'s timer and the caller owns one of its `Weak`s, given up here.
-unsafe fn drop_weak<P: CellFire>(p: *const Timer) {
-    // SAFETY: adopts the caller's `Weak`, released once.
-    drop(unsafe { Weak::from_raw(p.cast::<TimerCell<P>>()) });
-}
-
-/// # Safety
-///
-/// `p` is a `TimerCell<P>`'s timer and the caller owns one of its strong references, given
-/// up here.
-unsafe fn drop_strong<P: CellFire>(p: *const Timer) {
-    // SAFETY: adopts the caller's strong reference, released once.
-    drop(unsafe { Arc::from_raw(p.cast::<TimerCell<P>>()) });
-}
-
-/// # Safety
-///
-/// `p` is a `TimerCell<P>`'s timer and the caller holds a strong reference of it.
-unsafe fn new_fire<P: CellFire>(p: *const Timer) -> Arc<dyn Fire> {
-    let p = p.cast::<TimerCell<P>>();
-    // SAFETY: `p` came from `Arc::into_raw` and the caller's strong reference keeps the count
-    // above zero while we add one and adopt it.
-    unsafe {
-        Arc::increment_strong_count(p);
-        Arc::from_raw(p)
+pub(crate) unsafe fn clone_ref(p: *const Timer) {
+    // SAFETY: per this function's contract.
+    let old = unsafe { header(p) }.refs.fetch_add(1, Relaxed);
+    // As std's `Arc`: a count this high means leaked references; stop before it wraps.
+    if old > isize::MAX as usize {
+        std::process::abort();
     }
 }
 
-/// The handle of a [`TimerCell`]: one strong reference, one word, whatever `P` is. Arm it
+/// Lets go of a memory reference; the last one frees the cell.
+///
+/// # Safety
+///
+/// `p` is a cell's timer and the caller owns one memory reference, given up here.
+#[inline]
+pub(crate) unsafe fn drop_ref(p: *const Timer) {
+    // SAFETY: our reference keeps the header until the decrement.
+    let h = unsafe { header(p) };
+    // Release: our reads of the timer happen before whoever frees it.
+    if h.refs.fetch_sub(1, Release) != 1 {
+        return;
+    }
+    // Acquire: everyone else's reads of the timer and the payload's drop happened before.
+    fence(Acquire);
+    let free = h.vtable.free;
+    // SAFETY: the count was ours alone: nobody can reach the cell any more.
+    unsafe { free(p) }
+}
+
+/// Adds a holder reference.
+///
+/// # Safety
+///
+/// The caller holds a holder reference of the cell at `p` (so `P` is alive).
+#[inline]
+unsafe fn clone_holder(p: *const Timer) {
+    // SAFETY: per this function's contract.
+    let old = unsafe { header(p) }.holders.fetch_add(1, Relaxed);
+    if old > isize::MAX as usize {
+        std::process::abort();
+    }
+}
+
+/// Lets go of a holder reference: the last one drops `P`, then the holders' memory reference.
+///
+/// # Safety
+///
+/// `p` is a cell's timer and the caller owns one holder reference, given up here.
+#[inline]
+unsafe fn drop_holder(p: *const Timer) {
+    // SAFETY: our holder reference keeps the memory (the holders' memory reference).
+    let h = unsafe { header(p) };
+    // Release: our uses of `P` happen before its drop.
+    if h.holders.fetch_sub(1, Release) != 1 {
+        return;
+    }
+    fence(Acquire);
+    /// Gives up the holders' memory reference even if `P`'s drop panics.
+    struct Unref(*const Timer);
+    impl Drop for Unref {
+        fn drop(&mut self) {
+            // SAFETY: the holders' memory reference, given up once, after `P` went.
+            unsafe { drop_ref(self.0) }
+        }
+    }
+    let unref = Unref(p);
+    let drop_payload = h.vtable.drop_payload;
+    // SAFETY: the holder count reached zero: `P` is ours alone, dropped once (no holder can
+    // be made again: one is cloned only from another).
+    unsafe { drop_payload(p) };
+    drop(unref);
+}
+
+/// # Safety
+///
+/// `p` is a `TimerCell<P>`'s timer; the caller gives up a holder reference.
+unsafe fn fire<P: CellFire>(p: *const Timer, when: Nanos) {
+    // SAFETY: adopts the caller's holder reference of a `TimerCell<P>`.
+    P::fire(unsafe { CellRef::adopt(p) }, when)
+}
+
+/// # Safety
+///
+/// As [`fire`].
+unsafe fn shutdown<P: CellFire>(p: *const Timer) {
+    // SAFETY: as in `fire`.
+    P::shutdown(unsafe { CellRef::adopt(p) })
+}
+
+/// # Safety
+///
+/// `p` is a `TimerCell<P>`'s timer whose holder count reached zero; called once.
+unsafe fn drop_payload<P>(p: *const Timer) {
+    let cell = p.cast_mut().cast::<TimerCell<P>>();
+    // SAFETY: the pointer has the whole cell's provenance; the place projection makes no
+    // reference to the cell, only a raw pointer to the payload field, which nobody else
+    // reaches any more (the heaps read only the header). `ManuallyDrop<P>` is
+    // `repr(transparent)`.
+    unsafe { std::ptr::drop_in_place(std::ptr::addr_of_mut!((*cell).payload).cast::<P>()) }
+}
+
+/// # Safety
+///
+/// `p` is a `TimerCell<P>`'s timer whose memory count reached zero; called once.
+unsafe fn free<P>(p: *const Timer) {
+    // SAFETY: the cell came from `Box::new` in `CellTimer::new` (as `ManuallyDrop` of the
+    // same layout, so that freeing drops nothing: the payload went before, the timer is never
+    // dropped); nobody holds a reference.
+    drop(unsafe { Box::from_raw(p.cast_mut().cast::<ManuallyDrop<TimerCell<P>>>()) });
+}
+
+/// A holder reference of a cell, one word and type-erased: what the cell's timer keeps as
+/// its installed payload, and a run claims.
+pub(crate) struct Holder {
+    /// The cell's timer address, owning one holder reference.
+    ptr: NonNull<Timer>,
+}
+
+// SAFETY: a holder of a `TimerCell<P>` with `P: CellFire` (`Send + Sync`); the header is
+// atomics and read-only fields.
+unsafe impl Send for Holder {}
+// SAFETY: as above.
+unsafe impl Sync for Holder {}
+
+impl Holder {
+    /// A new holder reference of the cell at `p`.
+    ///
+    /// # Safety
+    ///
+    /// `p` is a cell's timer (whole-cell provenance) and a holder reference of it lives
+    /// meanwhile.
+    #[inline]
+    pub(crate) unsafe fn new(p: *const Timer) -> Holder {
+        // SAFETY: per this function's contract.
+        unsafe { clone_holder(p) };
+        Holder {
+            // SAFETY: a live cell's address is not null.
+            ptr: unsafe { NonNull::new_unchecked(p.cast_mut()) },
+        }
+    }
+
+    /// The cell's timer address.
+    #[inline]
+    pub(crate) fn as_ptr(&self) -> *const Timer {
+        self.ptr.as_ptr()
+    }
+
+    /// Runs the firing (the callback's [`CellFire::fire`]), giving it this reference.
+    #[inline]
+    pub(crate) fn fire(self, when: Nanos) {
+        let p = ManuallyDrop::new(self).as_ptr();
+        // SAFETY: our reference keeps the header; the callee adopts it.
+        unsafe { (header(p).vtable.fire)(p, when) }
+    }
+
+    /// Tells the callback of a shutdown ([`CellFire::shutdown`]), giving it this reference.
+    pub(crate) fn shutdown(self) {
+        let p = ManuallyDrop::new(self).as_ptr();
+        // SAFETY: as in `fire`.
+        unsafe { (header(p).vtable.shutdown)(p) }
+    }
+}
+
+impl Clone for Holder {
+    #[inline]
+    fn clone(&self) -> Holder {
+        // SAFETY: our reference is a holder of this cell.
+        unsafe { Holder::new(self.as_ptr()) }
+    }
+}
+
+impl Drop for Holder {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: we own one holder reference, given up once here; where our owner drops us
+        // (never under a heap lock: the payload rule).
+        unsafe { drop_holder(self.as_ptr()) }
+    }
+}
+
+/// A holder reference of a [`TimerCell<P>`]: what [`CellFire::fire`] is given, one word. It
+/// keeps the callback `P` alive (the last holder drops it); clone adds a holder.
+///
+/// # Examples
+///
+/// ```
+/// use gort_timer::{modify_cell, CellFire, CellRef, CellTimer, Nanos, Timers};
+/// use std::sync::Mutex;
+///
+/// static KEPT: Mutex<Vec<CellRef<Keep>>> = Mutex::new(Vec::new());
+/// struct Keep(u32);
+/// impl CellFire for Keep {
+///     fn fire(cell: CellRef<Self>, _when: Nanos) {
+///         KEPT.lock().unwrap().push(cell); // the callback outlives its handle
+///     }
+/// }
+/// let timers = Timers::new(0);
+/// let t = CellTimer::new(Keep(7));
+/// modify_cell(&t, 10, 0, &timers, &|_| {});
+/// timers.check(10, true);
+/// drop(t);
+/// assert_eq!(KEPT.lock().unwrap()[0].payload().0, 7);
+/// ```
+pub struct CellRef<P> {
+    /// The cell, owning one holder reference.
+    ptr: NonNull<TimerCell<P>>,
+    _owns: PhantomData<TimerCell<P>>,
+}
+
+// SAFETY: a holder shares `P` between threads (`&P` through `Deref`, `P`'s drop wherever the
+// last holder goes): `Send + Sync` iff `P` is; the header is atomics and read-only fields.
+unsafe impl<P: Send + Sync> Send for CellRef<P> {}
+// SAFETY: as above.
+unsafe impl<P: Send + Sync> Sync for CellRef<P> {}
+
+impl<P> CellRef<P> {
+    /// Adopts a holder reference of the `TimerCell<P>` whose timer is at `p`.
+    ///
+    /// # Safety
+    ///
+    /// `p` is such a cell's timer (whole-cell provenance); the caller gives up a holder
+    /// reference of it.
+    #[inline]
+    unsafe fn adopt(p: *const Timer) -> CellRef<P> {
+        CellRef {
+            // SAFETY: a live cell's address is not null.
+            ptr: unsafe { NonNull::new_unchecked(p.cast_mut().cast()) },
+            _owns: PhantomData,
+        }
+    }
+
+    /// The cell's timer address, with the whole cell's provenance.
+    #[inline]
+    fn timer_ptr(&self) -> *const Timer {
+        self.ptr.as_ptr().cast_const().cast()
+    }
+
+    /// The pointer that stands for this reference, which it now owns (undo with
+    /// [`from_raw`](CellRef::from_raw)): how a run queue keeps a cell in one word.
+    #[inline]
+    pub fn into_raw(this: CellRef<P>) -> NonNull<()> {
+        ManuallyDrop::new(this).ptr.cast()
+    }
+
+    /// The reference back from [`into_raw`](CellRef::into_raw).
+    ///
+    /// # Safety
+    ///
+    /// `raw` came from `CellRef::<P>::into_raw` (same `P`) and is adopted once.
+    #[inline]
+    pub unsafe fn from_raw(raw: NonNull<()>) -> CellRef<P> {
+        CellRef {
+            ptr: raw.cast(),
+            _owns: PhantomData,
+        }
+    }
+}
+
+impl<P> Deref for CellRef<P> {
+    type Target = TimerCell<P>;
+
+    #[inline]
+    fn deref(&self) -> &TimerCell<P> {
+        // SAFETY: our holder reference keeps the memory and `P` alive; the heaps never write
+        // the cell (the timer's fields are atomics or behind its lock).
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<P> Clone for CellRef<P> {
+    #[inline]
+    fn clone(&self) -> CellRef<P> {
+        let p = self.timer_ptr();
+        // SAFETY: our reference is a holder of this cell; the new one is adopted.
+        unsafe {
+            clone_holder(p);
+            CellRef::adopt(p)
+        }
+    }
+}
+
+impl<P> Drop for CellRef<P> {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: we own one holder reference, given up once here (the last one drops `P`,
+        // where our owner drops us).
+        unsafe { drop_holder(self.timer_ptr()) }
+    }
+}
+
+/// The handle of a [`TimerCell`]: one holder reference, one word, whatever `P` is. Arm it
 /// with [`modify_cell`](crate::modify_cell), stop it with [`stop`](CellTimer::stop).
 ///
 /// # Examples
 ///
 /// ```
-/// use gort_timer::{modify_cell, CellFire, CellTimer, Nanos, TimerCell, Timers};
+/// use gort_timer::{modify_cell, CellFire, CellRef, CellTimer, Nanos, Timers};
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use std::sync::Arc;
 ///
 /// static RAN: AtomicUsize = AtomicUsize::new(0);
 /// struct Count;
 /// impl CellFire for Count {
-///     fn fire(_cell: Arc<TimerCell<Self>>, _when: Nanos) {
+///     fn fire(_cell: CellRef<Self>, _when: Nanos) {
 ///         RAN.fetch_add(1, Ordering::SeqCst);
 ///     }
 /// }
@@ -174,11 +439,11 @@ unsafe fn new_fire<P: CellFire>(p: *const Timer) -> Arc<dyn Fire> {
 /// assert_eq!(RAN.load(Ordering::SeqCst), 1);
 /// ```
 pub struct CellTimer {
-    /// `Arc::into_raw` of the cell (its timer's address), owning one strong reference.
+    /// The cell's timer address (whole-cell provenance), owning one holder reference.
     ptr: NonNull<Timer>,
 }
 
-// SAFETY: a `CellTimer` owns an `Arc<TimerCell<P>>` with `P: CellFire` (`Send + Sync`).
+// SAFETY: a `CellTimer` owns a holder of a `TimerCell<P>` with `P: CellFire` (`Send + Sync`).
 unsafe impl Send for CellTimer {}
 // SAFETY: as above; `&CellTimer` only hands out `&Timer`.
 unsafe impl Sync for CellTimer {}
@@ -187,12 +452,18 @@ impl CellTimer {
     /// A fresh timer ([`Status::NoStatus`](crate::Status::NoStatus)) whose callback is
     /// `payload`, in one allocation.
     pub fn new<P: CellFire>(payload: P) -> CellTimer {
-        let cell = Arc::new(TimerCell {
-            timer: ManuallyDrop::new(Timer::fresh()),
-            vtable: vtable::<P>(),
-            payload,
+        let cell = Box::new(TimerCell {
+            header: Header {
+                timer: ManuallyDrop::new(Timer::fresh()),
+                vtable: vtable::<P>(),
+                // The holders' one memory reference.
+                refs: AtomicUsize::new(1),
+                // Ours.
+                holders: AtomicUsize::new(1),
+            },
+            payload: ManuallyDrop::new(payload),
         });
-        let p = Arc::into_raw(cell).cast::<Timer>().cast_mut();
+        let p = Box::into_raw(cell).cast::<Timer>();
         CellTimer {
             // SAFETY: `into_raw` never returns null.
             ptr: unsafe { NonNull::new_unchecked(p) },
@@ -204,18 +475,18 @@ impl CellTimer {
     pub(crate) fn borrow_ref(&self) -> ManuallyDrop<TimerRef> {
         let tagged = self.ptr.as_ptr().cast::<u8>().wrapping_add(CELL);
         // SAFETY: a cell's address with the cell tag: `TimerRef`'s form of a cell reference;
-        // non-null. It stands for our strong reference and is never dropped, and cloning it
-        // adds a `Weak`, which our strong reference keeps possible.
+        // non-null. It stands for our holder reference and is never dropped, and cloning it
+        // adds a memory reference, which our holder keeps possible.
         ManuallyDrop::new(unsafe {
             TimerRef::from_tagged(NonNull::new_unchecked(tagged.cast::<Timer>()))
         })
     }
 
     /// The timer. Not public: only this crate installs a cell's payload (the cell itself), so
-    /// that no other payload can be left on its timer when the last strong reference goes.
+    /// that no other payload can be left on its timer when the last holder goes.
     #[inline]
     pub(crate) fn timer(&self) -> &Timer {
-        // SAFETY: our strong reference keeps the cell, and so its timer, alive.
+        // SAFETY: our holder reference keeps the cell, and so its timer, alive.
         unsafe { self.ptr.as_ref() }
     }
 
@@ -248,11 +519,11 @@ impl CellTimer {
 }
 
 impl Drop for CellTimer {
+    #[inline]
     fn drop(&mut self) {
-        let p = self.ptr.as_ptr().cast_const();
-        // SAFETY: we own one strong reference, given up once here; this may drop the
+        // SAFETY: we own one holder reference, given up once here; this may drop the
         // callback, where our owner dropped us (never under a heap lock).
-        unsafe { (vtable_of(p).drop_strong)(p) }
+        unsafe { drop_holder(self.ptr.as_ptr()) }
     }
 }
 
@@ -263,105 +534,5 @@ impl std::fmt::Debug for CellTimer {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use std::mem::{align_of, offset_of, size_of};
-
-    struct Nothing;
-
-    impl CellFire for Nothing {
-        fn fire(_cell: Arc<TimerCell<Self>>, _when: Nanos) {}
-    }
-
-    /// A payload wider and more aligned than the timer.
-    #[repr(C, align(64))]
-    struct Wide {
-        _bytes: [u8; 100],
-    }
-
-    /// What `vtable_of` and the reference tags rely on: the timer at the cell's address, the
-    /// vtable right after it whatever the payload, and three free low bits in its address.
-    #[test]
-    fn the_vtable_sits_after_the_timer_whatever_the_payload() {
-        let at = size_of::<Timer>();
-        assert_eq!(offset_of!(TimerCell<()>, vtable), at);
-        assert_eq!(offset_of!(TimerCell<u8>, vtable), at);
-        assert_eq!(offset_of!(TimerCell<[u64; 9]>, vtable), at);
-        assert_eq!(offset_of!(TimerCell<Wide>, vtable), at);
-        assert_eq!(offset_of!(TimerCell<Wide>, timer), 0);
-        assert_eq!(offset_of!(TimerCell<u8>, timer), 0);
-        assert!(align_of::<Timer>() > crate::tref::TAGS);
-        // The cell of a one-pointer payload with its `Arc` counts: 104 bytes (a 112-byte
-        // glibc chunk), 8 more than a plain timer's `Arc`.
-        assert_eq!(size_of::<TimerCell<usize>>() + 16, 104);
-    }
-
-    /// The counts of the cell behind `t`, read through a borrowed `Arc`.
-    fn counts(t: &CellTimer) -> (usize, usize) {
-        let p = t.ptr.as_ptr().cast_const().cast::<TimerCell<Nothing>>();
-        // SAFETY: `t` holds a strong reference of this `TimerCell<Nothing>`; the borrowed
-        // `Arc` is never dropped.
-        let a = ManuallyDrop::new(unsafe { Arc::from_raw(p) });
-        (Arc::strong_count(&a), Arc::weak_count(&a))
-    }
-
-    /// A cell reference is a `Weak` (clone adds one, drop takes it back, the strong count
-    /// stays the callback's); the installed payload is a strong reference of the cell itself.
-    #[test]
-    fn cell_references_are_weak_and_the_payload_strong() {
-        let t = CellTimer::new(Nothing);
-        assert_eq!(counts(&t), (1, 0));
-        let p = t.ptr.as_ptr().cast_const();
-        // SAFETY: the handle's pointer is the cell's and keeps it alive.
-        let stored = unsafe { (*p.cast::<TimerCell<Nothing>>()).vtable };
-        // SAFETY: as above; the pointer has the whole cell's provenance.
-        assert!(std::ptr::eq(unsafe { vtable_of(p) }, stored));
-        let r = t.borrow_ref();
-        assert!(r.is_cell());
-        assert!(std::ptr::eq(r.as_ptr(), p));
-        let weak = TimerRef::clone(&r);
-        assert!(weak.is_cell());
-        assert_eq!(counts(&t), (1, 1));
-        let weak2 = weak.clone();
-        assert_eq!(counts(&t), (1, 2));
-        drop(weak);
-        drop(weak2);
-        assert_eq!(counts(&t), (1, 0));
-        // SAFETY: `r` is a cell reference and `t` holds a strong reference meanwhile.
-        let f = unsafe { r.cell_payload() };
-        assert!(r.is_own_payload(&f));
-        let other = CellTimer::new(Nothing);
-        // SAFETY: as above, for `other`.
-        assert!(!r.is_own_payload(&unsafe { other.borrow_ref().cell_payload() }));
-        assert_eq!(counts(&t), (2, 0));
-        drop(f);
-        assert_eq!(counts(&t), (1, 0));
-        assert!(TimerRef::clone(&r).into_arc().is_err());
-    }
-
-    /// A heap entry keeps a cell reference's tag beside its own (bit 0, indexed): the timer,
-    /// a clone and the reference taken back are the cell's, whichever bits are set.
-    #[test]
-    fn entries_keep_the_cell_tag_beside_the_indexed_one() {
-        use crate::entry::Entry;
-        use gort_loom::atomic::Ordering::Relaxed;
-        let t = CellTimer::new(Nothing);
-        let p = t.ptr.as_ptr().cast_const();
-        for promoted in [false, true] {
-            if promoted {
-                t.timer().index.store(0, Relaxed);
-            }
-            let e = Entry::new(7, TimerRef::clone(&t.borrow_ref()));
-            assert_eq!(e.indexed(), promoted);
-            assert!(std::ptr::eq(e.timer(), t.timer()));
-            let c = e.clone_timer();
-            assert!(c.is_cell() && std::ptr::eq(c.as_ptr(), p));
-            assert_eq!(counts(&t), (1, 2));
-            drop(c);
-            let back = e.into_timer();
-            assert!(back.is_cell() && std::ptr::eq(back.as_ptr(), p));
-            drop(back);
-            assert_eq!(counts(&t), (1, 0));
-        }
-    }
-}
+#[path = "cell_tests.rs"]
+mod tests;

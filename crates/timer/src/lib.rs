@@ -55,7 +55,7 @@ mod tref;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub use cell::{CellFire, CellTimer, TimerCell};
+pub use cell::{CellFire, CellRef, CellTimer, TimerCell};
 pub use clock::{
     deadline_after, epoch, nanotime, nanotime_exact, Nanos, RuntimeClock, CLOCK_TRAIL, NEVER,
 };

@@ -145,6 +145,7 @@ impl Timers {
         for_each_caught(payloads, |t| match t.into_payload() {
             Some(Payload::Waker(w)) => w.wake(),
             Some(Payload::Fire(f)) => f.shutdown(),
+            Some(Payload::Cell(c)) => c.shutdown(),
             None => {}
         });
         drop(entries);

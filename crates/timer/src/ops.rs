@@ -166,7 +166,7 @@ pub fn modify_cell(
     home: &Timers,
     host: &dyn Host,
 ) -> bool {
-    // The cell reference tells `modtimer` to install the cell itself; `t` is the strong
+    // The cell reference tells `modtimer` to install the cell itself; `t` is the holder
     // reference that installing needs.
     modtimer(&t.borrow_ref(), when, period, None, home, host)
 }
@@ -224,7 +224,7 @@ fn modtimer(
     // payload is dropped after Modifying ends (the payload rule).
     let replaced = if t.is_cell() {
         // SAFETY: a cell reference comes only from `modify_cell`, whose `CellTimer` is a
-        // strong reference of the cell for the whole call.
+        // holder reference of the cell for the whole call.
         unsafe { t.ensure_cell(t) }
     } else {
         fire.map_or(Target::none(), |f| t.ensure_fire(f))

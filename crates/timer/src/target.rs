@@ -16,6 +16,7 @@ use std::task::Waker;
 use gort_loom::atomic::{AtomicU32, Ordering::Relaxed};
 use gort_loom::{RawLock, UnsafeCell};
 
+use crate::cell::Holder;
 use crate::clock::Nanos;
 use crate::timer::{Fire, Payload};
 
@@ -32,7 +33,7 @@ use crate::timer::{Fire, Payload};
 #[repr(C)]
 pub(crate) struct Target {
     raw: Raw,
-    /// [`NONE`], [`FIRE`] or [`WAKER`]: which field of `raw` is live.
+    /// [`NONE`], [`FIRE`], [`WAKER`] or [`CELL`]: which field of `raw` is live.
     tag: usize,
 }
 
@@ -52,6 +53,16 @@ impl Target {
                 fire: ManuallyDrop::new(f),
             },
             tag: FIRE,
+        }
+    }
+
+    /// A cell's own callback: a holder reference of the cell (`cell.rs`).
+    pub(crate) fn cell(h: Holder) -> Target {
+        Target {
+            raw: Raw {
+                cell: ManuallyDrop::new(h),
+            },
+            tag: CELL,
         }
     }
 
@@ -77,6 +88,7 @@ impl Target {
             match this.tag {
                 FIRE => Some(Payload::Fire(std::ptr::read(&*this.raw.fire))),
                 WAKER => Some(Payload::Waker(std::ptr::read(&*this.raw.waker))),
+                CELL => Some(Payload::Cell(std::ptr::read(&*this.raw.cell))),
                 _ => None,
             }
         }
@@ -90,6 +102,7 @@ impl Drop for Target {
             match self.tag {
                 FIRE => ManuallyDrop::drop(&mut self.raw.fire),
                 WAKER => ManuallyDrop::drop(&mut self.raw.waker),
+                CELL => ManuallyDrop::drop(&mut self.raw.cell),
                 _ => {}
             }
         }
@@ -101,18 +114,21 @@ pub(crate) enum TargetRef<'a> {
     None,
     Fire(&'a Arc<dyn Fire>),
     Waker(&'a Waker),
+    Cell(&'a Holder),
 }
 
 /// Tag values: which field of [`Raw`] holds a value.
 const NONE: usize = 0;
 const FIRE: usize = 1;
 const WAKER: usize = 2;
+const CELL: usize = 3;
 
 /// A [`Target`]'s value without its tag (the cell keeps the tag beside the lock).
 union Raw {
     none: (),
     fire: ManuallyDrop<Arc<dyn Fire>>,
     waker: ManuallyDrop<Waker>,
+    cell: ManuallyDrop<Holder>,
 }
 
 /// The payload and the slack of a timer (module docs).
@@ -129,7 +145,7 @@ pub(crate) struct TargetCell {
 }
 
 // SAFETY: `tag` and `raw` are reached only with `lock` held (`with`) or through `&mut self`,
-// so two threads never touch them at once; what they hold (`Arc<dyn Fire>`, `Waker`) is
+// so two threads never touch them at once; what they hold (`Arc<dyn Fire>`, `Waker`, a cell's `Holder`) is
 // `Send + Sync`. `slack` is atomic.
 unsafe impl Sync for TargetCell {}
 
@@ -223,6 +239,7 @@ impl TargetCell {
                 match tag {
                     FIRE => TargetRef::Fire(&(*p).fire),
                     WAKER => TargetRef::Waker(&(*p).waker),
+                    CELL => TargetRef::Cell(&(*p).cell),
                     _ => TargetRef::None,
                 }
             }
@@ -282,7 +299,7 @@ impl TargetCell {
         // that needed dropping; the value moves into the cell (`target` is never dropped).
         self.raw
             .with_mut(|p| unsafe { p.write(std::ptr::read(&target.raw)) });
-        // The tags are 0, 1 and 2.
+        // The tags are 0 to 3.
         let tag = target.tag as u8;
         // SAFETY: as above.
         self.tag.with_mut(|p| unsafe { *p = tag });

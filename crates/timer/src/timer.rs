@@ -72,6 +72,8 @@ fn arc_into_inner(t: Arc<Timer>) -> Option<Timer> {
 pub(crate) enum Payload {
     Fire(std::sync::Arc<dyn Fire>),
     Waker(Waker),
+    /// A cell's own callback (`cell.rs`).
+    Cell(crate::cell::Holder),
 }
 
 impl Payload {
@@ -79,6 +81,7 @@ impl Payload {
         match self {
             Payload::Fire(f) => f.fire(when),
             Payload::Waker(w) => w.wake(),
+            Payload::Cell(c) => c.fire(when),
         }
     }
 }
@@ -257,15 +260,15 @@ impl Timer {
     ///
     /// # Safety
     ///
-    /// `this` is a cell reference to this timer, and a strong reference of the cell lives
+    /// `this` is a cell reference to this timer, and a holder reference of the cell lives
     /// meanwhile (the arming's `CellTimer`).
     #[must_use = "the replaced payload must be dropped outside Modifying"]
     #[inline]
     pub(crate) unsafe fn ensure_cell(&self, this: &TimerRef) -> Target {
         self.target.replace_unless(
-            |old| matches!(old, TargetRef::Fire(old) if this.is_own_payload(old)),
+            |old| matches!(old, TargetRef::Cell(old) if std::ptr::eq(old.as_ptr(), this.as_ptr())),
             // SAFETY: per this function's contract.
-            || Target::fire(unsafe { this.cell_payload() }),
+            || Target::cell(unsafe { this.cell_payload() }),
         )
     }
 
@@ -330,6 +333,7 @@ impl Timer {
                 TargetRef::None => Target::none(),
                 TargetRef::Fire(f) => Target::fire(f.clone()),
                 TargetRef::Waker(w) => Target::waker(w.clone()),
+                TargetRef::Cell(c) => Target::cell(c.clone()),
             })
         } else {
             self.target.take()
@@ -341,8 +345,8 @@ impl Timer {
     /// the last one, the timer is freed here, and its payload, if any, goes to `dead` for the
     /// caller to drop once it holds no lock (a payload is left only when someone installed
     /// one on an unarmed timer and then dropped the timer). The rest of a `Timer` runs no
-    /// user code when dropped. A cell's reference is a `Weak`, whose drop frees memory at
-    /// most (`cell.rs`).
+    /// user code when dropped. A cell's reference is one of its memory count, whose drop
+    /// frees memory at most (`cell.rs`).
     pub(crate) fn release(this: TimerRef, dead: &mut Vec<Target>) {
         let Ok(this) = this.into_arc() else {
             return; // the cell reference was dropped

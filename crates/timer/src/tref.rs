@@ -4,8 +4,8 @@
 //! A timer lives either in its own `Arc<Timer>` ([`Timer::new`]) or inside a callback's
 //! [`TimerCell`](crate::TimerCell), the one allocation of a timer and its callback. Bit 1 of
 //! the pointer says which ([`CELL`]): a plain reference is an `Arc<Timer>`'s strong one; a
-//! cell reference is a `Weak` of the cell's `Arc`, which keeps the timer's memory, never the
-//! callback (design/TIMERS.md, "Memory"). Bit 0 is left to the heap entry (`entry.rs`).
+//! cell reference is one of the cell's memory count, which keeps the timer's memory, never
+//! the callback (`cell.rs`; design/TIMERS.md, "Memory"). Bit 0 is left to the heap entry (`entry.rs`).
 
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
@@ -13,7 +13,7 @@ use std::ptr::NonNull;
 
 use gort_loom::Arc;
 
-use crate::cell::vtable_of;
+use crate::cell::{clone_ref, drop_ref, Holder};
 use crate::timer::Timer;
 
 /// Bit 1 of a reference's pointer: the timer lives in a [`TimerCell`](crate::TimerCell).
@@ -29,7 +29,7 @@ pub(crate) struct TimerRef {
     tagged: NonNull<Timer>,
 }
 
-// SAFETY: a `TimerRef` owns an `Arc<Timer>` or a `Weak` of an `Arc<TimerCell<P>>` with
+// SAFETY: a `TimerRef` owns an `Arc<Timer>` or a memory reference of a `TimerCell<P>` with
 // `P: Send + Sync`; both are `Send + Sync` because `Timer` is.
 unsafe impl Send for TimerRef {}
 // SAFETY: as above; `&TimerRef` only hands out `&Timer`.
@@ -57,7 +57,7 @@ impl TimerRef {
     ///
     /// # Safety
     ///
-    /// `tagged` came from `into_tagged` (or is a cell's `Weak::into_raw` with [`CELL`] set),
+    /// `tagged` came from `into_tagged` (or is a cell's address with [`CELL`] set),
     /// and the reference it stands for is adopted: it is owned by nothing else now.
     #[inline]
     pub(crate) unsafe fn from_tagged(tagged: NonNull<Timer>) -> TimerRef {
@@ -82,24 +82,17 @@ impl TimerRef {
         untag(self.tagged.as_ptr())
     }
 
-    /// Whether `f` is the payload that this cell reference's cell installs: the cell itself.
-    #[inline]
-    pub(crate) fn is_own_payload(&self, f: &std::sync::Arc<dyn crate::Fire>) -> bool {
-        std::sync::Arc::as_ptr(f).cast::<u8>() == self.as_ptr().cast::<u8>()
-    }
-
-    /// A new strong reference of this reference's cell, as the payload its timer runs.
+    /// A new holder reference of this reference's cell, as the payload its timer runs.
     ///
     /// # Safety
     ///
-    /// `self` is a cell reference ([`is_cell`](TimerRef::is_cell)), and a strong reference
+    /// `self` is a cell reference ([`is_cell`](TimerRef::is_cell)), and a holder reference
     /// of the cell lives meanwhile (the caller's `CellTimer`).
     #[inline]
-    pub(crate) unsafe fn cell_payload(&self) -> std::sync::Arc<dyn crate::Fire> {
-        let p = self.as_ptr();
-        // SAFETY: a cell reference's pointer has the cell's provenance; the caller's strong
-        // reference keeps the cell alive while the vtable adds another.
-        unsafe { (vtable_of(p).new_fire)(p) }
+    pub(crate) unsafe fn cell_payload(&self) -> Holder {
+        // SAFETY: a cell reference's pointer has the cell's provenance; the caller's holder
+        // keeps the callback alive while another is added.
+        unsafe { Holder::new(self.as_ptr()) }
     }
 
     /// The plain timer's `Arc`, or the cell reference back.
@@ -139,8 +132,8 @@ impl Deref for TimerRef {
 
     #[inline]
     fn deref(&self) -> &Timer {
-        // SAFETY: the reference keeps the timer's memory (a strong `Arc` or a cell's `Weak`),
-        // and a cell's timer is never dropped before its memory is freed (`cell.rs`).
+        // SAFETY: the reference keeps the timer's memory (a strong `Arc` or a cell's memory
+        // reference), and a cell's timer is never dropped (`cell.rs`).
         unsafe { &*self.as_ptr() }
     }
 }
@@ -150,9 +143,8 @@ impl Clone for TimerRef {
     fn clone(&self) -> TimerRef {
         let p = self.as_ptr();
         if self.is_cell() {
-            // SAFETY: `p` is a live cell's timer (we own a reference); its vtable adds a
-            // `Weak` of the same `Arc`.
-            unsafe { (vtable_of(p).clone_weak)(p) };
+            // SAFETY: `p` is a live cell's timer (we own a memory reference of it).
+            unsafe { clone_ref(p) };
         } else {
             // SAFETY: `p` came from `Arc::into_raw` and our reference keeps the count above
             // zero while it is raised.
@@ -169,9 +161,9 @@ impl Drop for TimerRef {
     fn drop(&mut self) {
         let p = self.as_ptr();
         if self.is_cell() {
-            // SAFETY: we own one `Weak` of the cell, let go of once here. A weak reference's
-            // drop frees memory at most; the callback went with the last strong reference.
-            unsafe { (vtable_of(p).drop_weak)(p) };
+            // SAFETY: we own one memory reference of the cell, let go of once here. It frees
+            // memory at most; the callback goes with the last holder reference.
+            unsafe { drop_ref(p) };
         } else {
             // SAFETY: we own one strong reference, released once here.
             drop(unsafe { Arc::from_raw(p) });

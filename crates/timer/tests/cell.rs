@@ -33,11 +33,11 @@ impl Counts {
 struct Counted(Arc<Counts>);
 
 impl CellFire for Counted {
-    fn fire(cell: Arc<TimerCell<Self>>, _when: Nanos) {
+    fn fire(cell: CellRef<Self>, _when: Nanos) {
         cell.payload().0.fired.fetch_add(1, SeqCst);
     }
 
-    fn shutdown(cell: Arc<TimerCell<Self>>) {
+    fn shutdown(cell: CellRef<Self>) {
         cell.payload().0.shutdowns.fetch_add(1, SeqCst);
     }
 }

@@ -1,14 +1,16 @@
 //! loom models of a timer and its callback in one allocation (`TimerCell`): a stop, a drop of
 //! the handle, a re-arm and a shutdown's drain racing a run; the callback is dropped exactly
-//! once, never before its run, and runs at most once per arming.
+//! once, never before its run, and runs at most once per arming; the last holder's drop of
+//! the callback racing a heap's read of the timer and a heap's last reference.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p gort-timer
-//! --test loom_cell`. The cell's own counts are std's `Arc` and `Weak` (not modelled); the
-//! timer's status word and payload lock are loom's.
+//! --test loom_cell`. The cell's two counts (holders, memory), the timer's status word and
+//! its payload lock are loom's; the callback keeps a loom cell that its runs read and its drop
+//! writes, so a drop not ordered after every run is a reported race.
 #![cfg(loom)]
 
 use gort_loom::atomic::{AtomicUsize, Ordering::SeqCst};
-use gort_loom::{thread, Arc};
+use gort_loom::{thread, Arc, UnsafeCell};
 use gort_timer::*;
 
 fn nohost() -> impl Host {
@@ -19,16 +21,30 @@ fn nohost() -> impl Host {
 struct Probe {
     fired: Arc<AtomicUsize>,
     dropped: Arc<AtomicUsize>,
+    /// Read by every run, written by the drop: loom reports a drop not ordered after a run.
+    state: State,
 }
 
+/// A loom cell shared by the runs (reads) and the drop (a write).
+struct State(UnsafeCell<usize>);
+
+// SAFETY: the runs only read it and the drop writes it through `&mut`; loom reports any
+// access not ordered by the cell's counts, which is what these models check.
+unsafe impl Sync for State {}
+
 impl CellFire for Probe {
-    fn fire(cell: std::sync::Arc<TimerCell<Self>>, _when: Nanos) {
+    fn fire(cell: CellRef<Self>, _when: Nanos) {
+        // SAFETY: a shared read; only the drop writes, after the last holder.
+        let seen = cell.payload().state.0.with(|p| unsafe { *p });
+        assert_eq!(seen, 7);
         cell.payload().fired.fetch_add(1, SeqCst);
     }
 }
 
 impl Drop for Probe {
     fn drop(&mut self) {
+        // SAFETY: `&mut self`; loom checks it against the runs' reads.
+        self.state.0.with_mut(|p| unsafe { *p = 0 });
         self.dropped.fetch_add(1, SeqCst);
     }
 }
@@ -39,6 +55,7 @@ fn probed() -> (CellTimer, Arc<AtomicUsize>, Arc<AtomicUsize>) {
     let t = CellTimer::new(Probe {
         fired: fired.clone(),
         dropped: dropped.clone(),
+        state: State(UnsafeCell::new(7)),
     });
     (t, fired, dropped)
 }
@@ -97,6 +114,42 @@ fn drain_vs_drop() {
         ts.drain_waking();
         dropper.join().unwrap();
         assert_eq!(fired.load(SeqCst), 0);
+        assert_eq!(dropped.load(SeqCst), 1);
+    });
+}
+
+/// The handle, the last holder of a stopped cell, drops the callback while a heap reads the
+/// timer through its entry (the deleted root) and lets go of the last reference: the heap
+/// never sees freed memory (loom's atomics would be read after the free), the callback is
+/// dropped once, never run.
+#[test]
+fn last_holder_vs_heap_read_and_last_reference() {
+    loom::model(|| {
+        let ts = Arc::new(Timers::new(0));
+        let (t, fired, dropped) = probed();
+        modify_cell(&t, 10, 0, &ts, &nohost());
+        assert!(t.stop());
+        let dropper = thread::spawn(move || drop(t));
+        // Reads the deleted root's status and drops its entry, the heap's last reference.
+        ts.check(10, true);
+        dropper.join().unwrap();
+        assert_eq!(fired.load(SeqCst), 0);
+        assert_eq!(dropped.load(SeqCst), 1);
+    });
+}
+
+/// The run of a firing holds the callback while the handle goes: whichever of the run's
+/// reference and the handle is last drops the callback, after the run read it.
+#[test]
+fn run_holder_vs_handle_drop() {
+    loom::model(|| {
+        let ts = Arc::new(Timers::new(0));
+        let (t, fired, dropped) = probed();
+        modify_cell(&t, 10, 0, &ts, &nohost());
+        let dropper = thread::spawn(move || drop(t));
+        ts.check(10, true);
+        dropper.join().unwrap();
+        assert_eq!(fired.load(SeqCst), 1);
         assert_eq!(dropped.load(SeqCst), 1);
     });
 }

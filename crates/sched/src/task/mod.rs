@@ -19,6 +19,7 @@ pub(crate) mod state;
 pub use abort::AbortHandle;
 #[doc(hidden)]
 pub use callback::Callback;
+pub(crate) use callback::CallbackTask;
 pub(crate) use cell::Cell;
 pub use id::{id, try_id, Id};
 pub use join::{JoinError, JoinHandle};
@@ -28,14 +29,13 @@ pub(crate) use registry::{Registry, Releases, RELEASE_BATCH};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
 
 /// A unit of work as the queues see it.
 pub(crate) enum Task {
     /// A spawned task.
     Raw(RawTask),
     /// A callback (an `after_func` firing): runs, no future, no registry slot.
-    Callback(Arc<dyn Runnable>),
+    Callback(CallbackTask),
 }
 
 impl Task {
@@ -54,20 +54,6 @@ impl Task {
             Task::Callback(c) => c.shutdown(),
         }
     }
-}
-
-impl<C: Callback> From<Arc<C>> for Task {
-    fn from(c: Arc<C>) -> Task {
-        Task::Callback(c)
-    }
-}
-
-/// The face of a callback the queues run.
-pub(crate) trait Runnable: Send + Sync + 'static {
-    /// Runs it once (the caller took it from a run queue).
-    fn run(self: Arc<Self>);
-    /// Drops it without running (runtime teardown).
-    fn shutdown(self: Arc<Self>);
 }
 
 /// Where a task goes when it becomes runnable: a runtime's Ps, or the blocking pool.
