@@ -6,9 +6,13 @@
 //! a runtime dropped mid-flight. `tokio_services.rs` has the services (hyper's client,
 //! `watch`, tower-style loops).
 
+#[path = "support/ports.rs"]
+mod ports;
+
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use gort::net::{TcpListener, TcpStream};
+use ports::{listener, run, PATIENCE};
 use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
@@ -17,31 +21,6 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio_util::codec::{Framed, LengthDelimitedCodec, LinesCodec};
 use tokio_util::sync::CancellationToken;
-
-/// Generous: only a hang should fail a test.
-const PATIENCE: Duration = Duration::from_secs(60);
-
-/// Runs `f` as a task on a runtime of `procs` Ps, failing instead of hanging.
-fn run<F, Fut>(procs: usize, f: F)
-where
-    F: FnOnce() -> Fut,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let rt = gort::Builder::new().procs(procs).build().unwrap();
-    let fut = f();
-    rt.block_on(async move {
-        gort::time::timeout(PATIENCE, gort::spawn(fut))
-            .await
-            .unwrap_or_else(|_| panic!("hung on {procs} Ps"))
-            .unwrap();
-    });
-}
-
-async fn listener() -> (TcpListener, SocketAddr) {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    (l, addr)
-}
 
 // ---------------------------------------------------------------------------------------
 // 1. A framed RPC server: LengthDelimitedCodec, a CancellationToken shutdown, and a per-

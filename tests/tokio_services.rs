@@ -4,39 +4,18 @@
 //! listener; gort's `select!` over `tokio::sync` futures; a tower-style service loop with
 //! tokio-util's `PollSemaphore` and `PollSender` and an async-trait-style handler.
 
+#[path = "support/ports.rs"]
+mod ports;
+
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use gort::net::{TcpListener, TcpStream};
+use ports::{listener, run, PATIENCE};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-
-/// Generous: only a hang should fail a test.
-const PATIENCE: Duration = Duration::from_secs(60);
-
-/// Runs `f` as a task on a runtime of `procs` Ps, failing instead of hanging.
-fn run<F, Fut>(procs: usize, f: F)
-where
-    F: FnOnce() -> Fut,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let rt = gort::Builder::new().procs(procs).build().unwrap();
-    let fut = f();
-    rt.block_on(async move {
-        gort::time::timeout(PATIENCE, gort::spawn(fut))
-            .await
-            .unwrap_or_else(|_| panic!("hung on {procs} Ps"))
-            .unwrap();
-    });
-}
-
-async fn listener() -> (TcpListener, SocketAddr) {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    (l, addr)
-}
 
 // ---------------------------------------------------------------------------------------
 // 1. A bounded-concurrency crawler: hyper's HTTP/1 client over loopback, buffer_unordered
