@@ -25,33 +25,14 @@ use gort::context::{self, Context};
 use gort::net::{TcpListener, TcpStream, UdpSocket};
 use gort::sync::ErrGroup;
 use gort::time::{after, after_func, Instant, Ticker, Timer};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Counts live heap bytes: RSS also moves with the allocator's arenas and fragmentation, the
-/// live bytes only with what the program holds.
-struct Counting;
-
-static LIVE: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every call forwards to `System` with the caller's layout; the count allocates nothing.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as u64, Relaxed);
-        // SAFETY: the caller's contract for `alloc`, passed on.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as u64, Relaxed);
-        // SAFETY: `ptr` came from `System.alloc` with this layout (above).
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOC: Counting = Counting;
+/// Counts live heap bytes (`counting::BYTES`): RSS also moves with the allocator's arenas
+/// and fragmentation, the live bytes only with what the program holds.
+#[path = "../../crates/time/tests/support/counting.rs"]
+mod counting;
 
 const HOUR: Duration = Duration::from_secs(3600);
 const SAMPLE: Duration = Duration::from_millis(500);
@@ -386,7 +367,7 @@ fn sample(rt: &gort::Runtime, t: f64) -> Sample {
     Sample {
         t,
         rss_kib: pages * 4.0,
-        heap_kib: LIVE.load(Relaxed) as f64 / 1024.0,
+        heap_kib: counting::BYTES.load(Relaxed) as f64 / 1024.0,
         fds: count_dir("/proc/self/fd"),
         threads: count_dir("/proc/self/task"),
         timers: m.timers_pending as f64,

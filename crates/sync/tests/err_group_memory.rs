@@ -3,32 +3,12 @@
 //! holds a counter, not the goroutines. Live heap bytes are counted by a global allocator,
 //! so this file holds one test (its own process).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
+#[path = "../../time/tests/support/counting.rs"]
+mod counting;
 
+use counting::BYTES as LIVE;
 use gort::sync::ErrGroup;
-
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call forwards to `System` with the caller's layout; the counter is a side
-// effect that allocates nothing.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Relaxed);
-        // SAFETY: the caller's contract for `alloc`, passed on.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Relaxed);
-        // SAFETY: `ptr` came from `System.alloc` with this layout (above).
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOC: Counting = Counting;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// Spawns `n` short tasks in `group`, each finished before the next is spawned.
 async fn run_finished(group: &ErrGroup<&'static str>, n: usize) {

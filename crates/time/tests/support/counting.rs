@@ -1,5 +1,6 @@
 //! A global allocator that counts live bytes and live allocations, for the tests that pin a
-//! timer's heap memory. Include it with `#[path = "support/counting.rs"] mod counting;` in a
+//! structure's heap memory (timers here; also gort-net's deadlines, gort-sync's `ErrGroup`
+//! and the soak probe, which include this file by path). Include it with `#[path = "support/counting.rs"] mod counting;` in a
 //! test file of its own (it becomes that binary's allocator, so no other test may allocate
 //! while one counts).
 
