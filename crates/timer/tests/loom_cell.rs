@@ -153,3 +153,47 @@ fn run_holder_vs_handle_drop() {
         assert_eq!(dropped.load(SeqCst), 1);
     });
 }
+
+/// `add_cell` on a fresh cell (the handle alone: no status CAS, no payload lock), then a stop
+/// and the handle's drop race a run, as in [`stop_and_drop_vs_run`]: the plain stores of the
+/// add are published by the heap lock, so the run and the stop see the installed callback.
+#[test]
+fn add_alone_then_stop_vs_run() {
+    loom::model(|| {
+        let ts = Arc::new(Timers::new(0));
+        let (mut t, fired, dropped) = probed();
+        assert!(!add_cell(&mut t, 10, 0, &ts, &nohost()));
+        let heap = ts.clone();
+        let runner = thread::spawn(move || heap.check(10, true).ran);
+        let stopped = t.stop();
+        drop(t);
+        let ran = runner.join().unwrap();
+        ts.check(10, true);
+        assert_eq!(fired.load(SeqCst), usize::from(!stopped));
+        assert_eq!(ran, usize::from(!stopped));
+        assert_eq!(dropped.load(SeqCst), 1);
+    });
+}
+
+/// `add_cell` after the first arming's run raced by that run: while the heap or the run
+/// still references the cell it re-arms through `modify_cell`; once the handle is alone it
+/// takes the fast path. Either way each arming runs once unless re-armed while pending, and
+/// loom reports any payload access the status word does not order.
+#[test]
+fn add_again_vs_run() {
+    loom::model(|| {
+        let ts = Arc::new(Timers::new(0));
+        let (mut t, fired, dropped) = probed();
+        add_cell(&mut t, 10, 0, &ts, &nohost());
+        let heap = ts.clone();
+        let runner = thread::spawn(move || {
+            heap.check(10, true);
+        });
+        let pending = add_cell(&mut t, 20, 0, &ts, &nohost());
+        runner.join().unwrap();
+        ts.check(20, true);
+        drop(t);
+        assert_eq!(fired.load(SeqCst), if pending { 1 } else { 2 });
+        assert_eq!(dropped.load(SeqCst), 1);
+    });
+}
