@@ -26,9 +26,9 @@
 //! it, `Removing` to drain it) or that alone references the cell
 //! ([`CellTimer::is_alone`]): nothing outside this crate reaches a cell's timer, and the
 //! crate never calls `Timer::set_fire`/`set_waker` on one. The status word orders those
-//! accesses (each owner's exit is a `Release` its next owner acquires), so the installs and
-//! stops of [`add_cell`](crate::add_cell), [`modify_cell`](crate::modify_cell) and
-//! [`CellTimer::stop`] skip the payload lock (two locked instructions each).
+//! accesses (each owner's exit is a `Release` its next owner acquires), so the installs,
+//! stops and runs ([`add_cell`](crate::add_cell), [`modify_cell`](crate::modify_cell),
+//! [`CellTimer::stop`], a heap's claim) skip the payload lock (two locked instructions each).
 //!
 //! The payload rule holds as for a separate callback: a stale heap entry keeps the timer's
 //! memory, never `P`, and every holder drops its reference where user code may run, never

@@ -229,6 +229,17 @@ impl TargetCell {
         unsafe { self.take_locked() }
     }
 
+    /// [`peek`](TargetCell::peek) without the lock.
+    ///
+    /// # Safety
+    ///
+    /// As [`take_exclusive`](TargetCell::take_exclusive).
+    #[inline(always)]
+    pub(crate) unsafe fn peek_exclusive<R>(&self, f: impl for<'a> FnOnce(TargetRef<'a>) -> R) -> R {
+        // SAFETY: exclusive access, per this function's contract, while the view lives.
+        f(unsafe { self.peek_locked() })
+    }
+
     /// [`replace_unless`](TargetCell::replace_unless) without the lock.
     ///
     /// # Safety

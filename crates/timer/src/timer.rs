@@ -363,17 +363,22 @@ impl Timer {
     /// returns false cannot have dropped it first). A periodic run clones the payload; a
     /// one-shot run takes it out, so that it is released as soon as it ran (the payload
     /// rule: a stale heap entry may keep this `Timer` alive for a long time, never its
-    /// payload).
-    pub(crate) fn claim_payload(&self, periodic: bool) -> Option<Payload> {
-        let target = if periodic {
-            self.target.peek(|t| match t {
-                TargetRef::None => Target::none(),
-                TargetRef::Fire(f) => Target::fire(f.clone()),
-                TargetRef::Waker(w) => Target::waker(w.clone()),
-                TargetRef::Cell(c) => Target::cell(c.clone()),
-            })
-        } else {
-            self.target.take()
+    /// payload). A cell's timer (`cell`) is claimed without the payload lock (`cell.rs`,
+    /// "The payload without its lock").
+    pub(crate) fn claim_payload(&self, periodic: bool, cell: bool) -> Option<Payload> {
+        let clone = |t: TargetRef<'_>| match t {
+            TargetRef::None => Target::none(),
+            TargetRef::Fire(f) => Target::fire(f.clone()),
+            TargetRef::Waker(w) => Target::waker(w.clone()),
+            TargetRef::Cell(c) => Target::cell(c.clone()),
+        };
+        let target = match (periodic, cell) {
+            (false, false) => self.target.take(),
+            (true, false) => self.target.peek(clone),
+            // SAFETY: a cell's timer, and the caller owns Running.
+            (false, true) => unsafe { self.target.take_exclusive() },
+            // SAFETY: as above.
+            (true, true) => unsafe { self.target.peek_exclusive(clone) },
         };
         target.into_payload()
     }

@@ -1,7 +1,10 @@
 //! loom models of a timer and its callback in one allocation (`TimerCell`): a stop, a drop of
-//! the handle, a re-arm and a shutdown's drain racing a run; the callback is dropped exactly
-//! once, never before its run, and runs at most once per arming; the last holder's drop of
-//! the callback racing a heap's read of the timer and a heap's last reference.
+//! the handle, a re-arm (`modify_cell`, or `add_cell` by a handle alone) and a shutdown's
+//! drain racing a run, one-shot or periodic; the callback is dropped exactly once, never
+//! before its run, and runs at most once per arming; the last holder's drop of the callback
+//! racing a heap's read of the timer and a heap's last reference. A cell's payload is reached
+//! without its lock (`cell.rs`): the payload's loom cells report any access the status word
+//! does not order.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p gort-timer
 //! --test loom_cell`. The cell's two counts (holders, memory), the timer's status word and
@@ -194,6 +197,30 @@ fn add_again_vs_run() {
         ts.check(20, true);
         drop(t);
         assert_eq!(fired.load(SeqCst), if pending { 1 } else { 2 });
+        assert_eq!(dropped.load(SeqCst), 1);
+    });
+}
+
+/// A periodic cell's run (which puts a holder back, without the payload lock) races a stop
+/// (which takes the payload out, without it either): the status word orders the two, the
+/// stop always finds the timer pending, no run follows it, and the callback is dropped once.
+#[test]
+fn periodic_run_vs_stop() {
+    loom::model(|| {
+        let ts = Arc::new(Timers::new(0));
+        let (t, fired, dropped) = probed();
+        modify_cell(&t, 10, 10, &ts, &nohost());
+        let stopper = thread::spawn(move || {
+            let stopped = t.stop();
+            drop(t);
+            stopped
+        });
+        ts.check(10, true);
+        assert!(stopper.join().unwrap(), "a periodic timer stays pending");
+        let before = fired.load(SeqCst);
+        assert!(before <= 1);
+        ts.check(30, true);
+        assert_eq!(fired.load(SeqCst), before, "no run after the stop");
         assert_eq!(dropped.load(SeqCst), 1);
     });
 }
