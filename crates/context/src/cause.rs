@@ -70,6 +70,73 @@ impl CancelCauseFn {
     }
 }
 
+impl CancelCauseFn {
+    /// A guard that cancels the context when dropped, without a cause unless one was given
+    /// before: Go's `defer cancel(nil)`, after which [`Context::cause`] is
+    /// [`Error::Canceled`]. An early [`cancel`](CancelCauseFn::cancel) through a clone keeps
+    /// its cause (the first cancellation wins).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::context::{self, Context, Error};
+    ///
+    /// let (ctx, cancel) = context::with_cancel_cause(&Context::background());
+    /// let on_error = cancel.clone();
+    /// {
+    ///     let _guard = cancel.drop_guard();
+    ///     on_error.cancel("the upstream refused");
+    /// } // the guard's cancel does nothing: the first cancellation won
+    /// assert_eq!(ctx.cause().unwrap().to_string(), "the upstream refused");
+    ///
+    /// let (ctx, cancel) = context::with_cancel_cause(&Context::background());
+    /// drop(cancel.drop_guard());
+    /// assert_eq!(ctx.err(), Some(Error::Canceled));
+    /// assert_eq!(ctx.cause().unwrap().to_string(), Error::Canceled.to_string());
+    /// ```
+    pub fn drop_guard(self) -> CancelCauseGuard {
+        CancelCauseGuard { cancel: Some(self) }
+    }
+}
+
+/// Cancels its context when dropped, without a cause, from [`CancelCauseFn::drop_guard`]
+/// (Go's `defer cancel(nil)`).
+#[derive(Debug)]
+#[must_use = "dropping the guard at once cancels the context at once"]
+pub struct CancelCauseGuard {
+    /// Taken by `disarm`.
+    cancel: Option<CancelCauseFn>,
+}
+
+impl CancelCauseGuard {
+    /// Gives the [`CancelCauseFn`] back without canceling.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::context::{self, Context};
+    ///
+    /// let (ctx, cancel) = context::with_cancel_cause(&Context::background());
+    /// let cancel = cancel.drop_guard().disarm();
+    /// assert_eq!(ctx.err(), None);
+    /// cancel.cancel("done");
+    /// assert_eq!(ctx.cause().unwrap().to_string(), "done");
+    /// ```
+    pub fn disarm(mut self) -> CancelCauseFn {
+        self.cancel
+            .take()
+            .expect("gort: a CancelCauseGuard is disarmed once")
+    }
+}
+
+impl Drop for CancelCauseGuard {
+    fn drop(&mut self) {
+        if let Some(cancel) = self.cancel.take() {
+            cancel.node.cancel(true, Error::Canceled, None);
+        }
+    }
+}
+
 impl fmt::Debug for CancelCauseFn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CancelCauseFn").finish_non_exhaustive()

@@ -68,7 +68,8 @@ use std::time::Duration;
 
 pub use crate::after_func::{after_func, AfterFunc};
 pub use crate::cause::{
-    with_cancel_cause, with_deadline_cause, with_timeout_cause, CancelCauseFn, Cause,
+    with_cancel_cause, with_deadline_cause, with_timeout_cause, CancelCauseFn, CancelCauseGuard,
+    Cause,
 };
 pub use crate::ctx::{CancelFn, CancelGuard, Context};
 use gort_time::Instant;

@@ -143,3 +143,41 @@ fn every_waiter_sees_the_one_winning_cause() {
         assert_eq!(cause_text(&child).unwrap(), winner);
     }
 }
+
+/// Go's `defer cancel(nil)`: a handler's guard cancels its request context (and wakes the
+/// task waiting on it) when the handler returns, early by `?` or not, with `Canceled` as the
+/// cause; a cause given before the return wins.
+#[test]
+fn a_drop_guard_cancels_without_a_cause_unless_one_came_first() {
+    fn handler(server: &Context, fail: bool) -> Result<Context, &'static str> {
+        let (ctx, cancel) = context::with_cancel_cause(server);
+        let on_error = cancel.clone();
+        let _guard = cancel.drop_guard();
+        if fail {
+            on_error.cancel("bad request");
+            return Err("bad request");
+        }
+        Ok(ctx)
+    }
+    rt().block_on(async {
+        let (server, _stop) = context::with_cancel(&Context::background());
+        let ctx = handler(&server, false).unwrap();
+        let waiter = {
+            let ctx = ctx.clone();
+            gort::spawn(async move { ctx.done().recv().await })
+        };
+        gort::time::timeout(VERY_LONG, waiter)
+            .await
+            .expect("the guard's cancel wakes the waiter")
+            .unwrap();
+        assert_eq!(ctx.err(), Some(Error::Canceled));
+        assert_eq!(ctx.cause().unwrap().downcast_ref(), Some(&Error::Canceled));
+        assert_eq!(server.err(), None, "only the request's context");
+        assert!(handler(&server, true).is_err());
+        let (ctx, cancel) = context::with_cancel_cause(&server);
+        let cancel = cancel.drop_guard().disarm();
+        assert_eq!(ctx.err(), None, "a disarmed guard does not cancel");
+        cancel.cancel("later");
+        assert_eq!(cause_text(&ctx).as_deref(), Some("later"));
+    });
+}

@@ -287,7 +287,7 @@ pub mod poller_api {
 /// What the timer layer (`gort-time`) needs from the scheduler. Not a user API.
 #[doc(hidden)]
 pub mod timer_api {
-    use gort_timer::{modify, modify_cell, modify_fire, CellTimer, Fire, Timer};
+    use gort_timer::{add_cell, modify, modify_cell, modify_fire, CellTimer, Fire, Timer};
     pub use gort_timer::{Host, Nanos, Timers};
 
     /// Go's `modtimer` from a user's call: arms (or re-arms) `t` at `when` with `period` on
@@ -335,6 +335,21 @@ pub mod timer_api {
         let host = &crate::hosts::CurrentHost;
         on_current_home(|home| modify_cell(t, when, period, home, host))
             .or_else(|| modtimer_cell_without_p(t, when, period))
+    }
+
+    /// [`modtimer_cell`] for a cell that `t` alone references, typically one just made
+    /// (Go's `addtimer` from `time.AfterFunc`): [`gort_timer::add_cell`], no status CAS and
+    /// no payload lock; a cell referenced elsewhere is re-armed as by [`modtimer_cell`].
+    #[inline]
+    pub fn addtimer_cell(t: &mut CellTimer, when: Nanos, period: Nanos) -> Option<bool> {
+        let host = &crate::hosts::CurrentHost;
+        let p = crate::context::current_p();
+        if p.is_null() {
+            return modtimer_cell_without_p(t, when, period);
+        }
+        // SAFETY: as in `on_current_home`.
+        let home = unsafe { &(*p).timers };
+        Some(add_cell(t, when, period, home, host))
     }
 
     /// Runs `arm` on the heap of the P this thread holds; `None` on a thread without one.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use gort_timer::{nanotime, CellFire, CellRef, CellTimer, Nanos, NEVER};
 
-use crate::runtime_timer::{arm_cell, nanos, slack};
+use crate::runtime_timer::{arm_cell, arm_new_cell, nanos, slack};
 
 const WHAT: &str = "gort::time::after_func";
 
@@ -77,11 +77,14 @@ impl<F: Fn() + Send + Sync + 'static> gort_sched::timer_api::Callback for Spawne
 #[doc(alias = "AfterFunc")]
 #[track_caller]
 pub fn after_func(d: Duration, f: impl Fn() + Send + Sync + 'static) -> AfterFunc {
-    let h = AfterFunc {
-        timer: CellTimer::new(Spawner(f)),
-    };
-    h.reset(d);
-    h
+    let mut timer = CellTimer::new(Spawner(f));
+    let d = nanos(d);
+    let when = nanotime().saturating_add(d);
+    if when != NEVER {
+        // The handle is the cell's only reference: Go's `addtimer`, not `modtimer`.
+        arm_new_cell(&mut timer, when, slack(d), WHAT);
+    }
+    AfterFunc { timer }
 }
 
 /// The handle of an [`after_func`] timer.

@@ -2,7 +2,7 @@
 //! caller's P.
 
 use gort_loom::Arc;
-use gort_sched::timer_api::{modtimer, modtimer_cell, modtimer_own};
+use gort_sched::timer_api::{addtimer_cell, modtimer, modtimer_cell, modtimer_own};
 use gort_timer::{CellTimer, Nanos, Timer};
 
 /// Arms (or re-arms) `t` at `when` with `period` on the current P's heap: Go's
@@ -48,6 +48,22 @@ pub(crate) fn arm_own(t: &Arc<Timer>, when: Nanos, slack: Nanos, what: &str) -> 
 pub(crate) fn arm_cell(t: &CellTimer, when: Nanos, slack: Nanos, what: &str) -> bool {
     t.set_slack(slack);
     match modtimer_cell(t, when, 0) {
+        Some(pending) => pending,
+        None => outside(what),
+    }
+}
+
+/// [`arm_cell`] for a cell that `t` alone references (one just made): Go's `addtimer`,
+/// without the status CAS and the payload lock ([`gort_timer::add_cell`]).
+///
+/// # Panics
+///
+/// As [`arm_cell`].
+#[track_caller]
+#[inline]
+pub(crate) fn arm_new_cell(t: &mut CellTimer, when: Nanos, slack: Nanos, what: &str) -> bool {
+    t.set_slack(slack);
+    match addtimer_cell(t, when, 0) {
         Some(pending) => pending,
         None => outside(what),
     }

@@ -21,6 +21,15 @@
 //! can reach zero), because the timer is reachable only through [`CellTimer`]'s methods and
 //! [`modify_cell`](crate::modify_cell), never [`Timer::set_fire`].
 //!
+//! **The payload without its lock.** A cell's payload is reached only by a thread that owns
+//! a transient status of its timer (`Modifying` to install or take it, `Running` to claim
+//! it, `Removing` to drain it) or that alone references the cell
+//! ([`CellTimer::is_alone`]): nothing outside this crate reaches a cell's timer, and the
+//! crate never calls `Timer::set_fire`/`set_waker` on one. The status word orders those
+//! accesses (each owner's exit is a `Release` its next owner acquires), so the installs,
+//! stops and runs ([`add_cell`](crate::add_cell), [`modify_cell`](crate::modify_cell),
+//! [`CellTimer::stop`], a heap's claim) skip the payload lock (two locked instructions each).
+//!
 //! The payload rule holds as for a separate callback: a stale heap entry keeps the timer's
 //! memory, never `P`, and every holder drops its reference where user code may run, never
 //! under a heap lock. The counts are modelled in tests/loom_cell.rs.
@@ -265,6 +274,20 @@ impl Holder {
         }
     }
 
+    /// Adopts a holder reference of the cell at `p` that the caller counted already.
+    ///
+    /// # Safety
+    ///
+    /// `p` is a cell's timer (whole-cell provenance), and one holder reference counted in
+    /// its header is given to the result.
+    #[inline]
+    pub(crate) unsafe fn adopt(p: *const Timer) -> Holder {
+        Holder {
+            // SAFETY: a live cell's address is not null.
+            ptr: unsafe { NonNull::new_unchecked(p.cast_mut()) },
+        }
+    }
+
     /// The cell's timer address.
     #[inline]
     pub(crate) fn as_ptr(&self) -> *const Timer {
@@ -493,7 +516,43 @@ impl CellTimer {
     /// Stops the timer: [`del`](crate::del).
     #[inline]
     pub fn stop(&self) -> bool {
-        crate::del(self.timer())
+        crate::ops::del_cell(self)
+    }
+
+    /// Whether this handle is the cell's only reference: no other holder (so no payload
+    /// installed, no run or queued firing) and no heap or list reference. Through `&mut`,
+    /// nobody borrows the handle either: no other thread can reach the timer.
+    #[inline]
+    pub(crate) fn is_alone(&mut self) -> bool {
+        // SAFETY: our holder reference keeps the header.
+        let h = unsafe { header(self.ptr.as_ptr()) };
+        // Acquire: pairs with the Release decrements of the references let go, so that
+        // their accesses to the timer happened before ours.
+        h.refs.load(Acquire) == 1 && h.holders.load(Acquire) == 1
+    }
+
+    /// For a cell this handle alone references ([`is_alone`](CellTimer::is_alone)): installs
+    /// the cell as its timer's payload (a holder reference) and makes the reference a heap
+    /// will hold, both counted with plain stores (holders 1 to 2, memory 1 to 2: nobody else
+    /// counts). Returns the heap's reference, and what the install replaced (nothing: an
+    /// alone cell has no payload installed; the caller drops it anyway, outside any lock).
+    #[inline]
+    pub(crate) fn install_alone(&mut self) -> (TimerRef, crate::timer::Target) {
+        debug_assert!(self.is_alone());
+        let p = self.ptr.as_ptr();
+        // SAFETY: our holder reference keeps the header; alone, nobody else counts.
+        let h = unsafe { header(p) };
+        h.holders.store(2, Relaxed);
+        h.refs.store(2, Relaxed);
+        // SAFETY: the holder count just added is the new holder's; `p` is the cell's address.
+        let holder = unsafe { Holder::adopt(p) };
+        let tagged = p.cast::<u8>().wrapping_add(CELL).cast::<Timer>();
+        // SAFETY: a cell reference (the cell's address, tagged), adopting the memory count
+        // just added; non-null.
+        let heap_ref = unsafe { TimerRef::from_tagged(NonNull::new_unchecked(tagged)) };
+        // SAFETY: alone, per this function's contract.
+        let replaced = unsafe { self.timer().install_cell_alone(holder) };
+        (heap_ref, replaced)
     }
 
     /// The timer's status: [`Timer::status`].

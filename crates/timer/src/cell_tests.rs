@@ -184,3 +184,36 @@ fn the_last_holder_drops_while_a_heap_reads_the_timer() {
 impl CellFire for Box<u8> {
     fn fire(_cell: CellRef<Self>, _when: Nanos) {}
 }
+
+/// `add_cell` takes its plain-store path only for a cell its handle alone references, and
+/// counts the installed payload and the heap's reference as `modify_cell` would; a cell that
+/// a heap still holds is re-armed by `modify_cell` (pending, re-keyed lazily).
+#[test]
+fn add_cell_counts_like_modify_cell_and_falls_back_when_not_alone() {
+    let timers = crate::Timers::new(0);
+    let mut t = CellTimer::new(Nothing);
+    assert!(t.is_alone());
+    assert!(!crate::add_cell(&mut t, 10, 0, &timers, &|_| {}));
+    assert_eq!(
+        counts(&t),
+        (2, 2),
+        "the heap's reference and the installed payload"
+    );
+    assert_eq!(t.status(), crate::Status::Waiting);
+    assert_eq!(timers.wake_time(), 10);
+    assert!(!t.is_alone());
+    // Held by the heap: re-armed lazily, as `modify_cell` does.
+    assert!(crate::add_cell(&mut t, 5, 0, &timers, &|_| {}));
+    assert_eq!(t.status(), crate::Status::ModifiedEarlier);
+    assert_eq!(timers.check(5, true).ran, 1);
+    // Fired and let go by the heap: alone again, and armed on the plain path.
+    assert_eq!(counts(&t), (1, 1));
+    assert!(!crate::add_cell(&mut t, 20, 0, &timers, &|_| {}));
+    assert_eq!(counts(&t), (2, 2));
+    assert!(t.stop());
+    assert_eq!(counts(&t), (2, 1), "a stop drops the payload at once");
+    assert_eq!(timers.check(20, true).ran, 0);
+    assert_eq!(counts(&t), (1, 1), "the heap let go of the stopped timer");
+    let stats = timers.stats();
+    assert_eq!((stats.added, stats.stopped), (2, 1));
+}

@@ -81,6 +81,12 @@ impl Entry {
         unsafe { &*self.as_ptr() }
     }
 
+    /// Whether the timer lives in a cell (`tref.rs`'s `CELL` bit).
+    #[inline]
+    pub(crate) fn is_cell(&self) -> bool {
+        self.tagged.as_ptr() as usize & crate::tref::CELL != 0
+    }
+
     /// A new reference to the timer.
     pub(crate) fn clone_timer(&self) -> TimerRef {
         // SAFETY: borrows the entry's reference (never dropped) to clone it.

@@ -61,7 +61,7 @@ pub use clock::{
 };
 pub use heap::{lateness_bucket, LATENESS_BUCKETS};
 pub use lifecycle::Released;
-pub use ops::{del, modify, modify_cell, modify_fire, reset};
+pub use ops::{add_cell, del, modify, modify_cell, modify_fire, reset};
 pub use status::Status;
 pub use timer::{Fire, Host, Timer};
 pub use timers::{min_nonzero, Checked, TimerStats, Timers};

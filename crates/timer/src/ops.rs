@@ -7,7 +7,7 @@ use gort_loom::{yield_now, Arc};
 use crate::cell::CellTimer;
 use crate::clock::Nanos;
 use crate::heap::drop_dead;
-use crate::status::{bad, Status};
+use crate::status::Status;
 use crate::timer::{Fire, Host, Target, Timer};
 use crate::timers::Timers;
 use crate::tref::TimerRef;
@@ -33,6 +33,19 @@ use crate::tref::TimerRef;
 /// ```
 #[doc(alias = "Stop")]
 pub fn del(t: &Timer) -> bool {
+    deltimer(t, false)
+}
+
+/// [`del`] for a cell's timer ([`CellTimer::stop`]), which takes the payload out without its
+/// lock (`cell.rs`, "The payload without its lock").
+#[inline]
+pub(crate) fn del_cell(t: &CellTimer) -> bool {
+    deltimer(t.timer(), true)
+}
+
+/// The body of [`del`] and [`del_cell`]; `cell`: `t` lives in a cell.
+#[inline]
+fn deltimer(t: &Timer, cell: bool) -> bool {
     loop {
         match t.status() {
             s @ (Status::Waiting | Status::ModifiedEarlier | Status::ModifiedLater) => {
@@ -46,7 +59,12 @@ pub fn del(t: &Timer) -> bool {
                 // Modifying ends, when it might be freed.
                 owner.deleted.fetch_add(1, Relaxed);
                 owner.stopped.fetch_add(1, Relaxed);
-                let payload = t.take_target();
+                let payload = if cell {
+                    // SAFETY: a cell's timer, and we own Modifying.
+                    unsafe { t.take_cell_target() }
+                } else {
+                    t.take_target()
+                };
                 t.cas_owned(
                     Status::Modifying,
                     Status::Deleted,
@@ -171,6 +189,67 @@ pub fn modify_cell(
     modtimer(&t.borrow_ref(), when, period, None, home, host)
 }
 
+/// Go's `addtimer` for a cell only `t` references (a callback timer just made, or one whose
+/// firing is over and whose heap let go of it): arms it at `when` (> 0) with `period`
+/// (0 = one-shot) in `home`, then calls `host.wake_netpoller(when)`. Returns whether it was
+/// pending before (as [`modify_cell`]).
+///
+/// Nobody else can reach such a timer (`&mut` of its only handle, no heap or list reference),
+/// so, as Go stores `timerWaiting` on a timer it has not published, it takes no status CAS
+/// and installs the payload without its lock: five locked instructions fewer than
+/// [`modify_cell`] (a CAS, the payload lock's two, the holder and memory counts) (design/PERFORMANCE-LOG.md, "T1's locked instructions"). A cell that is
+/// referenced elsewhere is armed by [`modify_cell`].
+///
+/// # Panics
+///
+/// If `when <= 0` or `period < 0`.
+///
+/// # Examples
+///
+/// ```
+/// use gort_timer::{add_cell, CellFire, CellRef, CellTimer, Nanos, Timers};
+/// struct Ring;
+/// impl CellFire for Ring {
+///     fn fire(_: CellRef<Self>, _: Nanos) {}
+/// }
+/// let timers = Timers::new(0);
+/// let mut t = CellTimer::new(Ring);
+/// assert!(!add_cell(&mut t, 10, 0, &timers, &|_| {}));
+/// assert!(t.is_pending());
+/// assert_eq!(timers.check(10, true).ran, 1);
+/// ```
+#[track_caller]
+pub fn add_cell(
+    t: &mut CellTimer,
+    when: Nanos,
+    period: Nanos,
+    home: &Timers,
+    host: &dyn Host,
+) -> bool {
+    if !t.is_alone() {
+        return modify_cell(t, when, period, home, host);
+    }
+    assert!(
+        when > 0,
+        "gort: add_cell: deadline `when` must be > 0, got {when}"
+    );
+    assert!(
+        period >= 0,
+        "gort: add_cell: `period` must be >= 0, got {period}"
+    );
+    let rearm = t.timer().when.load(Relaxed) != 0;
+    let (heap_ref, replaced) = t.install_alone();
+    let timer = t.timer();
+    timer.period.store(period, Relaxed);
+    // Relaxed: the heap lock that inserts the timer publishes it with its fields.
+    timer.status.store(Status::Waiting as u32, Relaxed);
+    let dead = home.insert(heap_ref, when, rearm);
+    host.wake_netpoller(when);
+    drop_dead(dead);
+    drop(replaced);
+    false
+}
+
 /// The body of [`modify`], [`modify_fire`] and [`modify_cell`]: installs `fire` if given,
 /// or the cell itself if `t` is a cell reference (only `modify_cell` passes one, holding the
 /// cell's handle meanwhile).
@@ -243,7 +322,7 @@ fn modtimer(
 /// that it owns no status.
 fn reactivate(t: &TimerRef, when: Nanos, home: &Timers, host: &dyn Host) -> Vec<Target> {
     t.when.store(when, Relaxed);
-    let dead = home.insert(t, when, true);
+    let dead = home.insert(TimerRef::clone(t), when, true);
     t.cas_owned(
         Status::Modifying,
         Status::Waiting,
@@ -271,9 +350,7 @@ fn rekey_lazily(t: &TimerRef, when: Nanos, host: &dyn Host) {
     } else {
         Status::ModifiedLater
     };
-    if !t.cas(Status::Modifying, to) {
-        bad("modtimer: lost Modifying");
-    }
+    t.cas_owned(Status::Modifying, to, "modtimer: lost Modifying");
     if earlier {
         host.wake_netpoller(when);
     }

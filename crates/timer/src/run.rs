@@ -174,7 +174,7 @@ impl Shared {
         let period = h.v[0].timer().period.load(Relaxed);
         // Claimed while Running: a racing `del` waits for us, then returns false, so the
         // payload it would drop is one we already hold.
-        let payload = h.v[0].timer().claim_payload(period > 0);
+        let payload = h.v[0].timer().claim_payload(period > 0, h.v[0].is_cell());
         h.c.fired += 1;
         h.c.lateness[crate::heap::lateness_bucket(when, now)] += 1;
         if period > 0 {

@@ -216,6 +216,53 @@ impl TargetCell {
         })
     }
 
+    /// [`take`](TargetCell::take) without the lock.
+    ///
+    /// # Safety
+    ///
+    /// No other thread reaches the payload until the caller's next hand-off (a `Release` it
+    /// publishes, such as leaving an owned status): a cell's timer, whose payload is reached
+    /// only under a status its reacher owns (`cell.rs`, "The payload without its lock").
+    #[inline(always)]
+    pub(crate) unsafe fn take_exclusive(&self) -> Target {
+        // SAFETY: exclusive access, per this function's contract.
+        unsafe { self.take_locked() }
+    }
+
+    /// [`peek`](TargetCell::peek) without the lock.
+    ///
+    /// # Safety
+    ///
+    /// As [`take_exclusive`](TargetCell::take_exclusive).
+    #[inline(always)]
+    pub(crate) unsafe fn peek_exclusive<R>(&self, f: impl for<'a> FnOnce(TargetRef<'a>) -> R) -> R {
+        // SAFETY: exclusive access, per this function's contract, while the view lives.
+        f(unsafe { self.peek_locked() })
+    }
+
+    /// [`replace_unless`](TargetCell::replace_unless) without the lock.
+    ///
+    /// # Safety
+    ///
+    /// As [`take_exclusive`](TargetCell::take_exclusive).
+    #[inline(always)]
+    pub(crate) unsafe fn replace_unless_exclusive(
+        &self,
+        keep: impl for<'a> FnOnce(TargetRef<'a>) -> bool,
+        new: impl FnOnce() -> Target,
+    ) -> Target {
+        // SAFETY: exclusive access, per this function's contract (as the lock gives).
+        unsafe {
+            if keep(self.peek_locked()) {
+                return Target::none();
+            }
+            let new = new();
+            let old = self.take_locked();
+            self.put_locked(new);
+            old
+        }
+    }
+
     /// Runs `f` on a view of the payload with the lock held (to clone it). The view's
     /// lifetime is `f`'s own, so nothing borrowed from it outlives the lock.
     #[inline(always)]

@@ -41,6 +41,11 @@ impl<F: Fn(Nanos) + Send + Sync + 'static> Fire for F {
 /// The scheduler's side of Go's `wakeNetPoller`: called after a timer was added, or moved
 /// earlier, with its new deadline, so that a poller sleeping past `when` can be woken.
 ///
+/// A host that reads a poller's state to decide whether to wake it must first issue a
+/// `fence(SeqCst)`: the heap publishes its new earliest deadline with a `Release` store
+/// (`Shared::update_timer0_when`), and the fence is the adder's half of the Dekker hand-off
+/// with a poller that publishes "I sleep" and then reads the heaps' wake times.
+///
 /// Any `Fn(Nanos)` closure is a `Host` (handy in tests).
 pub trait Host {
     /// A timer now wants to run at `when`.
@@ -265,11 +270,15 @@ impl Timer {
     #[must_use = "the replaced payload must be dropped outside Modifying"]
     #[inline]
     pub(crate) unsafe fn ensure_cell(&self, this: &TimerRef) -> Target {
-        self.target.replace_unless(
-            |old| matches!(old, TargetRef::Cell(old) if std::ptr::eq(old.as_ptr(), this.as_ptr())),
-            // SAFETY: per this function's contract.
-            || Target::cell(unsafe { this.cell_payload() }),
-        )
+        // SAFETY: a cell's payload is reached only under a status its reacher owns (`cell.rs`,
+        // "The payload without its lock"); the caller owns `Modifying`.
+        unsafe {
+            self.target.replace_unless_exclusive(
+                |old| matches!(old, TargetRef::Cell(old) if std::ptr::eq(old.as_ptr(), this.as_ptr())),
+                // SAFETY: per this function's contract.
+                || Target::cell(this.cell_payload()),
+            )
+        }
     }
 
     /// Installs or replaces a [`Waker`] payload; a no-op if the installed one `will_wake` the
@@ -322,21 +331,54 @@ impl Timer {
         self.target.take()
     }
 
+    /// [`take_target`](Timer::take_target) of a cell's timer, without the payload lock.
+    ///
+    /// # Safety
+    ///
+    /// The timer lives in a cell and the caller owns a transient status of it (`cell.rs`,
+    /// "The payload without its lock").
+    #[inline]
+    pub(crate) unsafe fn take_cell_target(&self) -> Target {
+        // SAFETY: per this function's contract, nobody else reaches the payload meanwhile.
+        unsafe { self.target.take_exclusive() }
+    }
+
+    /// Installs the cell `holder` (a holder reference of the cell this timer lives in) on a
+    /// timer nobody else reaches, without the payload lock; returns what it replaced.
+    ///
+    /// # Safety
+    ///
+    /// No other thread reaches this timer (its cell is referenced by the caller's handle
+    /// alone: `CellTimer::is_alone`).
+    #[inline]
+    pub(crate) unsafe fn install_cell_alone(&self, holder: crate::cell::Holder) -> Target {
+        // SAFETY: per this function's contract.
+        unsafe {
+            self.target
+                .replace_unless_exclusive(|_| false, || Target::cell(holder))
+        }
+    }
+
     /// Claims what a run must do, while the caller owns `Running` (so a racing `del` that
     /// returns false cannot have dropped it first). A periodic run clones the payload; a
     /// one-shot run takes it out, so that it is released as soon as it ran (the payload
     /// rule: a stale heap entry may keep this `Timer` alive for a long time, never its
-    /// payload).
-    pub(crate) fn claim_payload(&self, periodic: bool) -> Option<Payload> {
-        let target = if periodic {
-            self.target.peek(|t| match t {
-                TargetRef::None => Target::none(),
-                TargetRef::Fire(f) => Target::fire(f.clone()),
-                TargetRef::Waker(w) => Target::waker(w.clone()),
-                TargetRef::Cell(c) => Target::cell(c.clone()),
-            })
-        } else {
-            self.target.take()
+    /// payload). A cell's timer (`cell`) is claimed without the payload lock (`cell.rs`,
+    /// "The payload without its lock").
+    pub(crate) fn claim_payload(&self, periodic: bool, cell: bool) -> Option<Payload> {
+        let clone = |t: TargetRef<'_>| match t {
+            TargetRef::None => Target::none(),
+            TargetRef::Fire(f) => Target::fire(f.clone()),
+            TargetRef::Waker(w) => Target::waker(w.clone()),
+            TargetRef::Cell(c) => Target::cell(c.clone()),
+        };
+        let target = match (periodic, cell) {
+            (false, false) => self.target.take(),
+            (true, false) => self.target.peek(clone),
+            // SAFETY: a cell's timer, and the caller owns Running.
+            (false, true) => unsafe { self.target.take_exclusive() },
+            // SAFETY: as above.
+            (true, true) => unsafe { self.target.peek_exclusive(clone) },
         };
         target.into_payload()
     }
@@ -373,12 +415,20 @@ impl Timer {
             .is_ok()
     }
 
-    /// CAS out of a transient status we own; failure means someone broke the protocol.
+    /// Leaves a transient status we own (`Modifying`, `Running`, `Removing`, `Moving`) for
+    /// `to`. Nobody else changes a transient status: every other thread that finds one
+    /// waits for it to end (the crate docs' rule), so the exit is a `Release` store (the
+    /// hand-off to the next owner), not a CAS: one locked instruction less per transition,
+    /// ~5 ns on this machine's CPUs (design/PERFORMANCE-LOG.md, "T1's locked instructions").
+    /// The load before it still catches a broken protocol (`what`), at the price of a read
+    /// of a line we own.
     #[track_caller]
+    #[inline]
     pub(crate) fn cas_owned(&self, from: Status, to: Status, what: &str) {
-        if !self.cas(from, to) {
+        if self.status.load(Relaxed) != from as u32 {
             bad(what)
         }
+        self.status.store(to as u32, Release);
     }
 
     /// Go's `t.pp.ptr()`, dereferenced.

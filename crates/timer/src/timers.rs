@@ -174,10 +174,14 @@ impl Shared {
 
     /// Go's `updateTimer0When` (lock held).
     pub(crate) fn update_timer0_when(&self, h: &Heap) {
-        // SeqCst: one half of the Dekker hand-off with the scheduler's poller (it publishes
-        // "I sleep" and then loads `wake_time`; we publish a deadline and then, via
-        // `Host::wake_netpoller`, load its state). Also pairs with `wake_time`.
-        self.timer0_when.store(h.root_when(), SeqCst);
+        // One half of the Dekker hand-off with the scheduler's poller: it publishes "I sleep"
+        // and then loads `wake_time` (SeqCst); we publish a deadline and then load its state
+        // in `Host::wake_netpoller`, whose contract starts with a SeqCst fence. The fence
+        // orders this store before those loads, so the store itself is `Release` (a plain
+        // store, where SeqCst was an `xchg`: a locked instruction per heap change;
+        // design/PERFORMANCE-LOG.md, "T1's locked instructions"). A store that raises the
+        // summary (a removal) needs no hand-off: a stale lower value costs an early look.
+        self.timer0_when.store(h.root_when(), Release);
         let slack = h.v.first().map_or(0, |e| e.timer().slack());
         self.timer0_slack.store(slack, Relaxed);
     }
@@ -206,7 +210,9 @@ impl Shared {
     pub(crate) fn note_len(&self, h: &Heap) {
         self.num.store(h.len(), Relaxed);
         if h.len() == 0 {
-            self.modified_earliest.store(0, SeqCst);
+            // No timer is in the heap, so no `modify` can lower the summary meanwhile (it
+            // needs a timer whose owner we are): a zero needs no barrier of its own.
+            self.modified_earliest.store(0, Release);
         }
     }
 
@@ -404,20 +410,21 @@ impl Timers {
             );
         }
         t.period.store(period, Relaxed);
-        let dead = self.insert(&TimerRef::borrow_arc(t), when, false);
+        let dead = self.insert(TimerRef::clone(&TimerRef::borrow_arc(t)), when, false);
         t.cas_owned(Status::Modifying, Status::Waiting, "add: lost Modifying");
         host.wake_netpoller(when);
         drop_dead(dead); // the payload rule: after leaving Modifying
     }
 
-    /// Tidies the heap and inserts `t`, which the caller owns as `Modifying` (`add`, and
-    /// `modify`'s re-activation). Returns the payloads tidying freed, for the caller to drop
-    /// after it left `Modifying`. `rearm` counts it as a re-arm (`TimerStats::modified`).
-    pub(crate) fn insert(&self, t: &TimerRef, when: Nanos, rearm: bool) -> Vec<Target> {
+    /// Tidies the heap and inserts `t`, the heap's reference of a timer the caller owns as
+    /// `Modifying` or alone (`add`, `modify`'s re-activation, `add_cell`). Returns the
+    /// payloads tidying freed, for the caller to drop after it left `Modifying`. `rearm`
+    /// counts it as a re-arm (`TimerStats::modified`).
+    pub(crate) fn insert(&self, t: TimerRef, when: Nanos, rearm: bool) -> Vec<Target> {
         let mut h = self.lock();
         h.c.modified += u64::from(rearm);
         self.shared.tidy(&mut h);
-        self.shared.doaddtimer(&mut h, t.clone(), when);
+        self.shared.doaddtimer(&mut h, t, when);
         h.unlock()
     }
 

@@ -1,7 +1,10 @@
 //! loom models of a timer and its callback in one allocation (`TimerCell`): a stop, a drop of
-//! the handle, a re-arm and a shutdown's drain racing a run; the callback is dropped exactly
-//! once, never before its run, and runs at most once per arming; the last holder's drop of
-//! the callback racing a heap's read of the timer and a heap's last reference.
+//! the handle, a re-arm (`modify_cell`, or `add_cell` by a handle alone) and a shutdown's
+//! drain racing a run, one-shot or periodic; the callback is dropped exactly once, never
+//! before its run, and runs at most once per arming; the last holder's drop of the callback
+//! racing a heap's read of the timer and a heap's last reference. A cell's payload is reached
+//! without its lock (`cell.rs`): the payload's loom cells report any access the status word
+//! does not order.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p gort-timer
 //! --test loom_cell`. The cell's two counts (holders, memory), the timer's status word and
@@ -150,6 +153,74 @@ fn run_holder_vs_handle_drop() {
         ts.check(10, true);
         dropper.join().unwrap();
         assert_eq!(fired.load(SeqCst), 1);
+        assert_eq!(dropped.load(SeqCst), 1);
+    });
+}
+
+/// `add_cell` on a fresh cell (the handle alone: no status CAS, no payload lock), then a stop
+/// and the handle's drop race a run, as in [`stop_and_drop_vs_run`]: the plain stores of the
+/// add are published by the heap lock, so the run and the stop see the installed callback.
+#[test]
+fn add_alone_then_stop_vs_run() {
+    loom::model(|| {
+        let ts = Arc::new(Timers::new(0));
+        let (mut t, fired, dropped) = probed();
+        assert!(!add_cell(&mut t, 10, 0, &ts, &nohost()));
+        let heap = ts.clone();
+        let runner = thread::spawn(move || heap.check(10, true).ran);
+        let stopped = t.stop();
+        drop(t);
+        let ran = runner.join().unwrap();
+        ts.check(10, true);
+        assert_eq!(fired.load(SeqCst), usize::from(!stopped));
+        assert_eq!(ran, usize::from(!stopped));
+        assert_eq!(dropped.load(SeqCst), 1);
+    });
+}
+
+/// `add_cell` after the first arming's run raced by that run: while the heap or the run
+/// still references the cell it re-arms through `modify_cell`; once the handle is alone it
+/// takes the fast path. Either way each arming runs once unless re-armed while pending, and
+/// loom reports any payload access the status word does not order.
+#[test]
+fn add_again_vs_run() {
+    loom::model(|| {
+        let ts = Arc::new(Timers::new(0));
+        let (mut t, fired, dropped) = probed();
+        add_cell(&mut t, 10, 0, &ts, &nohost());
+        let heap = ts.clone();
+        let runner = thread::spawn(move || {
+            heap.check(10, true);
+        });
+        let pending = add_cell(&mut t, 20, 0, &ts, &nohost());
+        runner.join().unwrap();
+        ts.check(20, true);
+        drop(t);
+        assert_eq!(fired.load(SeqCst), if pending { 1 } else { 2 });
+        assert_eq!(dropped.load(SeqCst), 1);
+    });
+}
+
+/// A periodic cell's run (which puts a holder back, without the payload lock) races a stop
+/// (which takes the payload out, without it either): the status word orders the two, the
+/// stop always finds the timer pending, no run follows it, and the callback is dropped once.
+#[test]
+fn periodic_run_vs_stop() {
+    loom::model(|| {
+        let ts = Arc::new(Timers::new(0));
+        let (t, fired, dropped) = probed();
+        modify_cell(&t, 10, 10, &ts, &nohost());
+        let stopper = thread::spawn(move || {
+            let stopped = t.stop();
+            drop(t);
+            stopped
+        });
+        ts.check(10, true);
+        assert!(stopper.join().unwrap(), "a periodic timer stays pending");
+        let before = fired.load(SeqCst);
+        assert!(before <= 1);
+        ts.check(30, true);
+        assert_eq!(fired.load(SeqCst), before, "no run after the stop");
         assert_eq!(dropped.load(SeqCst), 1);
     });
 }
