@@ -60,11 +60,11 @@ pub use clock::{
     deadline_after, epoch, nanotime, nanotime_exact, Nanos, RuntimeClock, CLOCK_TRAIL, NEVER,
 };
 pub use heap::{lateness_bucket, LATENESS_BUCKETS};
-pub use lifecycle::Released;
+pub use lifecycle::{Released, TimerStats};
 pub use ops::{add_cell, del, modify, modify_cell, modify_fire, reset};
 pub use status::Status;
 pub use timer::{Fire, Host, Timer};
-pub use timers::{min_nonzero, Checked, TimerStats, Timers};
+pub use timers::{min_nonzero, Checked, Timers};
 
 /// `Timer` and `Timers` are shared across scheduler threads.
 const _: () = {

@@ -37,35 +37,6 @@ enum Relock {
     GiveWay,
 }
 
-/// Counters of one [`Timers`], for tests and benchmarks. A snapshot.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TimerStats {
-    /// Live (not stopped) timers in the heap.
-    pub pending: u64,
-    /// Entries waiting for lazy removal: stopped timers, and the stale entries that promoted
-    /// timers left behind (each timer leaves at most one).
-    pub deleted: u64,
-    /// Callbacks run from this heap.
-    pub fired: u64,
-    /// `del` calls that stopped a timer of this heap.
-    pub stopped: u64,
-    /// Re-arms applied here: lazily modified timers re-keyed, and stopped or fired timers
-    /// re-inserted by `modify`.
-    pub modified: u64,
-    /// Timers received from another heap by `move_to`.
-    pub moved: u64,
-    /// Timers inserted (by `add`, `modify` re-activation and `move_to`).
-    pub added: u64,
-    /// Timers re-keyed from the modified-earlier list by `check` (go#41699 path).
-    pub adjusted: u64,
-    /// Entry moves made by sift-up/sift-down: the heap's work counter.
-    pub sift_steps: u64,
-    /// Callbacks run from this heap by lateness, the time from the timer's `when` to the
-    /// run's `now`: bucket 0 is under 1 µs, bucket `b` is `[2^(b-1), 2^b)` µs, the last
-    /// bucket is 16.4 ms and more (see [`lateness_bucket`](crate::lateness_bucket)).
-    pub lateness: [u64; crate::LATENESS_BUCKETS],
-}
-
 /// The shared state of a [`Timers`]; boxed so that its address, which timers record as their
 /// owner, survives moves of the `Timers` value. Aligned to whole cache-line pairs (the
 /// spatial prefetcher's unit on x86) so that no neighbouring allocation that someone writes
