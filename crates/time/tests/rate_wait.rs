@@ -1,0 +1,290 @@
+//! `gort::time::rate`'s waits on the real multi-P runtime: Go's `TestWait*` cases, many tasks
+//! sharing one limiter, and cancel safety (a wait dropped by `select!` or `timeout`, or whose
+//! context is canceled, gives its tokens back). Under a paused clock the instants are exact;
+//! the one real-clock test has generous bounds.
+#![cfg(not(loom))]
+
+use gort::context::{self, Context};
+use gort::time::rate::{Limit, Limiter, WaitError};
+use gort::time::{self, Instant};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::Duration;
+
+const D: Duration = Duration::from_millis(100);
+
+fn paused_rt(procs: usize) -> gort::Runtime {
+    gort::Builder::new()
+        .procs(procs)
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
+fn lim(r: f64, b: u32) -> Limiter {
+    Limiter::new(Limit::per_second(r), b)
+}
+
+/// Runs `f` and returns its output and the virtual time it took.
+async fn timed<T>(f: impl Future<Output = T>) -> (T, Duration) {
+    let start = Instant::now();
+    let out = f.await;
+    (out, start.elapsed())
+}
+
+#[test]
+fn wait_futures_are_send() {
+    fn send<T: Send>(_: T) {}
+    let l = lim(1.0, 1);
+    let ctx = Context::background();
+    send(l.wait());
+    send(l.wait_n(2));
+    send(l.wait_ctx(&ctx, 1));
+}
+
+#[test]
+fn wait_simple() {
+    // Go's TestWaitSimple.
+    paused_rt(2).block_on(async {
+        let l = lim(10.0, 3);
+        let (done, cancel) = context::with_cancel(&Context::background());
+        cancel.cancel();
+        assert_eq!(
+            timed(l.wait_ctx(&done, 1)).await,
+            (Err(WaitError::Done), Duration::ZERO)
+        );
+        assert_eq!(l.tokens(), 3.0); // nothing taken
+
+        let over = WaitError::BurstExceeded { n: 4, burst: 3 };
+        assert_eq!(
+            timed(l.wait_n(4)).await,
+            (Err(over.clone()), Duration::ZERO)
+        );
+        assert_eq!(
+            over.to_string(),
+            "rate: wait(n=4) exceeds limiter's burst 3"
+        );
+
+        assert_eq!(timed(l.wait_n(2)).await, (Ok(()), Duration::ZERO));
+        assert_eq!(timed(l.wait_n(3)).await, (Ok(()), 2 * D));
+    });
+}
+
+#[test]
+fn wait_ctx_canceled_midway_gives_its_tokens_back() {
+    // Go's TestWaitCancel.
+    paused_rt(2).block_on(async {
+        let l = lim(10.0, 3);
+        let (ctx, cancel) = context::with_cancel(&Context::background());
+        assert_eq!(timed(l.wait_ctx(&ctx, 2)).await, (Ok(()), Duration::ZERO));
+        gort::spawn(async move {
+            time::sleep(D).await;
+            cancel.cancel();
+        });
+        // 1 token left, 3 wanted: due at 2d, canceled at d.
+        assert_eq!(timed(l.wait_ctx(&ctx, 3)).await, (Err(WaitError::Done), D));
+        assert_eq!(ctx.err(), Some(context::Error::Canceled));
+        // The 3 tokens are back: 1 left + 1 refilled in d.
+        assert!((l.tokens() - 2.0).abs() < 1e-9, "{}", l.tokens());
+        let bg = Context::background();
+        assert_eq!(timed(l.wait_ctx(&bg, 2)).await, (Ok(()), Duration::ZERO));
+    });
+}
+
+#[test]
+fn wait_ctx_that_would_pass_the_deadline_fails_at_once() {
+    // Go's TestWaitTimeout.
+    paused_rt(2).block_on(async {
+        let l = lim(10.0, 3);
+        let (ctx, _cancel) = context::with_timeout(&Context::background(), D);
+        assert_eq!(timed(l.wait_ctx(&ctx, 2)).await, (Ok(()), Duration::ZERO));
+        let late = WaitError::WouldExceedDeadline { n: 3 };
+        assert_eq!(
+            timed(l.wait_ctx(&ctx, 3)).await,
+            (Err(late), Duration::ZERO)
+        );
+        assert_eq!(l.tokens(), 1.0); // nothing taken
+                                     // One that fits before the deadline waits for it.
+        assert_eq!(timed(l.wait_ctx(&ctx, 2)).await, (Ok(()), D));
+    });
+}
+
+#[test]
+fn wait_at_an_infinite_limit_ignores_the_burst() {
+    paused_rt(1).block_on(async {
+        let l = Limiter::new(Limit::INF, 0);
+        assert_eq!(timed(l.wait_n(3)).await, (Ok(()), Duration::ZERO));
+    });
+}
+
+#[test]
+fn wait_at_a_zero_limit_fails_once_the_bucket_is_empty() {
+    paused_rt(1).block_on(async {
+        let l = Limiter::new(Limit::ZERO, 2);
+        assert_eq!(l.wait_n(2).await, Ok(()));
+        assert_eq!(
+            timed(l.wait()).await,
+            (Err(WaitError::NeverAvailable { n: 1 }), Duration::ZERO)
+        );
+    });
+}
+
+#[test]
+fn set_limit_mid_stream_changes_the_pace_of_later_waits() {
+    paused_rt(2).block_on(async {
+        let l = lim(10.0, 1);
+        let start = Instant::now();
+        for _ in 0..3 {
+            l.wait().await.unwrap();
+        }
+        assert_eq!(start.elapsed(), 2 * D);
+        l.set_limit(Limit::per_second(2.0));
+        for _ in 0..2 {
+            l.wait().await.unwrap();
+        }
+        assert_eq!(start.elapsed(), 2 * D + Duration::from_secs(1));
+    });
+}
+
+/// `tasks` tasks loop on `wait()` on one limiter; after the clock advanced `t`, exactly
+/// `floor(r*t) + burst` have been granted, whatever the number of tasks and Ps.
+fn many_waiters_get_tokens_at_the_limits_pace(
+    procs: usize,
+    tasks: usize,
+    r: f64,
+    burst: u32,
+    checkpoints: &[Duration],
+) {
+    paused_rt(procs).block_on(async {
+        let l = Arc::new(lim(r, burst));
+        let granted = Arc::new(AtomicU64::new(0));
+        let start = Instant::now();
+        for _ in 0..tasks {
+            let (l, granted) = (l.clone(), granted.clone());
+            gort::spawn(async move {
+                loop {
+                    l.wait().await.unwrap();
+                    granted.fetch_add(1, SeqCst);
+                }
+            });
+        }
+        for &at in checkpoints {
+            time::advance(at - start.elapsed()).await;
+            let want = (r * at.as_secs_f64()).floor() as u64 + u64::from(burst);
+            assert_eq!(
+                granted.load(SeqCst),
+                want,
+                "granted by {at:?} (r={r}, burst={burst}, {tasks} tasks)"
+            );
+        }
+    });
+}
+
+#[test]
+fn many_waiters_share_the_rate_on_whole_instants() {
+    let at = [0, 100, 1000, 2500, 10_000].map(Duration::from_millis);
+    many_waiters_get_tokens_at_the_limits_pace(2, 8, 10.0, 3, &at);
+    many_waiters_get_tokens_at_the_limits_pace(4, 32, 10.0, 1, &at);
+}
+
+#[test]
+fn many_waiters_share_an_odd_rate() {
+    // 3 per second: token times are not whole nanoseconds; check between them.
+    let at = [50, 1100, 5050, 20_100].map(Duration::from_millis);
+    many_waiters_get_tokens_at_the_limits_pace(2, 5, 3.0, 2, &at);
+}
+
+#[test]
+fn a_wait_that_loses_a_select_gives_its_tokens_back() {
+    paused_rt(2).block_on(async {
+        let l = lim(4.0, 4);
+        l.wait_n(4).await.unwrap(); // empty at 0
+        let (tx, rx) = gort::chan::bounded::<()>(0);
+        gort::spawn(async move {
+            time::sleep(Duration::from_millis(250)).await;
+            tx.send(()).await.unwrap();
+        });
+        let won = gort::select! {
+            r = l.wait_n(4) => panic!("the wait won: {r:?}"),
+            _ = rx.recv() => Instant::now(),
+        };
+        let _ = won;
+        // 1 token refilled in 250 ms; the 4 reserved are back.
+        assert!((l.tokens() - 1.0).abs() < 1e-9, "{}", l.tokens());
+        // So 4 tokens come at 1 s, as if the lost wait never was.
+        assert_eq!(
+            timed(l.wait_n(4)).await,
+            (Ok(()), Duration::from_millis(750))
+        );
+    });
+}
+
+#[test]
+fn a_wait_under_a_timeout_that_fires_leaves_the_limiter_consistent() {
+    paused_rt(2).block_on(async {
+        let l = Arc::new(lim(2.0, 3));
+        l.wait_n(3).await.unwrap(); // empty at 0
+                                    // A queued waiter behind the one that will time out keeps its place.
+        let behind = {
+            let l = l.clone();
+            gort::spawn(async move { timed(l.wait_n(1)).await })
+        };
+        time::advance(Duration::ZERO).await; // it runs and blocks in its wait
+                                             // Due at 0.5 + 1.5 = 2 s: gives up at 1 s.
+        let r = time::timeout(Duration::from_secs(1), l.wait_n(3)).await;
+        assert!(r.is_err());
+        // The waiter behind was due at 0.5 s; the 3 tokens of the wait that gave up come
+        // back whole (nobody reserved after it): at 1 s, 2 refilled - 1 taken = 1.
+        let (got, took) = behind.await.unwrap();
+        assert_eq!((got, took), (Ok(()), Duration::from_millis(500)));
+        assert!((l.tokens() - 1.0).abs() < 1e-9, "{}", l.tokens());
+        // And the pace goes on from there: 3 tokens at 2 s.
+        assert_eq!(timed(l.wait_n(3)).await, (Ok(()), Duration::from_secs(1)));
+    });
+}
+
+#[test]
+fn a_dropped_wait_behind_others_gives_back_only_the_tokens_nobody_counted_on() {
+    paused_rt(2).block_on(async {
+        let l = Arc::new(lim(2.0, 2));
+        l.wait_n(2).await.unwrap(); // empty at 0
+        let first = {
+            let l = l.clone();
+            gort::spawn(async move { l.wait_n(2).await }) // due at 1 s
+        };
+        time::advance(Duration::ZERO).await; // it runs and blocks in its wait
+        let second = {
+            let l = l.clone();
+            gort::spawn(async move { timed(l.wait_n(1)).await }) // due at 1.5 s
+        };
+        time::advance(Duration::ZERO).await; // it runs and blocks in its wait
+        time::advance(Duration::from_millis(250)).await;
+        first.abort();
+        assert!(first.await.unwrap_err().is_cancelled());
+        // `second` counted on the tokens that refill from 1 s to 1.5 s: one of the two
+        // stays taken. At 0.25 s: -3 + 0.5 refilled + 1 given back.
+        assert!((l.tokens() + 1.5).abs() < 1e-9, "{}", l.tokens());
+        let (got, took) = second.await.unwrap();
+        assert_eq!((got, took), (Ok(()), Duration::from_millis(1500)));
+        // -1.5 + 2.5 refilled by 1.5 s: the token kept for `second` was its own (Go's
+        // rule keeps the reservation times that were handed out; it never grants early).
+        assert!((l.tokens() - 1.0).abs() < 1e-9, "{}", l.tokens());
+    });
+}
+
+#[test]
+fn waits_keep_the_pace_on_the_real_clock() {
+    // Generous bounds: 20 waits at 100/s after a burst of 1 take at least 190 ms.
+    let rt = gort::Runtime::new().unwrap();
+    rt.block_on(async {
+        let l = lim(100.0, 1);
+        let start = std::time::Instant::now();
+        for _ in 0..20 {
+            l.wait().await.unwrap();
+        }
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(189), "{took:?}");
+        assert!(took < Duration::from_secs(10), "{took:?}");
+    });
+}
