@@ -9,7 +9,7 @@
 //! |-----------------------------|----------------------------------------------|------------------------|
 //! | `lim.Allow()`, `AllowN`     | [`allow`](Limiter::allow), [`allow_n`](Limiter::allow_n) | false, nothing taken |
 //! | `lim.Reserve()`, `ReserveN` | [`reserve`](Limiter::reserve), [`reserve_n`](Limiter::reserve_n) | a [`Reservation`] for later: act after its [`delay`](Reservation::delay), or [`cancel`](Reservation::cancel) it |
-//! | `lim.Wait(ctx)`, `WaitN`    | [`wait`](Limiter::wait), [`wait_n`](Limiter::wait_n), [`wait_ctx`](Limiter::wait_ctx) | sleeps until they come |
+//! | `lim.Wait(ctx)`, `WaitN`    | [`wait`](Limiter::wait), [`wait_n`](Limiter::wait_n), [`wait_deadline`](Limiter::wait_deadline), [`wait_ctx`](Limiter::wait_ctx) | sleeps until they come |
 //! | `rate.Inf`, `rate.Every(d)` | [`Limit::INF`], [`every`]                   |                        |
 //! | `SetLimit`, `SetBurst`      | [`set_limit`](Limiter::set_limit), [`set_burst`](Limiter::set_burst) |    |
 //!
@@ -23,6 +23,10 @@
 //! - The waits are cancel safe: a [`wait`](Limiter::wait) future dropped before it completes
 //!   (the losing branch of a `select!`, a [`timeout`](crate::timeout) that fired, an
 //!   aborted task) gives its tokens back as Go's `Reservation.Cancel` does, so nothing leaks.
+//!   As in Go, only the tokens that waits queued behind it did not count on come back (so
+//!   that no window ever sees more than the burst): a wait with a deadline is better told
+//!   it ([`wait_deadline`](Limiter::wait_deadline), [`wait_ctx`](Limiter::wait_ctx)), so
+//!   that it fails at once when it cannot make it instead of queueing and giving up.
 //! - Waiting sleeps on gort's timers ([`sleep_until`](crate::sleep_until)), so a paused
 //!   clock ([`pause`](crate::pause), [`advance`](crate::advance)) drives it in tests.
 //! - `wait_ctx` takes anything with a deadline and a done channel ([`WaitContext`]), which

@@ -1,5 +1,5 @@
-//! Waiting for tokens: [`Limiter::wait`], [`Limiter::wait_n`], [`Limiter::wait_ctx`] (Go's
-//! `Wait`/`WaitN`), cancel safe.
+//! Waiting for tokens: [`Limiter::wait`], [`Limiter::wait_n`], [`Limiter::wait_deadline`],
+//! [`Limiter::wait_ctx`] (Go's `Wait`/`WaitN`), cancel safe.
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -38,7 +38,8 @@ pub enum WaitError {
         /// The limiter's burst.
         burst: u32,
     },
-    /// The tokens would come after the context's deadline.
+    /// The tokens would come after the deadline (the context's, or
+    /// [`wait_deadline`](Limiter::wait_deadline)'s).
     WouldExceedDeadline {
         /// Tokens asked for.
         n: u32,
@@ -103,7 +104,13 @@ impl Limiter {
     /// tokens can never come (a zero limit).
     ///
     /// Cancel safe: dropped before it completes, it gives back the tokens it reserved (Go's
-    /// `Reservation.Cancel`). So it composes with [`timeout`](crate::timeout) and `select!`:
+    /// `Reservation.Cancel`). So it composes with [`timeout`](crate::timeout) and `select!`.
+    /// But a wait dropped while later waits queue behind it gives back only the tokens they
+    /// did not count on (Go's rule, which keeps the burst bound in every window): under many
+    /// waits that give up midway, the useful rate falls. A wait with a deadline is better
+    /// told it, with [`wait_deadline`](Limiter::wait_deadline) or
+    /// [`wait_ctx`](Limiter::wait_ctx): one that cannot make it then fails at once, taking
+    /// nothing.
     ///
     /// ```
     /// use gort::time::rate::{Limit, Limiter};
@@ -120,6 +127,33 @@ impl Limiter {
     /// ```
     pub async fn wait_n(&self, n: u32) -> Result<(), WaitError> {
         self.wait_for(n, None, None).await
+    }
+
+    /// Waits until `n` tokens are available and takes them, if that is by `deadline`; fails at
+    /// once with [`WaitError::WouldExceedDeadline`], taking nothing, if it is not (Go's
+    /// `WaitN` with a context deadline, without the context). It never waits past
+    /// `deadline`, so it needs no [`timeout`](crate::timeout) around it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::time::rate::{Limit, Limiter, WaitError};
+    /// use gort::time::Instant;
+    /// use std::time::Duration;
+    ///
+    /// let rt = gort::Builder::new().start_paused(true).build().unwrap();
+    /// rt.block_on(async {
+    ///     let limiter = Limiter::new(Limit::per_second(10.0), 1);
+    ///     let soon = Instant::now() + Duration::from_millis(150);
+    ///     assert_eq!(limiter.wait_deadline(1, soon).await, Ok(())); // at once
+    ///     assert_eq!(limiter.wait_deadline(1, soon).await, Ok(())); // at 100 ms
+    ///     let late = WaitError::WouldExceedDeadline { n: 1 };
+    ///     assert_eq!(limiter.wait_deadline(1, soon).await, Err(late)); // 200 ms > 150 ms
+    ///     assert_eq!(Instant::now(), soon - Duration::from_millis(50)); // failed at once
+    /// });
+    /// ```
+    pub async fn wait_deadline(&self, n: u32, deadline: Instant) -> Result<(), WaitError> {
+        self.wait_for(n, Some(deadline), None).await
     }
 
     /// Waits until `n` tokens are available and takes them, within the context `ctx` (Go's
