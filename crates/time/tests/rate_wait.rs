@@ -273,6 +273,35 @@ fn a_dropped_wait_behind_others_gives_back_only_the_tokens_nobody_counted_on() {
     });
 }
 
+/// A spike of waiters that all give up, the first queued first: Go's rule alone gives back
+/// only the last one's token (each earlier one's is counted on by those behind it) and the
+/// next wait would come at 600 ms; once the last is gone, those before it give theirs back in
+/// turn, and the limiter is as if nobody had waited.
+#[test]
+fn a_spike_of_waits_that_all_give_up_leaves_nothing_taken() {
+    paused_rt(2).block_on(async {
+        let l = Arc::new(lim(10.0, 1));
+        let start = Instant::now();
+        assert!(l.allow()); // empty at 0
+        let mut spike = gort::JoinSet::new();
+        for i in 0..5u64 {
+            let l = l.clone();
+            spike.spawn(async move {
+                // Queued in order (due at 100 ms .. 500 ms), giving up in the same order.
+                time::sleep(Duration::from_micros(i)).await;
+                time::timeout(Duration::from_millis(50), l.wait()).await
+            });
+        }
+        while let Some(r) = spike.join_next().await {
+            assert!(r.unwrap().is_err());
+        }
+        // At about 50 ms: 0.5 refilled, nothing taken.
+        assert!((l.tokens() - 0.5).abs() < 1e-3, "{}", l.tokens());
+        l.wait().await.unwrap();
+        assert_eq!(start.elapsed(), Duration::from_millis(100));
+    });
+}
+
 const CHURN_R: f64 = 20.0;
 const CHURN_BURST: u32 = 3;
 

@@ -1,11 +1,11 @@
-//! [`Limiter`]: the bucket's state and the operations that take, give back or reshape its
-//! tokens, each under one short lock.
+//! [`Limiter`]: the public face of a [`Bucket`] under one short lock.
 
 use std::fmt;
 use std::time::Duration;
 
 use parking_lot::Mutex;
 
+use super::bucket::Bucket;
 use super::reservation::Reservation;
 use super::Limit;
 use crate::Instant;
@@ -31,132 +31,7 @@ use crate::Instant;
 /// assert!(limiter.allow_n(t0 + Duration::from_millis(100), 1)); // one token per 100 ms
 /// ```
 pub struct Limiter {
-    state: Mutex<State>,
-}
-
-/// What Go's `Limiter` holds under its mutex.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct State {
-    pub(super) limit: Limit,
-    pub(super) burst: u32,
-    /// The tokens at `last` (negative while reservations wait for tokens to come).
-    tokens: f64,
-    /// The last instant `tokens` was counted at.
-    last: Instant,
-    /// The latest instant any reservation acts at (past or future): how [`State::cancel`]
-    /// knows how many later reservations counted on the tokens of the one it cancels.
-    last_event: Instant,
-}
-
-/// A new limiter counts its (full) bucket from so long ago that any refill is capped.
-const LONG_AGO: Instant = Instant::from_nanos(i64::MIN);
-
-/// Tokens granted by a reservation, and when they may be used.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Grant {
-    pub(super) tokens: u32,
-    pub(super) time_to_act: Instant,
-    /// The limit when granted: cancel gives back what this rate would have refilled.
-    pub(super) limit: Limit,
-}
-
-/// Why a reservation was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Refusal {
-    /// More tokens than the burst: the bucket never holds that many.
-    Burst,
-    /// The tokens never come: a zero limit (or a wait too long to represent).
-    Never,
-    /// The tokens come after the longest wait the caller accepts.
-    TooLate,
-}
-
-impl State {
-    /// The tokens at `now`: those at `last` plus the refill since, capped at the burst
-    /// (Go's `advance`). A `now` before `last` (an explicit instant from the past) counts no
-    /// refill, and the caller then moves `last` back to it, as Go does.
-    fn tokens_at(&self, now: Instant) -> f64 {
-        let elapsed = now.duration_since(self.last.min(now));
-        (self.tokens + self.limit.tokens_in(elapsed)).min(f64::from(self.burst))
-    }
-
-    /// Brings the count up to `now` (before a change of limit, burst or tokens).
-    fn advance(&mut self, now: Instant) {
-        self.tokens = self.tokens_at(now);
-        self.last = now;
-    }
-
-    /// Go's `reserveN`: takes `n` tokens at `now`, to be used once they have all come, if
-    /// that is within `max_wait`; refuses and changes nothing otherwise.
-    pub(super) fn reserve(
-        &mut self,
-        now: Instant,
-        n: u32,
-        max_wait: Duration,
-    ) -> Result<Grant, Refusal> {
-        if self.limit.is_inf() {
-            // Nothing is counted under an infinite limit, and the burst does not apply.
-            return Ok(Grant {
-                tokens: n,
-                time_to_act: now,
-                limit: self.limit,
-            });
-        }
-        if n > self.burst {
-            return Err(Refusal::Burst);
-        }
-        let left = self.tokens_at(now) - f64::from(n);
-        let wait = if left < 0.0 {
-            self.limit.time_for(-left).ok_or(Refusal::Never)?
-        } else {
-            Duration::ZERO
-        };
-        if wait > max_wait {
-            return Err(Refusal::TooLate);
-        }
-        let time_to_act = now + wait;
-        self.tokens = left;
-        self.last = now;
-        self.last_event = time_to_act;
-        Ok(Grant {
-            tokens: n,
-            time_to_act,
-            limit: self.limit,
-        })
-    }
-
-    /// Go's `CancelAt`: gives back the tokens of `grant` that no later reservation has
-    /// counted on, unless its time to act has passed (the tokens are taken as used then).
-    pub(super) fn cancel(&mut self, grant: &Grant, now: Instant) {
-        if self.limit.is_inf() || grant.limit.is_inf() || grant.tokens == 0 {
-            return; // nothing was counted
-        }
-        if grant.time_to_act < now {
-            return; // too late: the holder may have acted
-        }
-        // Reservations made after this one act up to `last_event`, and were granted the
-        // tokens that refill between this one's time to act and theirs: those stay taken.
-        let counted_on = grant
-            .limit
-            .tokens_in(self.last_event.duration_since(grant.time_to_act));
-        let restore = f64::from(grant.tokens) - counted_on;
-        if restore <= 0.0 {
-            return;
-        }
-        self.advance(now);
-        self.tokens = (self.tokens + restore).min(f64::from(self.burst));
-        if grant.time_to_act == self.last_event {
-            // It was the latest reservation: the latest event is the one before it, if that
-            // is still to come.
-            let prev = grant
-                .limit
-                .time_for(f64::from(grant.tokens))
-                .and_then(|back| grant.time_to_act.checked_sub(back));
-            if let Some(prev) = prev.filter(|&p| p >= now) {
-                self.last_event = prev;
-            }
-        }
-    }
+    state: Mutex<Bucket>,
 }
 
 impl Limiter {
@@ -175,13 +50,7 @@ impl Limiter {
     /// ```
     pub fn new(limit: impl Into<Limit>, burst: u32) -> Limiter {
         Limiter {
-            state: Mutex::new(State {
-                limit: limit.into(),
-                burst,
-                tokens: f64::from(burst),
-                last: LONG_AGO,
-                last_event: LONG_AGO,
-            }),
+            state: Mutex::new(Bucket::new(limit.into(), burst)),
         }
     }
 
@@ -304,14 +173,14 @@ impl Limiter {
     }
 
     /// Runs `f` on the state under the lock (the lock is never held across user code).
-    pub(super) fn with_state<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+    pub(super) fn with_state<T>(&self, f: impl FnOnce(&mut Bucket) -> T) -> T {
         f(&mut self.state.lock())
     }
 }
 
 impl fmt::Debug for Limiter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = *self.state.lock();
+        let st = self.state.lock();
         f.debug_struct("Limiter")
             .field("limit", &st.limit)
             .field("burst", &st.burst)

@@ -22,11 +22,13 @@
 //!   tokens that can therefore never come fails at once ([`WaitError::NeverAvailable`]).
 //! - The waits are cancel safe: a [`wait`](Limiter::wait) future dropped before it completes
 //!   (the losing branch of a `select!`, a [`timeout`](crate::timeout) that fired, an
-//!   aborted task) gives its tokens back as Go's `Reservation.Cancel` does, so nothing leaks.
-//!   As in Go, only the tokens that waits queued behind it did not count on come back (so
-//!   that no window ever sees more than the burst): a wait with a deadline is better told
-//!   it ([`wait_deadline`](Limiter::wait_deadline), [`wait_ctx`](Limiter::wait_ctx)), so
-//!   that it fails at once when it cannot make it instead of queueing and giving up.
+//!   aborted task) gives its tokens back as Go's `Reservation.Cancel` does. As in Go, only
+//!   the tokens that waits queued behind it did not count on come back (so that no window
+//!   ever sees more than the burst); beyond Go, the rest comes back once every wait behind
+//!   it is gone too. So a wait with a deadline is better told it
+//!   ([`wait_deadline`](Limiter::wait_deadline), [`wait_ctx`](Limiter::wait_ctx)): it then
+//!   fails at once when it cannot make it, instead of queueing, giving up, and leaving a
+//!   hole in the queue that nobody can use while waits behind it remain.
 //! - Waiting sleeps on gort's timers ([`sleep_until`](crate::sleep_until)), so a paused
 //!   clock ([`pause`](crate::pause), [`advance`](crate::advance)) drives it in tests.
 //! - `wait_ctx` takes anything with a deadline and a done channel ([`WaitContext`]), which
@@ -97,12 +99,15 @@
 //! });
 //! ```
 
+mod bucket;
 mod limiter;
 mod reservation;
 mod wait;
 
 use std::fmt;
 use std::time::Duration;
+
+use crate::Instant;
 
 pub use limiter::Limiter;
 pub use reservation::Reservation;
@@ -163,24 +168,29 @@ impl Limit {
         self.0 == f64::MAX
     }
 
-    /// The tokens that accumulate in `d` at this rate (Go's `tokensFromDuration`).
-    fn tokens_in(self, d: Duration) -> f64 {
-        if self.0 > 0.0 {
-            d.as_secs_f64() * self.0
+    /// The tokens that accumulate from `from` to `to` at this rate (Go's
+    /// `tokensFromDuration`); none if `to` is not later.
+    ///
+    /// In nanoseconds as `i64` (saturating: a new bucket counts from `i64::MIN`), then one
+    /// correctly rounded division: no `Duration` on the path `allow` takes.
+    fn tokens_between(self, from: Instant, to: Instant) -> f64 {
+        let nanos = to.as_nanos().saturating_sub(from.as_nanos());
+        if self.0 > 0.0 && nanos > 0 {
+            nanos as f64 / 1e9 * self.0
         } else {
             0.0
         }
     }
 
-    /// The time it takes to accumulate `tokens` (Go's `durationFromTokens`), rounded to the
-    /// nearest nanosecond; `None` when that never happens (a zero limit) or overflows.
-    fn time_for(self, tokens: f64) -> Option<Duration> {
+    /// The nanoseconds it takes to accumulate `tokens` (Go's `durationFromTokens`), rounded
+    /// to the nearest; `None` when that never happens (a zero limit) or is past `i64::MAX`.
+    fn nanos_for(self, tokens: f64) -> Option<i64> {
         if self.0 <= 0.0 {
             return None;
         }
         let nanos = (tokens / self.0 * 1e9).round();
-        // `i64::MAX as f64` rounds up to 2^63; below it every value fits in an Instant offset.
-        (nanos < i64::MAX as f64).then(|| Duration::from_nanos(nanos.max(0.0) as u64))
+        // `i64::MAX as f64` rounds up to 2^63: every value below it fits in an `i64`.
+        (nanos < i64::MAX as f64).then(|| nanos.max(0.0) as i64)
     }
 }
 

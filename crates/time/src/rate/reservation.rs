@@ -3,7 +3,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::limiter::{Grant, Limiter};
+use super::bucket::Grant;
+use super::limiter::Limiter;
 use crate::Instant;
 
 /// Tokens a [`Limiter`] granted for an event that may happen after a delay (Go's
@@ -91,8 +92,9 @@ impl<'a> Reservation<'a> {
     }
 
     /// Gives the tokens back as of `now` (Go's `CancelAt`), as far as other reservations
-    /// allow: the tokens that reservations made after this one were granted stay taken.
-    /// Nothing is given back once the time to act has passed (the holder may have acted).
+    /// allow: the tokens that reservations made after this one were granted stay taken
+    /// (until those are canceled too: then they come back). Nothing is given back once the
+    /// time to act has passed (the holder may have acted).
     pub fn cancel_at(self, now: Instant) {
         if let Some(grant) = self.grant {
             self.limiter.with_state(|st| st.cancel(&grant, now));

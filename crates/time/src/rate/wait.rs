@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use gort_chan::Receiver;
 
-use super::limiter::{Grant, Limiter, Refusal};
+use super::bucket::{Grant, Refusal};
+use super::limiter::Limiter;
 use crate::{sleep_until, Instant};
 
 /// What [`Limiter::wait_ctx`] needs of a context: its deadline and its done channel.
@@ -106,8 +107,9 @@ impl Limiter {
     /// Cancel safe: dropped before it completes, it gives back the tokens it reserved (Go's
     /// `Reservation.Cancel`). So it composes with [`timeout`](crate::timeout) and `select!`.
     /// But a wait dropped while later waits queue behind it gives back only the tokens they
-    /// did not count on (Go's rule, which keeps the burst bound in every window): under many
-    /// waits that give up midway, the useful rate falls. A wait with a deadline is better
+    /// did not count on (Go's rule, which keeps the burst bound in every window; the rest
+    /// comes back once they are gone too): under many waits that give up midway, the useful
+    /// rate falls. A wait with a deadline is better
     /// told it, with [`wait_deadline`](Limiter::wait_deadline) or
     /// [`wait_ctx`](Limiter::wait_ctx): one that cannot make it then fails at once, taking
     /// nothing.
