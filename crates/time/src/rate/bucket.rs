@@ -24,7 +24,8 @@ pub(super) struct Bucket {
     /// many tokens later reservations counted on.
     last_event: Instant,
     /// Reservations granted for later than when they were made, in the order made (and so
-    /// of time to act), until their time to act has passed.
+    /// of time to act, unless the limit was raised in between), until a reservation made
+    /// after their time to act has passed forgets them.
     pending: VecDeque<Pending>,
     next_id: u64,
 }
@@ -132,17 +133,19 @@ impl Bucket {
         self.tokens = left;
         self.last = now;
         self.last_event = grant.time_to_act;
+        if !self.pending.is_empty() {
+            self.prune(now);
+        }
         if wait != 0 {
-            grant.id = Some(self.track(grant, now));
+            grant.id = Some(self.track(grant));
         }
         Ok(grant)
     }
 
-    /// Keeps `grant`, granted at `now` for later, in `pending`; returns its id. Out of line:
-    /// `allow` and waits that need not sleep never come here.
+    /// Forgets the pending reservations whose time has passed: used, or canceled too late to
+    /// give anything back. Out of line, like [`track`](Bucket::track).
     #[inline(never)]
-    fn track(&mut self, grant: Grant, now: Instant) -> u64 {
-        // Reservations whose time has passed are used (or can give nothing back).
+    fn prune(&mut self, now: Instant) {
         while self
             .pending
             .front()
@@ -150,6 +153,12 @@ impl Bucket {
         {
             self.pending.pop_front();
         }
+    }
+
+    /// Keeps `grant`, granted for later, in `pending`; returns its id. Out of line: `allow`
+    /// and waits that need not sleep never come here.
+    #[inline(never)]
+    fn track(&mut self, grant: Grant) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.pending.push_back(Pending {
@@ -211,9 +220,11 @@ impl Bucket {
             return false;
         }
         self.pending.remove(at);
-        match self.pending.iter().map(|p| p.grant.time_to_act).max() {
-            // The latest event is now the latest reservation still pending.
-            Some(latest) => self.last_event = latest,
+        match self.pending.back() {
+            // The latest event is now that of the reservation made last of those still
+            // pending (Go's `lastEvent` is that of the one made last: with a limit raised in
+            // between, not always the latest instant).
+            Some(latest) => self.last_event = latest.grant.time_to_act,
             None => self.step_back_from(&p.grant, now),
         }
         true
@@ -249,5 +260,51 @@ impl Bucket {
         if let Some(prev) = prev.filter(|&p| p >= now) {
             self.last_event = prev;
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    const MS: i64 = 1_000_000;
+
+    fn at(ms: i64) -> Instant {
+        Instant::from_nanos(1_000_000 * MS + ms * MS)
+    }
+
+    #[test]
+    fn pending_holds_only_reservations_still_to_come() {
+        let mut b = Bucket::new(Limit::per_second(10.0), 1);
+        let grants: Vec<Grant> = (0..100)
+            .map(|_| b.reserve(at(0), 1, Duration::MAX).unwrap())
+            .collect();
+        assert_eq!(b.pending.len(), 99); // the first was granted at once
+        b.reserve(at(5_000), 1, Duration::MAX).unwrap(); // 4.9 s in: the first 49 are past
+        assert_eq!(b.pending.len(), 99 - 49 + 1);
+        b.reserve(at(5_000), 1, Duration::ZERO).unwrap_err();
+        assert_eq!(b.pending.len(), 51, "a refused reservation changes nothing");
+        let _ = grants;
+    }
+
+    #[test]
+    fn canceling_every_reservation_in_the_order_made_empties_pending_and_the_debt() {
+        let mut b = Bucket::new(Limit::per_second(10.0), 1);
+        b.reserve(at(0), 1, Duration::MAX).unwrap();
+        let grants: Vec<Grant> = (0..20)
+            .map(|_| b.reserve(at(0), 1, Duration::MAX).unwrap())
+            .collect();
+        for g in &grants {
+            b.cancel(g, at(10));
+        }
+        assert!(b.pending.is_empty());
+        assert!(
+            (b.tokens_at(at(10)) - 0.1).abs() < 1e-9,
+            "{}",
+            b.tokens_at(at(10))
+        );
+        // As if none of them had been made: the next token at 100 ms.
+        let next = b.reserve(at(10), 1, Duration::MAX).unwrap();
+        assert_eq!(next.time_to_act, at(100));
     }
 }
