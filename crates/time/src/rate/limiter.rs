@@ -13,7 +13,8 @@ use crate::Instant;
 /// A token bucket of `burst` tokens, full at first, refilled at `limit` tokens per second:
 /// Go's `rate.Limiter`. See the [module docs](super) for the three ways to take tokens.
 ///
-/// Every method takes `&self`; share one limiter between tasks with an `Arc` or a `static`.
+/// Every method takes `&self`; share one limiter between tasks with an `Arc`, or a `static`
+/// `LazyLock`.
 /// The `*_at` methods take the instant to count at (Go's `AllowN(now, n)`), for callers that
 /// already read the clock; the others read [`Instant::now`].
 ///

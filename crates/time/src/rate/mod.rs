@@ -37,7 +37,8 @@
 //!   tokens back.
 //!
 //! One limiter is shared by every task that uses it (its methods take `&self`: put it in an
-//! `Arc` or a `static`). Its state sits behind one short lock that no user code runs under.
+//! `Arc`, or a `static` `LazyLock`). Its state sits behind one short lock that no user code
+//! runs under.
 //!
 //! # Examples
 //!
