@@ -125,7 +125,8 @@ pub mod chan {
     pub use gort_chan::*;
 }
 
-/// Go's `time` package: sleeps, timers, tickers, `after`, `after_func`, timeouts, intervals.
+/// Go's `time` package: sleeps, timers, tickers, `after`, `after_func`, timeouts, intervals;
+/// and [`time::rate`], Go's `x/time/rate` token-bucket limiter.
 pub mod time {
     pub use gort_time::*;
 }

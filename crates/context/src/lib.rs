@@ -203,3 +203,36 @@ fn deadline_child(
 pub fn with_timeout(parent: &Context, timeout: Duration) -> (Context, CancelFn) {
     with_deadline(parent, Instant::now() + timeout)
 }
+
+/// A context bounds a rate limiter's wait (Go's `lim.WaitN(ctx, n)`): see
+/// [`gort::time::rate::Limiter::wait_ctx`](gort_time::rate::Limiter::wait_ctx).
+///
+/// # Examples
+///
+/// ```
+/// use gort::context::{self, Context};
+/// use gort::time::rate::{Limit, Limiter, WaitError};
+/// use std::time::Duration;
+///
+/// let rt = gort::Builder::new().start_paused(true).build().unwrap();
+/// rt.block_on(async {
+///     let limiter = Limiter::new(Limit::per_second(1.0), 1);
+///     let (ctx, _cancel) = context::with_timeout(&Context::background(), Duration::from_secs(5));
+///     limiter.wait_ctx(&ctx, 1).await.unwrap(); // at once
+///     limiter.wait_ctx(&ctx, 1).await.unwrap(); // in 1 s, before the deadline
+///     assert_eq!(limiter.wait_ctx(&ctx, 2).await, Err(WaitError::BurstExceeded { n: 2, burst: 1 }));
+/// });
+/// ```
+impl gort_time::rate::WaitContext for Context {
+    fn deadline(&self) -> Option<Instant> {
+        Context::deadline(self)
+    }
+
+    fn done(&self) -> &gort_chan::Receiver<()> {
+        Context::done(self)
+    }
+
+    fn is_done(&self) -> bool {
+        self.err().is_some()
+    }
+}

@@ -11,6 +11,7 @@
 //! | `context.WithTimeout`-ish   | [`timeout`], [`timeout_at`]            |
 //! | tokio's `interval`          | [`interval`], [`Interval`]             |
 //! | `testing/synctest`'s clock  | [`pause`], [`advance`], [`resume`]     |
+//! | `x/time/rate`'s `Limiter`   | [`rate::Limiter`]                      |
 //!
 //! Guarantees (Go 1.23, go#37196, go#69312, go#61542):
 //!
@@ -64,6 +65,7 @@ mod chan_timer;
 mod instant;
 mod interval;
 mod paused;
+pub mod rate;
 mod runtime_timer;
 mod sleep;
 mod ticker;
@@ -92,5 +94,8 @@ const _: () = {
     handle::<Elapsed>();
     handle::<TickerError>();
     handle::<MissedTickBehavior>();
+    handle::<rate::Limiter>();
+    handle::<rate::Reservation<'static>>();
+    handle::<rate::WaitError>();
     handle::<gort_chan::Receiver<Instant>>();
 };
