@@ -86,8 +86,11 @@ pub mod runtime {
 }
 
 /// Tasks: [`JoinSet`], [`AbortHandle`](task::AbortHandle), task
-/// [`Id`](task::Id)s ([`id`](task::id()) inside a task, [`JoinHandle::id`] outside), and the
-/// spawn functions again.
+/// [`Id`](task::Id)s ([`id`](task::id()) inside a task, [`JoinHandle::id`] outside), the
+/// spawn functions again, and the cooperative budget (Tokio's): each task poll may do 128
+/// ready channel, socket or join operations before they return `Pending` and the task yields;
+/// [`unconstrained`](task::unconstrained) lifts it, [`consume_budget`](task::consume_budget)
+/// spends it by hand.
 ///
 /// ```
 /// let rt = gort::Runtime::new().unwrap();
@@ -116,6 +119,7 @@ pub mod runtime {
 pub mod task {
     pub use gort_sched::task::{id, try_id, AbortHandle, Id, JoinError, JoinHandle, JoinSet};
     pub use gort_sched::{block_in_place, spawn, spawn_blocking, yield_now};
+    pub use gort_sched::{consume_budget, unconstrained, Unconstrained};
 }
 
 pub use gort_macros::{main, test};

@@ -190,9 +190,22 @@ fn narrow(slot: usize) -> u32 {
     u32::try_from(slot).expect("gort::chan: slot indices are u32s")
 }
 
+/// Polls a receive parked in `slot` under the cooperative budget: a received value (or the
+/// end of the channel) costs a unit, and on a spent budget the receive returns `Pending`
+/// before it looks at the channel, so no value is taken (one handed to the parked slot stays
+/// there for the next poll) (lib.rs, "Cooperative budget").
+#[inline]
+fn poll_recv<T>(chan: &Chan<T>, slot: &mut Option<usize>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+    gort_coop::poll_budgeted(cx, |cx| poll_recv_op(chan, slot, cx))
+}
+
 /// Polls a receive parked in `slot`, inside the current select context if any, and tells a
 /// timer channel's hook when the receive parks or stops being parked.
-fn poll_recv<T>(chan: &Chan<T>, slot: &mut Option<usize>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+fn poll_recv_op<T>(
+    chan: &Chan<T>,
+    slot: &mut Option<usize>,
+    cx: &mut Context<'_>,
+) -> Poll<Option<T>> {
     let hook = chan.hook();
     if let Some(hook) = hook {
         hook.before_recv();

@@ -291,6 +291,14 @@ impl<A: Arms + Unpin> Future for Select<A> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         assert!(!this.done, "select! polled after it returned");
+        // On a spent cooperative budget the select yields before it looks at any arm: its
+        // arms' channel operations would all say `Pending` for budget, and it would take a
+        // `default` or park with values ready. With budget left, no arm's channel operation
+        // turns `Pending` for it (one that waits spends nothing), and the arm that completes
+        // pays its unit: a select costs what one operation costs (lib.rs).
+        if gort_coop::poll_has_budget(cx).is_pending() {
+            return Poll::Pending;
+        }
         let committed = this.group.as_ref().and_then(|g| g.begin_poll());
         // Kept only on the (wake-up) path where a committed arm may turn out disabled.
         let reopen = committed.and(this.group.clone());

@@ -251,14 +251,17 @@ impl<T> futures_sink::Sink<T> for Sender<T> {
         if p.value.is_none() && p.slot.is_none() {
             return Poll::Ready(Ok(()));
         }
-        select_ctx::with_op(|select| {
-            let mut ctx = OpCtx {
-                waker: cx.waker(),
-                select,
-            };
-            let (slot, value) = (&mut p.slot, &mut p.value);
-            this.chan
-                .with(|core, d| core.poll_send(slot, value, &mut ctx, d))
+        // A send costs a unit of the cooperative budget, as `send`'s (lib.rs).
+        gort_coop::poll_budgeted(cx, |cx| {
+            select_ctx::with_op(|select| {
+                let mut ctx = OpCtx {
+                    waker: cx.waker(),
+                    select,
+                };
+                let (slot, value) = (&mut p.slot, &mut p.value);
+                this.chan
+                    .with(|core, d| core.poll_send(slot, value, &mut ctx, d))
+            })
         })
     }
 
@@ -334,15 +337,19 @@ impl<T> Future for SendFuture<'_, T> {
             this.value.is_some() || this.slot.is_some(),
             "SendFuture polled after completion"
         );
-        select_ctx::with_op(|select| {
-            let mut ctx = OpCtx {
-                waker: cx.waker(),
-                select,
-            };
-            let (slot, value) = (&mut this.slot, &mut this.value);
-            this.tx
-                .chan
-                .with(|core, d| core.poll_send(slot, value, &mut ctx, d))
+        // A completed send costs a unit of the cooperative budget; on a spent one the value
+        // stays in the future (or in its parked slot) untouched (lib.rs, "Cooperative budget").
+        gort_coop::poll_budgeted(cx, |cx| {
+            select_ctx::with_op(|select| {
+                let mut ctx = OpCtx {
+                    waker: cx.waker(),
+                    select,
+                };
+                let (slot, value) = (&mut this.slot, &mut this.value);
+                this.tx
+                    .chan
+                    .with(|core, d| core.poll_send(slot, value, &mut ctx, d))
+            })
         })
     }
 }

@@ -183,8 +183,22 @@ impl<S: Source> Io<S> {
         })
     }
 
-    /// The loop of [`Io::poll_op`], whose `op` also gets the edges seen before it.
+    /// The loop of [`Io::poll_op`], whose `op` also gets the edges seen before it, under the
+    /// cooperative budget: an operation that completes (data, an error, a deadline passed)
+    /// costs a unit, and on a spent budget the task yields before the syscall, so a read loop
+    /// on a socket whose peer keeps writing still lets its P's other tasks and a `timeout`
+    /// around it run (gort-coop).
+    #[inline]
     fn poll_op_after<R>(
+        &self,
+        dir: Dir,
+        cx: &mut Context<'_>,
+        op: &mut impl FnMut(&S, Edges) -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        gort_coop::poll_budgeted(cx, |cx| self.poll_op_unbudgeted(dir, cx, op))
+    }
+
+    fn poll_op_unbudgeted<R>(
         &self,
         dir: Dir,
         cx: &mut Context<'_>,

@@ -194,6 +194,9 @@ impl UnixDatagram {
     ) -> io::Result<usize> {
         let mut backoff = Backoff::new();
         loop {
+            // A send that succeeds at once waits for no readiness (`Io::op`'s budget check):
+            // it spends its unit of the cooperative budget here.
+            gort_coop::consume_budget().await;
             match self.io.try_once(Dir::Write, &mut op) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 res => return res,

@@ -51,7 +51,9 @@ pub(crate) fn run<F: Future>(shared: &Arc<Shared>, future: F, lend_thread_hold: 
         lent: lend_thread_hold,
     };
     loop {
-        if let Poll::Ready(v) = future.as_mut().poll(&mut cx) {
+        // A full cooperative budget per poll, as a task's, and the caller's back afterwards
+        // (a `block_on` inside `block_in_place` runs within a task's poll).
+        if let Poll::Ready(v) = gort_coop::with_budget(|| future.as_mut().poll(&mut cx)) {
             return v;
         }
         if signal.state.swap(IDLE, AcqRel) == NOTIFIED {

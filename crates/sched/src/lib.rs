@@ -49,6 +49,10 @@ pub use shared::MAX_PROCS;
 pub use task::JoinSet;
 pub use task::{AbortHandle, JoinError, JoinHandle};
 
+// The cooperative budget (gort-coop), which the `gort` facade re-exports as
+// `gort::task::{unconstrained, consume_budget}`.
+pub use gort_coop::{consume_budget, unconstrained, Unconstrained};
+
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -68,11 +72,12 @@ const OUTSIDE: &str = "must be called from the context of a gort runtime \
 /// not even the tasks its timers or sockets wake (a 5 ms sleep beside a 300 ms loop on one P
 /// takes 300 ms). Go code that relies on preemption (a CPU-bound loop in a goroutine) needs
 /// a [`yield_now`] every millisecond or so in the loop, or the work moved off the Ps with
-/// [`spawn_blocking`] or [`block_in_place`]. Nor does gort have Tokio's cooperative budget
-/// (Tokio's resources return `Pending` after 128 ready operations in a poll): a loop over a
-/// channel or socket that is always ready never yields by itself, whether the channel is
-/// gort's or `tokio::sync`'s, and needs a [`yield_now`] too (see `gort::time::Timeout`).
-/// Blocking calls hold the P the same way: `tokio::sync`'s `blocking_recv`, `blocking_send`
+/// [`spawn_blocking`] or [`block_in_place`]. A loop over gort's channels, sockets or join
+/// handles that are always ready does yield: each poll of a task has a cooperative budget of
+/// 128 ready operations, as under Tokio, after which they return `Pending` and the task goes
+/// to the back of its P's queue ([`unconstrained`], [`consume_budget`]); a loop over
+/// `tokio::sync`'s channels (whose budget only Tokio's runtime sets) needs a [`yield_now`]
+/// or a [`consume_budget`]. Blocking calls hold the P the same way: `tokio::sync`'s `blocking_recv`, `blocking_send`
 /// and `blocking_lock` panic in a task only under Tokio's runtime, and in a gort task they
 /// block its thread and P (on one P, for good when the other side is a task); call them in
 /// [`spawn_blocking`].

@@ -118,6 +118,12 @@ impl Interval {
 
     /// Polls for the next tick: the poll-based form of [`tick`](Interval::tick).
     pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
+        // A tick costs a unit of the cooperative budget: an interval behind its schedule
+        // (`MissedTickBehavior::Burst`) is ready tick after tick, as a full channel is.
+        gort_coop::poll_budgeted(cx, |cx| self.poll_tick_unbudgeted(cx))
+    }
+
+    fn poll_tick_unbudgeted(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
         if Pin::new(&mut self.sleep).poll(cx).is_pending() {
             return Poll::Pending;
         }

@@ -97,14 +97,10 @@ pub fn timeout_at<F: Future>(deadline: Instant, future: F) -> Timeout<F> {
 /// A future that never returns from `poll` (it blocks the thread, or loops forever inside one
 /// poll) cannot be timed out: the deadline is only looked at between polls.
 ///
-/// Unlike Tokio, gort has no cooperative budget. Under Tokio's runtime, Tokio's channels and
-/// sockets return `Pending` after 128 ready operations in one task poll, and that is what
-/// lets `tokio::time::timeout` stop `loop { rx.recv().await; .. }` over a channel that is
-/// always ready. On gort, neither gort's channels and sockets nor `tokio::sync`'s (whose
-/// budget only Tokio's runtime sets) ever return `Pending` while ready, so such a loop is one
-/// endless poll: the timeout never fires, and on one P nothing else runs. Give a loop that
-/// may always find work ready a `gort::yield_now().await` (the same rule as for a CPU-bound loop,
-/// for want of Go's preemption):
+/// A loop whose every `.await` is ready is timed out too, as under Tokio: gort's channels,
+/// sockets and join handles spend a cooperative budget of 128 ready operations per task poll
+/// and then return `Pending` (see `gort::task::unconstrained`), and the deadline is looked at
+/// outside that budget, so a spent budget never hides an expired deadline (tokio#4291):
 ///
 /// ```
 /// use std::time::Duration;
@@ -113,13 +109,17 @@ pub fn timeout_at<F: Future>(deadline: Instant, future: F) -> Timeout<F> {
 ///     let echo = async {
 ///         loop {
 ///             tx.send(1).await.unwrap();
-///             rx.recv().await.unwrap(); // always ready: never a `Pending` by itself
-///             gort::yield_now().await; // without it, the timeout never gets a look
+///             rx.recv().await.unwrap(); // always ready: the budget makes it yield now and then
 ///         }
 ///     };
 ///     assert!(gort::time::timeout(Duration::from_millis(5), echo).await.is_err());
 /// });
 /// ```
+///
+/// A loop that awaits nothing of gort's (it computes, or awaits `tokio::sync`'s channels,
+/// whose budget only Tokio's runtime sets) still never returns `Pending` by itself: give it a
+/// `gort::task::consume_budget().await` or a `gort::yield_now().await`. So does a loop inside
+/// `gort::task::unconstrained`.
 ///
 /// It does nothing until awaited: dropping it unawaited is an `unused_must_use` warning.
 ///
@@ -183,7 +183,16 @@ impl<F: Future> Future for Timeout<F> {
         let sleep = this
             .sleep
             .get_or_insert_with(|| sleep_until(Instant::from_nanos(deadline)));
-        match Pin::new(sleep).poll(cx) {
+        // Outside the cooperative budget if the inner future spent it (that is how a loop
+        // over a ready channel came back `Pending`): the deadline must still be seen (Tokio's
+        // rule, tokio#4314). The clock check above spends nothing; with budget left, the
+        // plain poll saves T6 the save and restore (one load instead).
+        let poll = if gort_coop::has_budget_remaining() {
+            Pin::new(sleep).poll(cx)
+        } else {
+            gort_coop::with_unconstrained(|| Pin::new(sleep).poll(cx))
+        };
+        match poll {
             Poll::Ready(()) => Poll::Ready(Err(Elapsed(()))),
             Poll::Pending => Poll::Pending,
         }

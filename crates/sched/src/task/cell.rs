@@ -134,6 +134,9 @@ where
             };
             // SAFETY: the future lives inside the cell and is never moved until dropped.
             let fut = unsafe { Pin::new_unchecked(fut) };
+            // Every poll starts with a full cooperative budget (gort-coop): no restore
+            // afterwards, as nothing of the M's own reads it, and the next poll sets it again.
+            gort_coop::start_task_poll();
             catch_unwind(AssertUnwindSafe(|| fut.poll(&mut cx)))
         });
         match res {

@@ -90,19 +90,23 @@ impl<T> JoinHandle<T> {
 impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
+    /// A finished task's output costs a unit of the cooperative budget (a loop joining
+    /// handles of finished tasks yields like a loop over a ready channel).
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut out: Poll<Result<T, JoinError>> = Poll::Pending;
-        let poll_join = self.raw.header().vtable.poll_join;
-        // SAFETY: the cell's output type is `T` (`new`'s contract), which is what its
-        // `poll_join` writes to `out`; this handle's reference keeps the cell alive.
-        unsafe {
-            poll_join(
-                self.raw.ptr(),
-                (&mut out as *mut Poll<Result<T, JoinError>>).cast(),
-                cx,
-            )
-        };
-        out
+        gort_coop::poll_budgeted(cx, |cx| {
+            let mut out: Poll<Result<T, JoinError>> = Poll::Pending;
+            let poll_join = self.raw.header().vtable.poll_join;
+            // SAFETY: the cell's output type is `T` (`new`'s contract), which is what its
+            // `poll_join` writes to `out`; this handle's reference keeps the cell alive.
+            unsafe {
+                poll_join(
+                    self.raw.ptr(),
+                    (&mut out as *mut Poll<Result<T, JoinError>>).cast(),
+                    cx,
+                )
+            };
+            out
+        })
     }
 }
 

@@ -335,7 +335,10 @@ impl<T> JoinSet<T> {
     fn poll_entry(&mut self, id: Id) -> Option<Result<T, JoinError>> {
         let entry = self.tasks.get_mut(&id)?;
         let mut task_cx = Context::from_waker(&entry.waker);
-        let res = match Pin::new(&mut entry.handle).poll(&mut task_cx) {
+        // Outside the budget: the id is off the ready list, and a `Pending` for budget here
+        // would lose it (`poll_join_next` spends the unit, `try_join_next` none).
+        let handle = Pin::new(&mut entry.handle);
+        let res = match gort_coop::with_unconstrained(|| handle.poll(&mut task_cx)) {
             Poll::Ready(res) => res,
             Poll::Pending => return None,
         };
@@ -345,6 +348,15 @@ impl<T> JoinSet<T> {
 
     /// The poll behind [`join_next`](JoinSet::join_next).
     fn poll_join_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, JoinError>>> {
+        // A finished task's output costs a unit of the cooperative budget, as a
+        // `JoinHandle`'s; the budget is checked before a ready id is taken off the list.
+        gort_coop::poll_budgeted(cx, |cx| self.poll_join_next_unbudgeted(cx))
+    }
+
+    fn poll_join_next_unbudgeted(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<T, JoinError>>> {
         loop {
             if self.tasks.is_empty() {
                 return Poll::Ready(None);
