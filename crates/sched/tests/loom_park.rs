@@ -28,7 +28,7 @@ mod park;
 use gort_loom::{Condvar, Mutex};
 use gort_timer::Nanos;
 use idle::{Idle, IdleP, MHandle};
-use loom::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering::SeqCst};
+use loom::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering::Release, Ordering::SeqCst};
 use loom::thread;
 use park::{Back, Poll, Polled, Sched};
 use std::sync::Arc;
@@ -314,8 +314,9 @@ fn timer_added_while_m_enters_poller() {
         let m = thread::spawn(move || {
             m_loop(w1, Arc::new(MHandle::default()), (World::held_p(), false))
         });
-        // Timers::add of a timer at 5, then Host::wake_netpoller(5).
-        w.poller.timer0.store(5, SeqCst);
+        // Timers::add of a timer at 5 (its summary store is `Release`, as
+        // `update_timer0_when`'s), then Host::wake_netpoller(5), whose fence is the hand-off.
+        w.poller.timer0.store(5, Release);
         park::wake_netpoller(&w, 5, false);
         m.join().unwrap();
         w.join_started();
@@ -341,7 +342,7 @@ fn own_timer_owed_by_an_m_that_goes_idle() {
                 m_loop(w2, me, back);
             }
         });
-        w.poller.timer0.store(5, SeqCst);
+        w.poller.timer0.store(5, Release);
         park::wake_netpoller(&w, 5, true);
         assert!(
             w.owed.load(SeqCst),
@@ -373,7 +374,7 @@ fn own_timer_owed_by_an_m_that_runs_another_task() {
         let m = thread::spawn(move || {
             m_loop(w1, Arc::new(MHandle::default()), (World::held_p(), false))
         });
-        w.poller.timer0.store(5, SeqCst);
+        w.poller.timer0.store(5, Release);
         park::wake_netpoller(&w, 5, true);
         if w.owed.load(SeqCst) {
             park::wakep(&w);
