@@ -7,6 +7,64 @@
 //! result; once the run ends the key is free, and the next call starts a new run (nothing
 //! is cached: a cache sits in front of the group, the group fills it).
 //!
+//! # Examples
+//!
+//! A cache whose misses are filled once for all the concurrent requests of the same key:
+//!
+//! ```
+//! use std::collections::HashMap;
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use std::sync::{Arc, Mutex};
+//! use gort::sync::singleflight::Group;
+//!
+//! #[derive(Clone, Default)]
+//! struct Cache {
+//!     entries: Arc<Mutex<HashMap<String, Arc<str>>>>,
+//!     fills: Group<String, Result<Arc<str>, String>>,
+//!     fetches: Arc<AtomicUsize>,
+//! }
+//!
+//! impl Cache {
+//!     async fn get(&self, key: &str) -> Result<Arc<str>, String> {
+//!         if let Some(v) = self.entries.lock().unwrap().get(key) {
+//!             return Ok(v.clone());
+//!         }
+//!         let this = self.clone();
+//!         let owned = key.to_string();
+//!         let fill = self.fills.call(key.to_string(), move || async move {
+//!             // A run that ended between our miss and our call may have filled it.
+//!             if let Some(v) = this.entries.lock().unwrap().get(&owned) {
+//!                 return Ok(v.clone());
+//!             }
+//!             this.fetches.fetch_add(1, Ordering::SeqCst);
+//!             gort::time::sleep(std::time::Duration::from_millis(20)).await; // the backend
+//!             let value: Arc<str> = format!("value of {owned}").into();
+//!             this.entries.lock().unwrap().insert(owned, value.clone());
+//!             Ok(value)
+//!         });
+//!         match fill.await {
+//!             Ok((result, _shared)) => result,
+//!             Err(e) => Err(e.to_string()), // the fill panicked
+//!         }
+//!     }
+//! }
+//!
+//! let rt = gort::Runtime::new().unwrap();
+//! rt.block_on(async {
+//!     let cache = Cache::default();
+//!     let requests: Vec<_> = (0..10)
+//!         .map(|_| {
+//!             let cache = cache.clone();
+//!             gort::spawn(async move { cache.get("config").await })
+//!         })
+//!         .collect();
+//!     for r in requests {
+//!         assert_eq!(&*r.await.unwrap().unwrap(), "value of config");
+//!     }
+//!     assert_eq!(cache.fetches.load(Ordering::SeqCst), 1); // one fetch for ten requests
+//! });
+//! ```
+//!
 //! # How it maps to Go
 //!
 //! | Go | gort |
@@ -82,55 +140,18 @@ impl std::error::Error for CallError {}
 ///
 /// # Examples
 ///
-/// A cache filled once for concurrent requests of the same key:
+/// Shared by tasks through clones; a lone call shares nothing:
 ///
 /// ```
-/// use std::collections::HashMap;
-/// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use std::sync::{Arc, Mutex};
 /// use gort::sync::singleflight::Group;
-///
-/// #[derive(Clone, Default)]
-/// struct Cache {
-///     entries: Arc<Mutex<HashMap<String, Arc<str>>>>,
-///     fills: Group<String, Result<Arc<str>, String>>,
-///     fetches: Arc<AtomicUsize>,
-/// }
-///
-/// impl Cache {
-///     async fn get(&self, key: &str) -> Result<Arc<str>, String> {
-///         if let Some(v) = self.entries.lock().unwrap().get(key) {
-///             return Ok(v.clone());
-///         }
-///         let this = self.clone();
-///         let owned = key.to_string();
-///         let fill = self.fills.call(key.to_string(), move || async move {
-///             this.fetches.fetch_add(1, Ordering::SeqCst);
-///             gort::time::sleep(std::time::Duration::from_millis(20)).await; // the backend
-///             let value: Arc<str> = format!("value of {owned}").into();
-///             this.entries.lock().unwrap().insert(owned, value.clone());
-///             Ok(value)
-///         });
-///         match fill.await {
-///             Ok((result, _shared)) => result,
-///             Err(e) => Err(e.to_string()), // the fill panicked
-///         }
-///     }
-/// }
 ///
 /// let rt = gort::Runtime::new().unwrap();
 /// rt.block_on(async {
-///     let cache = Cache::default();
-///     let requests: Vec<_> = (0..10)
-///         .map(|_| {
-///             let cache = cache.clone();
-///             gort::spawn(async move { cache.get("config").await })
-///         })
-///         .collect();
-///     for r in requests {
-///         assert_eq!(&*r.await.unwrap().unwrap(), "value of config");
-///     }
-///     assert_eq!(cache.fetches.load(Ordering::SeqCst), 1); // one fetch for ten requests
+///     let group: Group<u32, String> = Group::new();
+///     let g = group.clone();
+///     let task = gort::spawn(async move { g.call(1, || async { "one".to_string() }).await });
+///     assert_eq!(task.await.unwrap(), Ok(("one".to_string(), false)));
+///     assert_eq!(group.in_flight(), 0);
 /// });
 /// ```
 #[doc(alias = "singleflight")]

@@ -281,3 +281,45 @@ fn a_call_outside_a_runtime_panics_and_leaves_the_key_free() {
         Ok((2, false))
     );
 }
+
+#[test]
+fn churn_of_callers_joining_and_leaving_runs_of_many_keys() {
+    on_1_and_4_procs(|| async {
+        const TASKS: u64 = 400;
+        const KEYS: u64 = 8;
+        let group = Group::<u64, (u64, u64)>::new();
+        let next_run = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|i| {
+                let (group, next_run) = (group.clone(), next_run.clone());
+                gort::spawn(async move {
+                    let key = i % KEYS;
+                    let call = group.call(key, move || async move {
+                        let run = next_run.fetch_add(1, SeqCst) as u64;
+                        for _ in 0..(run % 4) {
+                            gort::task::yield_now().await;
+                        }
+                        (key, run)
+                    });
+                    gort::task::yield_now().await;
+                    if i % 3 == 0 {
+                        drop(call); // leaves mid-run, or after it ended
+                        return None;
+                    }
+                    Some(call.await.unwrap())
+                })
+            })
+            .collect();
+        let mut shared_of_run = std::collections::HashMap::new();
+        for (i, task) in (0..TASKS).zip(tasks) {
+            let Some(((key, run), shared)) = within_10s(task).await.unwrap() else {
+                continue;
+            };
+            assert_eq!(key, i % KEYS, "a caller got another key's value");
+            assert!((run as usize) < next_run.load(SeqCst));
+            // Every caller of a run sees the same `shared`: it is fixed when the run ends.
+            assert_eq!(*shared_of_run.entry(run).or_insert(shared), shared);
+        }
+        assert_eq!(group.in_flight(), 0);
+    });
+}
