@@ -182,8 +182,10 @@ pub mod context {
     pub use gort_context::*;
 }
 
-/// Go's `sync` primitives for tasks: [`WaitGroup`](sync::WaitGroup), and
-/// [`ErrGroup`](sync::ErrGroup) (Go's `errgroup`: the first error cancels the group's context).
+/// Go's `sync` primitives for tasks: [`WaitGroup`](sync::WaitGroup),
+/// [`ErrGroup`](sync::ErrGroup) (Go's `errgroup`: the first error cancels the group's context),
+/// and [`singleflight::Group`](sync::singleflight::Group) (Go's `singleflight`: concurrent
+/// calls for one key share one run of the work, which no caller's drop cancels).
 pub mod sync {
     pub use gort_sync::*;
 }

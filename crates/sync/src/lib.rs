@@ -1,5 +1,6 @@
-//! Go's `sync` primitives for tasks: [`WaitGroup`], and [`ErrGroup`] (Go's
-//! `golang.org/x/sync/errgroup`).
+//! Go's `sync` primitives for tasks: [`WaitGroup`], [`ErrGroup`] (Go's
+//! `golang.org/x/sync/errgroup`), and [`singleflight::Group`] (Go's
+//! `golang.org/x/sync/singleflight`: concurrent calls for one key share one run of the work).
 //!
 //! Locks and condition-like waiting for async code are already done well by
 //! runtime-agnostic crates (`tokio::sync`, `async-lock`), which work on gort unchanged (see
@@ -26,6 +27,7 @@
 #![warn(missing_docs)]
 
 mod err_group;
+pub mod singleflight;
 mod wait_group;
 
 pub use crate::err_group::ErrGroup;
