@@ -17,6 +17,9 @@ const WATCHER_SLICE: Duration = Duration::from_micros(400);
 const SLOW_SLICE: Duration = Duration::from_millis(15);
 const DUE_IN: Duration = Duration::from_millis(4);
 const TIMERS: usize = 32;
+/// How overdue a busy peer's timer must be before a watcher takes it (peers.rs, `STALL`): a
+/// round that begins sooner after the deadline rightly leaves the timer.
+const STALL: Nanos = 100_000;
 
 fn spin_for(d: Duration) {
     let end = nanotime() + d.as_nanos() as Nanos;
@@ -35,10 +38,12 @@ type Round = (Nanos, Nanos, String);
 enum Taken {
     /// In the first round after the deadline (the round before ended before it).
     First,
-    /// In a later round (the round before began after the deadline and left the timer).
+    /// In a later round (the round before began `STALL` or more after the deadline and left
+    /// the timer).
     Later,
     /// Not by the watcher for another M, or the deadline fell inside the round before
-    /// (cannot tell).
+    /// (cannot tell), or the round before began less than `STALL` after the deadline (it
+    /// rightly left the timer: taking it then is not the rule).
     Other,
 }
 
@@ -56,7 +61,7 @@ fn classify(rounds: &[Round], (armed_on, name, when, ran): &Fired) -> Taken {
     };
     match r.checked_sub(1).map(|q| &rounds[q]) {
         Some((_, after, _)) if after <= when => Taken::First,
-        Some((before, _, _)) if before >= when => Taken::Later,
+        Some((before, _, _)) if *before >= when + STALL => Taken::Later,
         _ => Taken::Other,
     }
 }
@@ -70,11 +75,18 @@ fn classify(rounds: &[Round], (armed_on, name, when, ran): &Fired) -> Taken {
 /// Before, the first look after a deadline only noted the slow P's round count (it had
 /// changed since the last timer: the slow P yields between timers) and a second look ran
 /// the timer: never in the first round after the deadline (20 runs of 20 failed). Now the
-/// first round at least 100 µs after the deadline runs it: the first round after the
-/// deadline in about three cases of four (the round falls 100-400 µs after it), more on a
-/// loaded machine, where the watcher's rounds are further apart. Rounds, not time, so that
-/// the OS descheduling either thread does not make the test flaky; the timers sysmon ran
-/// (the watcher's M descheduled past 500 µs) are not counted.
+/// first round at least `STALL` (100 µs) after the deadline runs it: the first round after
+/// the deadline in about three cases of four (the round falls 100-400 µs after it), more on
+/// a loaded machine, where the watcher's rounds are further apart. A round that began less
+/// than `STALL` after the deadline rightly leaves the timer, so the timer it leaves is not
+/// counted as taken later: counted so, and clustered because each timer's deadline falls
+/// only ~15 µs later in the watcher's 400 µs cycle than the last one's (15 ms mod ~405 µs),
+/// those made up to 8 of 15 counted timers and failed 1 run in 40 on a busy machine. A timer
+/// counted as later is one a round left although it began `STALL` after the deadline, which
+/// the rule forbids (none in 70 runs, 30 beside CPU hogs); the second-look code still
+/// fails, as it takes none in the first round.
+/// Rounds, not time, so that the OS descheduling either thread does not make the test
+/// flaky; the timers sysmon ran (the watcher's M descheduled past 500 µs) are not counted.
 #[test]
 fn a_watching_p_runs_a_busy_peers_overdue_timer_at_its_first_round() {
     let rt = Builder::new().procs(2).build().unwrap();
@@ -136,8 +148,10 @@ fn a_watching_p_runs_a_busy_peers_overdue_timer_at_its_first_round() {
     let taken: Vec<Taken> = fired.iter().map(|f| classify(&rounds, f)).collect();
     let first = taken.iter().filter(|t| **t == Taken::First).count();
     let later = taken.iter().filter(|t| **t == Taken::Later).count();
+    // A few later ones are allowed: a round that finds the heap locked (sysmon looking at
+    // it just before the deadline) leaves the timer to the next.
     assert!(
-        first >= 1 && first >= later,
+        first >= 1 && later * 4 <= first,
         "the watcher ran {first} timers in its first round after the deadline and {later} \
          later ({taken:?}; all: {fired:?})"
     );
