@@ -244,10 +244,12 @@ where
     /// value and whether the value went to more than one caller (Go's `g.Do`, and `g.DoChan`
     /// by keeping the future).
     ///
-    /// The registration happens now, not at the first poll: the first caller's `work` is
-    /// spawned before `call` returns (a joining caller's `work` is dropped unused), so
-    /// the returned future may be kept, spawned or raced like Go's `DoChan` channel, and
-    /// dropping it cancels only this caller's wait, never the run (see the module docs).
+    /// Called inside a gort runtime, the registration happens now, not at the first poll: the
+    /// first caller's `work` is spawned before `call` returns (a joining caller's `work` is
+    /// dropped unused), so the returned future may be kept, spawned or raced like Go's
+    /// `DoChan` channel, and dropping it cancels only this caller's wait, never the run (see
+    /// the module docs). Called outside one (`rt.block_on(group.call(k, w))` builds the
+    /// future before `block_on` enters the runtime), it registers at its first poll instead.
     /// The key is free again once the work ends: a later call starts a new run.
     ///
     /// # Errors
@@ -257,9 +259,8 @@ where
     ///
     /// # Panics
     ///
-    /// Outside a gort runtime, when it would start a run (the key is left free). Being eager,
-    /// `call` must itself run in the runtime: `rt.block_on(async { group.call(k, w).await })`,
-    /// not `rt.block_on(group.call(k, w))`, whose `call` runs before `block_on` enters it.
+    /// If first polled outside a gort runtime when it must start a run (the key is left free):
+    /// the work needs a runtime to run on.
     ///
     /// # Examples
     ///
@@ -293,8 +294,19 @@ where
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = V> + Send + 'static,
     {
-        let (flight, done) = self.join_or_start(key, work);
+        // Outside a runtime nothing could be spawned yet: register at the first poll, which
+        // `block_on` makes inside it.
+        let (started, later) = if gort_sched::timer_api::in_runtime() {
+            (Some(self.join_or_start(key, work)), None)
+        } else {
+            (None, Some((self.clone(), key, work)))
+        };
         async move {
+            let (flight, done) = match (started, later) {
+                (Some(started), _) => started,
+                (None, Some((group, key, work))) => group.join_or_start(key, work),
+                (None, None) => unreachable!("a call either started or waits to"),
+            };
             // `None` once the pilot dropped its sender: the outcome is set.
             let _ = done.recv().await;
             flight

@@ -269,16 +269,23 @@ fn a_runtime_shutdown_mid_run_gives_shutdown_to_callers_elsewhere() {
 }
 
 #[test]
-fn a_call_outside_a_runtime_panics_and_leaves_the_key_free() {
+fn a_call_made_outside_a_runtime_registers_when_block_on_polls_it() {
     let group = Group::<&str, u64>::new();
-    let outside = std::panic::catch_unwind(|| drop(group.call("key", || async { 1 })));
+    let rt = gort::Builder::new().procs(1).build().unwrap();
+    // The future is built before `block_on` enters the runtime.
+    assert_eq!(
+        rt.block_on(group.call("key", || async { 2 })),
+        Ok((2, false))
+    );
+    assert_eq!(group.in_flight(), 0);
+    // Polled outside any runtime, a call that must start a run panics and leaves the key free.
+    let outside =
+        std::panic::catch_unwind(|| futures::executor::block_on(group.call("key", || async { 1 })));
     assert!(outside.is_err(), "a run needs a runtime to spawn on");
     assert_eq!(group.in_flight(), 0);
-    let rt = gort::Builder::new().procs(1).build().unwrap();
     assert_eq!(
-        // Not `block_on(group.call(..))`: `call` spawns when called, so inside the runtime.
-        rt.block_on(async { group.call("key", || async { 2 }).await }),
-        Ok((2, false))
+        rt.block_on(async { group.call("key", || async { 3 }).await }),
+        Ok((3, false))
     );
 }
 
