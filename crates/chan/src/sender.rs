@@ -251,23 +251,34 @@ impl<T> futures_sink::Sink<T> for Sender<T> {
         if p.value.is_none() && p.slot.is_none() {
             return Poll::Ready(Ok(()));
         }
-        // A send costs a unit of the cooperative budget, as `send`'s (lib.rs).
-        gort_coop::poll_budgeted(cx, |cx| {
-            select_ctx::with_op(|select| {
-                let mut ctx = OpCtx {
-                    waker: cx.waker(),
-                    select,
-                };
-                let (slot, value) = (&mut p.slot, &mut p.value);
-                this.chan
-                    .with(|core, d| core.poll_send(slot, value, &mut ctx, d))
-            })
-        })
+        poll_send(&this.chan, &mut p.slot, &mut p.value, cx)
     }
 
     fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.poll_flush(cx)
     }
+}
+
+/// Polls a send (`SendFuture`, or the `Sink`'s flush) parked in `slot` or holding `value`,
+/// inside the current select context if any. A completed send costs a unit of the
+/// cooperative budget; on a spent one the value stays in the future (or in its parked slot)
+/// untouched (lib.rs, "Cooperative budget").
+#[inline]
+fn poll_send<T>(
+    chan: &Chan<T>,
+    slot: &mut Option<usize>,
+    value: &mut Option<T>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<(), SendError<T>>> {
+    gort_coop::poll_budgeted(cx, |cx| {
+        select_ctx::with_op(|select| {
+            let mut ctx = OpCtx {
+                waker: cx.waker(),
+                select,
+            };
+            chan.with(|core, d| core.poll_send(slot, value, &mut ctx, d))
+        })
+    })
 }
 
 impl<T> fmt::Debug for Sender<T> {
@@ -337,20 +348,7 @@ impl<T> Future for SendFuture<'_, T> {
             this.value.is_some() || this.slot.is_some(),
             "SendFuture polled after completion"
         );
-        // A completed send costs a unit of the cooperative budget; on a spent one the value
-        // stays in the future (or in its parked slot) untouched (lib.rs, "Cooperative budget").
-        gort_coop::poll_budgeted(cx, |cx| {
-            select_ctx::with_op(|select| {
-                let mut ctx = OpCtx {
-                    waker: cx.waker(),
-                    select,
-                };
-                let (slot, value) = (&mut this.slot, &mut this.value);
-                this.tx
-                    .chan
-                    .with(|core, d| core.poll_send(slot, value, &mut ctx, d))
-            })
-        })
+        poll_send(&this.tx.chan, &mut this.slot, &mut this.value, cx)
     }
 }
 
