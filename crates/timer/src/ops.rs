@@ -197,8 +197,9 @@ pub fn modify_cell(
 /// Nobody else can reach such a timer (`&mut` of its only handle, no heap or list reference),
 /// so, as Go stores `timerWaiting` on a timer it has not published, it takes no status CAS
 /// and installs the payload without its lock: five locked instructions fewer than
-/// [`modify_cell`] (a CAS, the payload lock's two, the holder and memory counts) (design/PERFORMANCE-LOG.md, "T1's locked instructions"). A cell that is
-/// referenced elsewhere is armed by [`modify_cell`].
+/// [`modify_cell`] (a CAS, the payload lock's two, the holder and memory counts;
+/// design/PERFORMANCE-LOG.md, "T1's locked instructions"). A cell that is referenced
+/// elsewhere is armed by [`modify_cell`].
 ///
 /// # Panics
 ///
