@@ -122,10 +122,10 @@ impl Waiters {
         }
     }
 
-    /// Moves every waker into `out`, leaving none.
-    fn move_into(&mut self, out: &mut Vec<Waker>) {
+    /// Moves every waker into `out`, leaving none (and `more`'s capacity for the next).
+    fn move_into(&mut self, out: &mut impl Extend<Waker>) {
         out.extend(self.first.take());
-        out.append(&mut self.more);
+        out.extend(self.more.drain(..));
     }
 }
 
@@ -306,7 +306,7 @@ impl Half {
     pub fn expire(
         &self,
         when: Nanos,
-        out: &mut Vec<Waker>,
+        out: &mut impl Extend<Waker>,
         count: &dyn Count,
         arm: impl FnOnce(Arm),
     ) -> bool {
@@ -352,7 +352,7 @@ impl Half {
         &self,
         deadline: Nanos,
         now: Nanos,
-        out: &mut Vec<Waker>,
+        out: &mut impl Extend<Waker>,
         count: &dyn Count,
         arm: impl FnOnce(Arm),
     ) {
@@ -385,7 +385,7 @@ impl Half {
     /// Go's `poll_runtime_pollUnblock`: the socket is closing; operations fail from now on,
     /// the waiters are released into `out` and a timer fire still in flight is stale (the
     /// caller stops the timer).
-    pub fn close(&self, out: &mut Vec<Waker>, count: &dyn Count) {
+    pub fn close(&self, out: &mut impl Extend<Waker>, count: &dyn Count) {
         self.closed.store(true, SeqCst);
         let mut st = self.state.lock();
         st.armed = 0;
@@ -432,7 +432,7 @@ impl Half {
 /// Moves every waiter of `st` into `out`, keeping the waiter count. `WAITING` stays set: a
 /// task that blocks again (the common case) registers with a plain load, and the next edge
 /// that finds the list empty clears it ([`Half::set_ready`]).
-fn release(st: &mut State, out: &mut Vec<Waker>, count: &dyn Count) {
+fn release(st: &mut State, out: &mut impl Extend<Waker>, count: &dyn Count) {
     if !st.waiters.is_empty() {
         count.remove();
         st.waiters.move_into(out);

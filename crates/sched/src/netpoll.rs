@@ -13,13 +13,15 @@
 //!
 //! Who polls (Go's rules): the idle M that takes the poller role blocks in `epoll_wait` while
 //! any task waits on a socket, even with no timer pending; an M about to steal polls without
-//! blocking when tasks wait and nobody is blocked in the poller ([`Shared::poll_net_nonblocking`]);
-//! sysmon does the same when nobody has polled for 10 ms.
+//! blocking when tasks wait and nobody is blocked in the poller, unless the last blocking
+//! poll ended for a timer and no poll has seen a socket's event since
+//! ([`Shared::look_before_stealing`]); a busy M looks every 61 rounds
+//! ([`Shared::poll_net_nonblocking`]); sysmon does when nobody has polled for 10 ms.
 
 use crate::context;
 use crate::poller::Readiness;
 use crate::shared::Shared;
-use gort_loom::atomic::{AtomicI64, AtomicU64, Ordering::*};
+use gort_loom::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::*};
 use gort_timer::Nanos;
 use mio::event::Source;
 use mio::{Interest, Token};
@@ -115,6 +117,9 @@ pub(crate) struct Net {
     waiters: AtomicU64,
     /// When the sockets were last polled (any M, blocking or not), for sysmon.
     polled_at: AtomicI64,
+    /// The last blocking poll ended for a timer with no socket's event, and no poll has
+    /// delivered one since: looks before stealing are skipped ([`Shared::look_before_stealing`]).
+    looks_idle: AtomicBool,
 }
 
 impl Net {
@@ -123,6 +128,23 @@ impl Net {
             sources: Mutex::new(Sources::default()),
             waiters: AtomicU64::new(0),
             polled_at: AtomicI64::new(0),
+            looks_idle: AtomicBool::new(false),
+        }
+    }
+
+    /// A blocking poll ended for a timer and saw no socket's event: the sockets are quiet,
+    /// and looks before stealing wait for a poll that sees one.
+    pub(crate) fn note_quiet_timer_wake_up(&self) {
+        if !self.looks_idle.load(Relaxed) {
+            self.looks_idle.store(true, Relaxed);
+        }
+    }
+
+    /// A poll delivered some socket's event: looks before stealing may find work again.
+    pub(crate) fn note_socket_events(&self) {
+        // A load first: every poll with events passes here, and the line is shared.
+        if self.looks_idle.load(Relaxed) {
+            self.looks_idle.store(false, Relaxed);
         }
     }
 
@@ -151,12 +173,34 @@ impl Shared {
         w & ALL_WAITERS > w >> 32
     }
 
-    /// Go's `netpoll(0)` in `findrunnable` before stealing: when tasks wait on sockets and no
-    /// M is blocked in the poller, take a non-blocking look and wake the tasks whose sockets
-    /// are ready (onto this M's P, as one batch: [`Shared::wake_batch`]). Returns whether it
-    /// woke any.
+    /// Go's `netpoll(0)` in `findrunnable` before stealing ([`Shared::poll_net_nonblocking`]),
+    /// skipped while the sockets are quiet: the last blocking poll ended for a timer with no
+    /// socket's event, and no poll has delivered one since (`Net::looks_idle`). Such a look
+    /// only spares the M a steal and its idle path, whose blocking poll finds the same
+    /// events; with none coming it is a system call for nothing, and N5 (9,000 sockets
+    /// waiting for their deadlines, none readable, the poller woken by timers alone) made
+    /// ~3,800 of them a run, 4 per timer round, where Tokio, which has no such look, makes
+    /// none (design/PERFORMANCE-LOG.md, "N5: looks before stealing while the sockets are
+    /// quiet"). Skipping after any empty look instead cost the shapes whose sockets are busy
+    /// (N3: +18 % CPU, 4x the `futex` calls): there a look that finds nothing is soon
+    /// followed by one that finds something, and the M it spares parks and is woken again.
+    pub(crate) fn look_before_stealing(self: &Arc<Self>) -> bool {
+        // Waiters first: without them (no sockets) this is the one load it was.
+        self.net_waiting() && !self.poller.net.looks_idle.load(Relaxed) && self.look()
+    }
+
+    /// A non-blocking look at the sockets when tasks wait on them and no M is blocked in the
+    /// poller (a busy M's every 61 rounds; before stealing, [`Shared::look_before_stealing`]):
+    /// wakes the tasks whose sockets are ready (onto this M's P, as one batch:
+    /// [`Shared::wake_batch`]). Returns whether it woke any.
     pub(crate) fn poll_net_nonblocking(self: &Arc<Self>) -> bool {
-        if !self.net_waiting() || self.idle.lastpoll.load(SeqCst) == 0 {
+        self.net_waiting() && self.look()
+    }
+
+    /// The look of [`Shared::poll_net_nonblocking`] once tasks are known to wait on sockets:
+    /// none while an M is blocked in the poller (Go's `sched.lastpoll != 0`).
+    fn look(self: &Arc<Self>) -> bool {
+        if self.idle.lastpoll.load(SeqCst) == 0 {
             return false;
         }
         self.wake_batch(|| self.poll_net_now() > 0)
@@ -375,6 +419,106 @@ mod tests {
             self.wakers.lock().push(cx.waker().clone());
             Poll::Pending
         }
+    }
+
+    /// A handler whose readable events release one (no-op) waker each.
+    #[derive(Default)]
+    struct Readable(std::sync::atomic::AtomicUsize);
+
+    impl Ready for Readable {
+        fn ready(&self, readable: bool, _: bool, _: bool, wakers: &mut Vec<Waker>) {
+            if readable {
+                self.0.fetch_add(1, SeqCst);
+                wakers.push(Waker::from(Arc::new(Noop)));
+            }
+        }
+    }
+
+    struct Noop;
+
+    impl std::task::Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+
+    /// A sleep on a runtime timer, as gort-time's is (this crate cannot use it).
+    struct TimerSleep {
+        timer: Arc<gort_timer::Timer>,
+        until: Nanos,
+        armed: bool,
+    }
+
+    impl TimerSleep {
+        fn for_ms(ms: i64) -> TimerSleep {
+            TimerSleep {
+                timer: gort_timer::Timer::new(),
+                until: gort_timer::nanotime() + ms * 1_000_000,
+                armed: false,
+            }
+        }
+    }
+
+    impl Future for TimerSleep {
+        type Output = ();
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            if gort_timer::nanotime() >= self.until {
+                return Poll::Ready(());
+            }
+            self.timer.set_waker(cx.waker());
+            if !std::mem::replace(&mut self.armed, true) {
+                crate::timer_api::modtimer(&self.timer, self.until, 0, None);
+            }
+            Poll::Pending
+        }
+    }
+
+    /// A blocking poll that a timer ended with no socket's event turns the looks before
+    /// stealing off (N5 made ~3,800 empty ones a run), and a poll that delivers a socket's
+    /// event turns them on again. Sysmon may poll in between if this thread stalls for
+    /// 10 ms; every assertion holds either way.
+    #[test]
+    fn looks_before_stealing_pause_while_the_sockets_are_quiet() {
+        use std::io::Write;
+        let rt = crate::Builder::new().procs(1).build().unwrap();
+        rt.block_on(rt.spawn(async {
+            let shared = context::current().expect("a task runs in its runtime");
+            let idle = || shared.poller.net.looks_idle.load(SeqCst);
+            let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+            let handler = Arc::new(Readable::default());
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&a);
+            let reg = net_api::register(&mut mio::unix::SourceFd(&fd), handler.clone()).unwrap();
+            let waiters = net_api::waiters().unwrap();
+            waiters.add(); // a task waits on a socket: Go's condition for a look
+            shared.poll_net_now(); // the registration's first (writable) edge
+                                   // The only M idles in the poller until a sleep's timer ends its poll.
+            for _ in 0..1000 {
+                if idle() {
+                    break;
+                }
+                TimerSleep::for_ms(1).await;
+            }
+            assert!(
+                idle(),
+                "a timer's wake-up with quiet sockets turns the looks off"
+            );
+            b.write_all(b"x").unwrap();
+            assert!(!shared.look_before_stealing(), "skipped while quiet");
+            let until = Instant::now() + Duration::from_secs(5);
+            while handler.0.load(SeqCst) == 0 && Instant::now() < until {
+                shared.poll_net_now(); // a busy M's look delivers the event
+            }
+            assert_eq!(handler.0.load(SeqCst), 1);
+            assert!(!idle(), "a socket's event turns the looks on again");
+            b.write_all(b"y").unwrap();
+            let until = Instant::now() + Duration::from_secs(5);
+            while handler.0.load(SeqCst) < 2 && Instant::now() < until {
+                shared.look_before_stealing(); // none but sysmon's poll besides these
+            }
+            assert_eq!(handler.0.load(SeqCst), 2, "a look finds the socket");
+            waiters.remove();
+            reg.close();
+            drop(a);
+        }))
+        .unwrap();
     }
 
     fn spin(d: Duration) {

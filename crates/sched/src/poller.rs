@@ -178,6 +178,9 @@ impl Poller {
         }
         let wait = self.wait_for(target, early);
         let seen = self.wait_and_take(inner, wait, ready);
+        if seen.timer && !seen.io {
+            self.net.note_quiet_timer_wake_up();
+        }
         if early > 0 && seen.timer {
             // Tasks a break or a socket readied run first; the caller then polls again.
             let spin = !seen.brk && !seen.io;
@@ -328,6 +331,9 @@ impl Poller {
                     dispatch(sources, &ev, ready);
                 }
             }
+        }
+        if seen.io {
+            self.net.note_socket_events();
         }
         seen
     }

@@ -216,7 +216,7 @@ impl M {
             if let Some(t) = self.global_work(shared, p) {
                 return Some(t);
             }
-            if shared.poll_net_nonblocking() {
+            if shared.look_before_stealing() {
                 continue;
             }
             match self.steal(shared, p, &mut round) {
