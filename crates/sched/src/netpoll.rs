@@ -487,9 +487,11 @@ mod tests {
             let fd = std::os::fd::AsRawFd::as_raw_fd(&a);
             let reg = net_api::register(&mut mio::unix::SourceFd(&fd), handler.clone()).unwrap();
             let waiters = net_api::waiters().unwrap();
-            waiters.add(); // a task waits on a socket: Go's condition for a look
-            shared.poll_net_now(); // the registration's first (writable) edge
-                                   // The only M idles in the poller until a sleep's timer ends its poll.
+            // A task waits on a socket: Go's condition for a look.
+            waiters.add();
+            // The registration's first (writable) edge.
+            shared.poll_net_now();
+            // The only M idles in the poller until a sleep's timer ends its poll.
             for _ in 0..1000 {
                 if idle() {
                     break;
