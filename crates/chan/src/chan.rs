@@ -5,34 +5,35 @@ use std::fmt;
 use gort_loom::SpinLock;
 
 use crate::core::Core;
+use crate::fused::Ext;
 use crate::wake::Deferred;
-use crate::RecvHook;
 
 /// What every [`Sender`](crate::Sender) and [`Receiver`](crate::Receiver) of one channel
-/// points to.
-pub(crate) struct Chan<T> {
+/// points to (through a [`ChanRef`](crate::fused::ChanRef)). Not a user API: public only so
+/// that a channel timer can hold its channel as its first field ([`Fused`](crate::Fused)).
+#[doc(hidden)]
+pub struct Chan<T> {
     /// Released by a plain store: the core's sections are short and call out to nothing
     /// (CHANNELS.md, "The lock").
     core: SpinLock<Core<T>>,
-    /// A timer channel's hook (set at creation, never changed), held strongly: the timer's
-    /// core lives as long as its channel (an `after(d)` whose only handle is its receiver
-    /// keeps working). The core's sending end owns the channel in turn until the last
-    /// receiver goes, which the hook is told, and which breaks the cycle.
-    hook: Option<std::sync::Arc<dyn RecvHook>>,
+    /// A fused channel's functions (set at creation, never changed): how to count references
+    /// to the allocation it shares with its timer, and the receive hooks. `None` for a plain
+    /// channel, alone in a `gort_loom::Arc`.
+    ext: Option<&'static Ext>,
 }
 
 impl<T> Chan<T> {
-    pub(crate) fn new(cap: Option<usize>, hook: Option<std::sync::Arc<dyn RecvHook>>) -> Self {
+    pub(crate) fn new(cap: Option<usize>, ext: Option<&'static Ext>) -> Self {
         Chan {
             core: SpinLock::new(Core::new(cap)),
-            hook,
+            ext,
         }
     }
 
-    /// The hook, if this is a timer channel.
+    /// The fused object's functions, if this channel is part of one.
     #[inline]
-    pub(crate) fn hook(&self) -> Option<&std::sync::Arc<dyn RecvHook>> {
-        self.hook.as_ref()
+    pub(crate) fn ext(&self) -> Option<&'static Ext> {
+        self.ext
     }
 
     /// Under the lock: the capacity is not copied outside it, to keep a channel (a timer's
@@ -92,11 +93,12 @@ mod tests {
     use super::Chan;
 
     /// A word-sized value's channel (a timer's): the lock's word, the core (buffer 16, the
-    /// counts, `closed` and the free list's head 16, the queues 16, the slab 64) and the hook
-    /// 16; 152 bytes with the `Arc`'s counts, a 160-byte glibc chunk (design/TIMERS.md,
-    /// "Memory").
+    /// counts, `closed` and the free list's head 16, the queues 16, the slab 64) and the
+    /// fused object's functions 8; a plain channel is 144 bytes with the `Arc`'s counts, a
+    /// 160-byte glibc chunk, and a timer's shares its allocation with the timer
+    /// (design/TIMERS.md, "Memory").
     #[test]
-    fn a_timer_channel_is_136_bytes() {
-        assert_eq!(std::mem::size_of::<Chan<i64>>(), 136);
+    fn a_timer_channel_is_128_bytes() {
+        assert_eq!(std::mem::size_of::<Chan<i64>>(), 128);
     }
 }

@@ -4,10 +4,8 @@
 
 use std::fmt;
 
-use gort_loom::Arc;
-
-use crate::chan::Chan;
 use crate::error::TrySendError;
+use crate::fused::ChanRef;
 use crate::wake::Deferred;
 
 /// The only sender of a timer's channel (gort::time's `Timer`/`Ticker`). Not a user API.
@@ -15,11 +13,11 @@ use crate::wake::Deferred;
 /// Dropping it closes the channel, as dropping the last [`Sender`](crate::Sender) does.
 #[doc(hidden)]
 pub struct TimerSender<T> {
-    chan: Arc<Chan<T>>,
+    chan: ChanRef<T>,
 }
 
 impl<T> TimerSender<T> {
-    pub(crate) fn new(chan: Arc<Chan<T>>) -> Self {
+    pub(crate) fn new(chan: ChanRef<T>) -> Self {
         TimerSender { chan }
     }
 

@@ -5,11 +5,12 @@
 //! Go 1.23's lazy heap: the runtime timer is in a heap only while a receive waits on the
 //! channel (the channel's [`RecvHook`] tells the arming); see [`crate::arming`].
 //!
-//! Ownership: the core is its channel's hook, which the channel holds strongly, so `after(d)`
-//! keeps working when only its receiver is held; the core's sending end owns the channel in
-//! turn. While in a heap, the runtime timer's payload is an `Arc<ChanTimer>` (heap → timer →
-//! core). When the last receiver goes, the hook stops the timer (which drops the payload) and
-//! lets the sending end go: the channel, then the core, are freed, so an unreferenced timer
+//! Ownership: the core and its channel are one allocation (the channel its first field,
+//! [`gort_chan::Fused`], as Go's `hchan` carries its `timer`), so `after(d)` keeps working
+//! when only its receiver is held, and the core's sending end holds a reference to that
+//! allocation. While in a heap, the runtime timer's payload is an `Arc<ChanTimer>` (heap →
+//! timer → core). When the last receiver goes, the hook stops the timer (which drops the
+//! payload) and lets the sending end go: the allocation is freed, so an unreferenced timer
 //! costs nothing (go#61542, go#60144).
 //!
 //! The runtime timer exists only while it may be in a heap: `add` allocates it, and a `del`
@@ -21,7 +22,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use gort_chan::{Receiver, RecvHook, TimerSender, TimerWakes};
+use gort_chan::{Chan, Fused, FusedReceiver, Receiver, TimerSender, TimerWakes};
 use gort_loom::Arc as SyncArc;
 use gort_sched::timer_api::in_runtime;
 use gort_timer::{
@@ -78,7 +79,12 @@ impl Kind {
 
 /// `P`: [`OneShot`](crate::arming::OneShot) for a `Timer` and `after` (a word smaller),
 /// [`Periodic`](crate::arming::Periodic) for a `Ticker` and `tick`.
+///
+/// The channel first, in one allocation with the arming ([`Fused`]): one chunk and one pair
+/// of counts a timer, not two (design/TIMERS.md, "Memory").
+#[repr(C)]
 pub(crate) struct ChanTimer<P> {
+    chan: Chan<Instant>,
     /// The arming, with the sending end and the runtime timer (while it may be in a heap)
     /// under its lock.
     arming: Arming<TimerSink, Option<SyncArc<RtTimer>>, P>,
@@ -181,15 +187,19 @@ fn del_runtime_timer(rt: &mut Option<SyncArc<RtTimer>>) {
 
 /// Go 1.23's timer-channel hooks: a receiver that arrives late gets a due value at once, and
 /// the runtime timer is in a heap only while a receiver waits.
-impl<P: Ticks> RecvHook for ChanTimer<P> {
+// SAFETY: `#[repr(C)]`, with the channel `bounded_fused` made first (`Handle::start`).
+unsafe impl<P: Ticks> Fused<Instant> for ChanTimer<P> {
+    fn chan(&self) -> &Chan<Instant> {
+        &self.chan
+    }
     fn before_recv(&self) {
         self.arming.maybe_run(self);
     }
-    fn parked(self: Arc<Self>) {
-        self.arming.block(&Held(&self));
+    fn parked(this: &Arc<Self>) {
+        this.arming.block(&Held(this));
     }
-    fn unparked(self: Arc<Self>) {
-        self.arming.unblock(&Held(&self));
+    fn unparked(this: &Arc<Self>) {
+        this.arming.unblock(&Held(this));
     }
     /// The last receiver is gone: nobody can receive a value, so the timer stops (and leaves
     /// its heap, which drops the payload → core reference) and lets its sending end go, the
@@ -201,14 +211,10 @@ impl<P: Ticks> RecvHook for ChanTimer<P> {
 }
 
 /// A channel timer's handle (what [`Timer`](crate::Timer) and [`Ticker`](crate::Ticker)
-/// hold): the core and the receiver.
-///
-/// Not the receiver alone, reaching the core through its channel's hook (8 bytes less a
-/// timer): the `Arc<dyn RecvHook>`'s data pointer costs 6 instructions of the 170 of a
-/// `Timer::reset` (T2_chan, callgrind; PERFORMANCE-LOG.md, "A channel Timer in 248 bytes").
+/// hold): the receiver alone, which reaches the core in its own allocation (the core's
+/// address is the channel's).
 pub(crate) struct Handle<P> {
-    core: Arc<ChanTimer<P>>,
-    rx: Receiver<Instant>,
+    rx: FusedReceiver<Instant, ChanTimer<P>>,
 }
 
 impl<P: Ticks> Handle<P> {
@@ -219,12 +225,12 @@ impl<P: Ticks> Handle<P> {
     /// Outside a gort runtime, unless `d` is so long that nothing needs registering.
     #[track_caller]
     pub(crate) fn start(d: std::time::Duration, period: Nanos, kind: Kind) -> Handle<P> {
-        let core = Arc::new(ChanTimer::<P> {
+        let (tx, rx) = gort_chan::bounded_fused(1, |chan| ChanTimer::<P> {
+            chan,
             arming: Arming::new(TimerSink::default(), None),
         });
-        let (tx, rx) = gort_chan::bounded_with_hook(1, core.clone());
-        drop(core.arming.set_sink(TimerSink { tx: Some(tx) }));
-        let handle = Handle { core, rx };
+        drop(rx.fused().arming.set_sink(TimerSink { tx: Some(tx) }));
+        let handle = Handle { rx };
         handle.reset(d, period, kind);
         handle
     }
@@ -232,22 +238,23 @@ impl<P: Ticks> Handle<P> {
     /// The channel the values arrive on.
     #[inline]
     pub(crate) fn rx(&self) -> &Receiver<Instant> {
-        &self.rx
+        self.rx.rx()
     }
 
-    /// The channel, mutable (for the `Stream` impls).
-    pub(crate) fn rx_mut(&mut self) -> &mut Receiver<Instant> {
+    /// The channel as a `Stream` (for the `Stream` impls).
+    pub(crate) fn stream(&mut self) -> &mut FusedReceiver<Instant, ChanTimer<P>> {
         &mut self.rx
     }
 
     /// The receiver alone (`after`, `tick`: the channel keeps the core).
     pub(crate) fn into_rx(self) -> Receiver<Instant> {
-        self.rx
+        self.rx.into_rx()
     }
 
     /// Go 1.23's `Stop`: see [`Arming::stop`].
     pub(crate) fn stop(&self) -> bool {
-        self.core.arming.stop(&*self.core)
+        let core = self.rx.fused();
+        core.arming.stop(core)
     }
 
     /// Go 1.23's `Reset`: see [`Arming::reset`]. The first value is due `d` from now, then
@@ -262,15 +269,16 @@ impl<P: Ticks> Handle<P> {
         if deadline_after(0, d) != NEVER && !in_runtime() {
             outside(kind.name());
         }
-        self.core
-            .arming
-            .reset(&Held(&self.core), |now| deadline_after(now, d), period)
+        self.rx.with_arc(|core| {
+            core.arming
+                .reset(&Held(core), |now| deadline_after(now, d), period)
+        })
     }
 }
 
 impl<P: Ticks> fmt::Debug for Handle<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.core.fmt(f)
+        self.rx.fused().fmt(f)
     }
 }
 
