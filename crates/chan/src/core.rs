@@ -60,6 +60,7 @@ use crate::group::Group;
 use crate::queue::Queue;
 use crate::select_ctx::SelectCtx;
 use crate::wake::Deferred;
+pub(crate) use waiters::InlineSlot;
 use waiters::{Side, Slots};
 
 /// The caller of a poll: its waker and, inside a `select!` arm, the select context.
@@ -112,7 +113,7 @@ impl<T> Core<T> {
             sendq: Queue::new(),
             recvq: Queue::new(),
             slots: Slots::new(),
-            // The free list starts as the inline slot 0 alone.
+            // The free list starts as slot 0 alone (attached or boxed later).
             free: 0,
         }
     }

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use crate::chan::Chan;
+use crate::core::InlineSlot;
 use crate::receiver::Receiver;
 use crate::timer_sender::TimerSender;
 
@@ -45,9 +46,18 @@ impl<T> Unpin for ChanRef<T> {}
 impl<T> ChanRef<T> {
     /// A new plain channel's first reference.
     pub(crate) fn plain(cap: Option<usize>) -> Self {
-        let raw = gort_loom::Arc::into_raw(gort_loom::Arc::new(Chan::new(cap, None)));
+        let raw = gort_loom::Arc::into_raw(gort_loom::Arc::new(Plain {
+            chan: Chan::<T>::new(cap, None),
+            first: InlineSlot::new(),
+        }));
+        // SAFETY: `raw` is alive (we hold its one reference); its slot 0 lives as long as its
+        // channel, in the same allocation, and nothing else reaches it.
+        unsafe {
+            let first = std::ptr::addr_of!((*raw).first);
+            (*raw).chan.attach_first(first);
+        }
         ChanRef {
-            ptr: NonNull::new(raw.cast_mut()).expect("an Arc's pointer is not null"),
+            ptr: NonNull::new(raw.cast_mut().cast::<Chan<T>>()).expect("not null"),
             _owns: PhantomData,
         }
     }
@@ -76,10 +86,13 @@ impl<T> ChanRef<T> {
         }
     }
 
-    /// The hook after a parked receive ended (Go's `unblockTimerChan`), if fused.
+    /// A parked receive ended and released its slot: a fused channel frees its slot 0 if
+    /// nothing else uses it, and tells its hook (Go's `unblockTimerChan`).
     #[inline]
     pub(crate) fn unparked(&self) {
         if let Some(ext) = self.ext() {
+            // SAFETY: a channel with `ext` is fused.
+            unsafe { self.trim_first() };
             // SAFETY: as in `before_recv`.
             unsafe { (ext.unparked)(self.ptr.cast()) }
         }
@@ -92,6 +105,20 @@ impl<T> ChanRef<T> {
             unsafe { (ext.last_receiver_dropped)(self.ptr.cast()) }
         }
     }
+}
+
+impl<T> ChanRef<T> {
+    /// A plain channel's whole allocation.
+    fn plain_ptr(&self) -> *const Plain<T> {
+        self.ptr.as_ptr().cast::<Plain<T>>()
+    }
+}
+
+/// A plain channel's allocation: the channel, then its slot 0 (`core/waiters.rs`).
+#[repr(C)]
+struct Plain<T> {
+    chan: Chan<T>,
+    first: InlineSlot<T>,
 }
 
 impl<T> Deref for ChanRef<T> {
@@ -108,9 +135,9 @@ impl<T> Deref for ChanRef<T> {
 impl<T> Clone for ChanRef<T> {
     fn clone(&self) -> Self {
         match self.ext() {
-            // SAFETY: `ptr` came from `gort_loom::Arc::<Chan<T>>::into_raw` (a channel with no
+            // SAFETY: `ptr` came from `gort_loom::Arc::<Plain<T>>::into_raw` (a channel with no
             // `ext` is made only by `plain`), and `self`'s reference keeps it alive.
-            None => unsafe { gort_loom::Arc::increment_strong_count(self.ptr.as_ptr()) },
+            None => unsafe { gort_loom::Arc::increment_strong_count(self.plain_ptr()) },
             // SAFETY: `ext` is this fused channel's, and `self` holds a reference to it.
             Some(ext) => unsafe { (ext.acquire)(self.ptr.cast()) },
         }
@@ -126,7 +153,7 @@ impl<T> Drop for ChanRef<T> {
         // Read before the release, which may free the channel.
         match self.ext() {
             // SAFETY: as in `clone`; this gives up `self`'s reference, used no more.
-            None => unsafe { gort_loom::Arc::decrement_strong_count(self.ptr.as_ptr()) },
+            None => unsafe { gort_loom::Arc::decrement_strong_count(self.plain_ptr()) },
             // SAFETY: as in `clone`.
             Some(ext) => unsafe { (ext.release)(self.ptr.cast()) },
         }
@@ -292,12 +319,15 @@ impl<T, X: Fused<T>> FusedReceiver<T, X> {
         unsafe { self.rx.chan.ptr.cast::<X>().as_ref() }
     }
 
-    /// Runs `f` with the object's `Arc`, borrowed (no count taken).
-    #[inline]
-    pub fn with_arc<R>(&self, f: impl FnOnce(&Arc<X>) -> R) -> R {
-        // SAFETY: as in `fused`; the borrowed `Arc` does not outlive `rx`'s reference.
-        let this = unsafe { borrow_arc::<X>(self.rx.chan.ptr.cast()) };
-        f(&this)
+    /// A counted reference to the object.
+    pub fn arc(&self) -> Arc<X> {
+        let p = self.rx.chan.ptr.cast::<X>().as_ptr();
+        // SAFETY: `p` is the object's `Arc` pointer (as in `fused`), alive while `rx` holds
+        // its reference; the count taken here is the returned `Arc`'s.
+        unsafe {
+            Arc::increment_strong_count(p);
+            Arc::from_raw(p)
+        }
     }
 }
 

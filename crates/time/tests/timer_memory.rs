@@ -28,9 +28,9 @@ const HOUR: Duration = Duration::from_secs(3600);
 /// one each timer had while its receive waited was freed when it fired. Before: two
 /// allocations, 152 and 56 bytes (160 and 64 in glibc's chunks).
 const ALLOCATIONS_PER_TIMER: isize = 1;
-const BYTES_PER_TIMER: isize = 184;
+const BYTES_PER_TIMER: isize = 136;
 /// The same in a glibc chunk: what the process grows by.
-const CHUNK_BYTES_PER_TIMER: isize = 192;
+const CHUNK_BYTES_PER_TIMER: isize = 144;
 /// The handle itself (in the caller's memory): the receiver, which reaches the core at its
 /// channel's address (before: 24, the core's `Arc` beside it).
 const HANDLE_BYTES: usize = 16;
