@@ -6,6 +6,7 @@ use gort_loom::SpinLock;
 
 use crate::core::{Core, InlineSlot};
 use crate::fused::Ext;
+use crate::timer_sender::TimerWakes;
 use crate::wake::Deferred;
 
 /// What every [`Sender`](crate::Sender) and [`Receiver`](crate::Receiver) of one channel
@@ -98,6 +99,30 @@ impl<T> Chan<T> {
 
     pub(crate) fn close(&self) {
         self.with(|core, d| core.close(d));
+    }
+
+    /// A fused channel's sending end, for the object it is fused into (gort::time's timer,
+    /// which keeps no pointer to its own channel): closes the channel (sends fail; receivers
+    /// get what is buffered, then the end). Closing twice is a no-op. Not a user API.
+    pub fn close_sending(&self) {
+        self.close();
+    }
+
+    /// [`TimerSender::try_send_later`](crate::TimerSender::try_send_later), for the object a
+    /// channel is fused into. Not a user API.
+    pub fn try_send_later(
+        &self,
+        value: T,
+        later: &mut TimerWakes,
+    ) -> Result<(), crate::TrySendError<T>> {
+        self.with_later(later.get(), |core, d| core.try_send(value, None, d))
+    }
+
+    /// [`TimerSender::take_buffered_later`](crate::TimerSender::take_buffered_later), for
+    /// the object a channel is fused into. Not a user API.
+    pub fn take_buffered_later(&self, later: &mut TimerWakes) -> usize {
+        let taken = self.with_later(later.get(), |core, d| core.take_buffered(d));
+        taken.len()
     }
 
     /// The fields a handle's `Debug` shows.

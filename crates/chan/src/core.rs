@@ -3,7 +3,8 @@
 //! The design is Go's `hchan` (`src/runtime/chan.go`): a ring buffer, a queue of parked
 //! senders that offer their value, and a queue of parked receivers that a sender hands its
 //! value to directly. Parked operations live in a slab of [`Slot`]s indexed from the queues,
-//! so parking allocates only when the slab grows and nothing here needs `unsafe`.
+//! so parking allocates only when the slab grows (or, in a fused channel, when slot 0 is
+//! taken), and the only `unsafe` here is slot 0's pointer (`core/waiters.rs`).
 //!
 //! # Fields and who touches them
 //!

@@ -22,7 +22,6 @@ use std::task::{Context, Poll};
 use crate::chan::Chan;
 use crate::core::InlineSlot;
 use crate::receiver::Receiver;
-use crate::timer_sender::TimerSender;
 
 /// A counted reference to a channel: an `Arc<Chan<T>>` for a plain channel, a reference to
 /// the whole fused object for a fused one (module docs).
@@ -236,8 +235,8 @@ unsafe fn last_receiver_dropped<T, X: Fused<T>>(p: NonNull<()>) {
 /// about the channel's receivers as a [`RecvHook`](crate::RecvHook) is, with the same
 /// promises (every call with no channel lock held; one `parked` then one `unparked` per
 /// parked receive). The channel holds the object as long as the channel lives; the object
-/// may own the channel's [`TimerSender`], and must drop it when told that the last receiver
-/// is gone. Not a user API.
+/// may own the channel's [`TimerSender`](crate::TimerSender) (or close the channel itself),
+/// and must drop it when told that the last receiver is gone. Not a user API.
 ///
 /// # Safety
 ///
@@ -258,8 +257,11 @@ pub unsafe trait Fused<T>: Sized + Send + Sync + 'static {
     fn last_receiver_dropped(&self);
 }
 
-/// A bounded channel fused into the object `make` builds around it (see [`Fused`]): its one
-/// sender and its receiver, through which the object is reached. Not a user API.
+/// A bounded channel fused into the object `make` builds around it (see [`Fused`]): its
+/// receiver, through which the object is reached. The channel has one sender, the object,
+/// which sends through the channel it holds (`Chan::try_send_later`) and closes it
+/// (`Chan::close_sending`) when told that the last receiver went; the object's own
+/// references are its receivers' (and any `Arc` of it the object hands out). Not a user API.
 ///
 /// # Panics
 ///
@@ -268,26 +270,25 @@ pub unsafe trait Fused<T>: Sized + Send + Sync + 'static {
 pub fn bounded_fused<T, X: Fused<T>>(
     cap: usize,
     make: impl FnOnce(Chan<T>) -> X,
-) -> (TimerSender<T>, FusedReceiver<T, X>) {
+) -> FusedReceiver<T, X> {
+    FusedReceiver {
+        rx: Receiver::new(fused(cap, make)),
+        _x: PhantomData,
+    }
+}
+
+/// [`bounded_fused`]'s channel: its first reference (the `Arc`'s).
+pub(crate) fn fused<T, X: Fused<T>>(cap: usize, make: impl FnOnce(Chan<T>) -> X) -> ChanRef<T> {
     let x = Arc::new(make(Chan::new(Some(cap), Some(ext::<T, X>()))));
     assert!(
         std::ptr::eq(x.chan(), Arc::as_ptr(&x).cast::<Chan<T>>()),
         "gort::chan: a Fused object's channel must be its first field"
     );
     let ptr = NonNull::new(Arc::into_raw(x).cast::<Chan<T>>().cast_mut()).expect("not null");
-    // The `Arc`'s reference goes to the receiver, and the sender takes one of its own.
-    let rx = ChanRef {
+    ChanRef {
         ptr,
         _owns: PhantomData,
-    };
-    let tx = rx.clone();
-    (
-        TimerSender::new(tx),
-        FusedReceiver {
-            rx: Receiver::new(rx),
-            _x: PhantomData,
-        },
-    )
+    }
 }
 
 /// The receiver of a channel fused into an `X`, which it reaches without a pointer of its

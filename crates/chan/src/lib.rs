@@ -216,8 +216,8 @@ pub fn bounded_with_hook<T: Send + 'static>(
     cap: usize,
     hook: std::sync::Arc<dyn RecvHook>,
 ) -> (TimerSender<T>, Receiver<T>) {
-    let (tx, rx) = bounded_fused(cap, |chan| WithHook { chan, hook });
-    (tx, rx.into_rx())
+    let chan = fused::fused(cap, |chan| WithHook { chan, hook });
+    (TimerSender::new(chan.clone()), Receiver::new(chan))
 }
 
 /// A channel with a [`RecvHook`] held apart.

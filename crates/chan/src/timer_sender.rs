@@ -37,16 +37,12 @@ impl<T> TimerSender<T> {
     /// in `later`, for a caller that holds a lock of its own (a timer's arming lock: a
     /// receiver's waker is user code, and may stop or reset that very timer).
     pub fn try_send_later(&self, value: T, later: &mut TimerWakes) -> Result<(), TrySendError<T>> {
-        self.chan
-            .with_later(later.get(), |core, d| core.try_send(value, None, d))
+        self.chan.try_send_later(value, later)
     }
 
     /// [`take_buffered`](TimerSender::take_buffered), leaving its wake-ups in `later`.
     pub fn take_buffered_later(&self, later: &mut TimerWakes) -> usize {
-        let taken = self
-            .chan
-            .with_later(later.get(), |core, d| core.take_buffered(d));
-        taken.len()
+        self.chan.take_buffered_later(later)
     }
 }
 
@@ -61,7 +57,7 @@ impl<T> TimerSender<T> {
 pub struct TimerWakes(Option<Deferred>);
 
 impl TimerWakes {
-    fn get(&mut self) -> &mut Deferred {
+    pub(crate) fn get(&mut self) -> &mut Deferred {
         self.0.get_or_insert_with(Deferred::new)
     }
 }

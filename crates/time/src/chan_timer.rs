@@ -3,26 +3,26 @@
 //! [`Ticker`](crate::Ticker) and [`tick`](crate::tick) are thin handles on it.
 //!
 //! Go 1.23's lazy heap: the runtime timer is in a heap only while a receive waits on the
-//! channel (the channel's [`RecvHook`] tells the arming); see [`crate::arming`].
+//! channel (the channel's hooks, [`Fused`], tell the arming); see [`crate::arming`].
 //!
 //! Ownership: the core and its channel are one allocation (the channel its first field,
 //! [`gort_chan::Fused`], as Go's `hchan` carries its `timer`), so `after(d)` keeps working
-//! when only its receiver is held, and the core's sending end holds a reference to that
-//! allocation. While in a heap, the runtime timer's payload is an `Arc<ChanTimer>` (heap →
-//! timer → core). When the last receiver goes, the hook stops the timer (which drops the
-//! payload) and lets the sending end go: the allocation is freed, so an unreferenced timer
-//! costs nothing (go#61542, go#60144).
+//! when only its receiver is held; the core sends on that channel (it keeps no sender of its
+//! own). While in a heap, the runtime timer's payload is an `Arc<ChanTimer>` (heap → timer →
+//! core). When the last receiver goes, the hook stops the timer (which drops the payload) and
+//! closes the channel; the receiver's own reference was the last: the allocation is freed, so
+//! an unreferenced timer costs nothing (go#61542, go#60144).
 //!
 //! The runtime timer exists only while it may be in a heap: `add` allocates it, and a `del`
 //! that finds it in no heap (it ran, or was never added) frees it. A timer nobody waits on,
 //! the common case of a timer held and reset (a deadline), is then the channel and the core
-//! alone (design/TIMERS.md, "Memory"). A stopped timer still in a heap (`Deleted`, removed
+//! alone, 120 bytes (design/TIMERS.md, "Memory"). A stopped timer still in a heap (`Deleted`, removed
 //! lazily by its heap) is kept, so that the next `add` revives it in place.
 
 use std::fmt;
 use std::sync::Arc;
 
-use gort_chan::{Chan, Fused, FusedReceiver, Receiver, TimerSender, TimerWakes};
+use gort_chan::{Chan, Fused, FusedReceiver, Receiver, TimerWakes};
 use gort_loom::Arc as SyncArc;
 use gort_sched::timer_api::in_runtime;
 use gort_timer::{
@@ -36,23 +36,28 @@ use crate::Instant;
 /// The timer's end of its channel: the only sender there is, so a drain can skip the
 /// channel's lock when nothing was sent since the last one (a `reset` of a timer whose value
 /// was received, or that never fired, the common case, then costs no channel operation).
-/// `None` before the channel is made and after the last receiver is gone.
+/// Nothing of its own: it sends on the channel the timer is one allocation with, which the
+/// arming's [`Heap`] hands it (a `TimerSender` here, a reference to its own allocation, took
+/// a word). When the last receiver goes, the timer closes the channel.
 #[derive(Default)]
-pub(crate) struct TimerSink {
-    tx: Option<TimerSender<Instant>>,
-}
+pub(crate) struct TimerSink;
 
 impl Sink for TimerSink {
     type Wakes = TimerWakes;
-    fn try_send(&self, value: Instant, wakes: &mut TimerWakes) -> bool {
-        self.tx
-            .as_ref()
-            .is_some_and(|tx| tx.try_send_later(value, wakes).is_ok())
+    type Chan = Chan<Instant>;
+    fn try_send(&self, chan: &Chan<Instant>, value: Instant, wakes: &mut TimerWakes) -> bool {
+        chan.try_send_later(value, wakes).is_ok()
     }
-    fn take_buffered(&self, maybe_buffered: bool, wakes: &mut TimerWakes) -> usize {
-        match &self.tx {
-            Some(tx) if maybe_buffered => tx.take_buffered_later(wakes),
-            _ => 0,
+    fn take_buffered(
+        &self,
+        chan: &Chan<Instant>,
+        maybe_buffered: bool,
+        wakes: &mut TimerWakes,
+    ) -> usize {
+        if maybe_buffered {
+            chan.take_buffered_later(wakes)
+        } else {
+            0
         }
     }
 }
@@ -100,8 +105,8 @@ impl<P: Ticks> Fire for ChanTimer<P> {
     /// closes: the receive (a blocking closure's, which shutdown waits for) ends with `None`
     /// instead of waiting for ever.
     fn shutdown(self: Arc<Self>) {
-        let tx = self.arming.detach(&*self, TimerSink::default());
-        drop(tx); // outside the arming's lock
+        self.arming.detach(&*self, TimerSink);
+        self.chan.close_sending(); // outside the arming's lock: it wakes the receivers
     }
 }
 
@@ -116,11 +121,16 @@ struct Held<'a, H>(&'a H);
 /// the `Arc` it would not use (2 instructions of a reset's 167).
 trait Payload {
     fn payload(&self) -> Arc<dyn Fire>;
+    /// The timer's channel.
+    fn chan(&self) -> &Chan<Instant>;
 }
 
 impl<P: Ticks> Payload for Arc<ChanTimer<P>> {
     fn payload(&self) -> Arc<dyn Fire> {
         self.clone()
+    }
+    fn chan(&self) -> &Chan<Instant> {
+        &self.chan
     }
 }
 
@@ -128,10 +138,18 @@ impl<P: Ticks> Payload for FusedReceiver<Instant, ChanTimer<P>> {
     fn payload(&self) -> Arc<dyn Fire> {
         self.arc()
     }
+    fn chan(&self) -> &Chan<Instant> {
+        &self.fused().chan
+    }
 }
 
 impl<H: Payload> Heap for Held<'_, H> {
     type Rt = Option<SyncArc<RtTimer>>;
+    type Chan = Chan<Instant>;
+
+    fn chan(&self) -> &Chan<Instant> {
+        self.0.chan()
+    }
 
     fn now(&self) -> Nanos {
         nanotime()
@@ -171,6 +189,11 @@ impl<H: Payload> Heap for Held<'_, H> {
 /// `stop` and `detach` only take the timer out).
 impl<P: Ticks> Heap for ChanTimer<P> {
     type Rt = Option<SyncArc<RtTimer>>;
+    type Chan = Chan<Instant>;
+
+    fn chan(&self) -> &Chan<Instant> {
+        &self.chan
+    }
 
     fn now(&self) -> Nanos {
         nanotime()
@@ -221,11 +244,10 @@ unsafe impl<P: Ticks> Fused<Instant> for ChanTimer<P> {
         this.arming.unblock(&Held(this));
     }
     /// The last receiver is gone: nobody can receive a value, so the timer stops (and leaves
-    /// its heap, which drops the payload → core reference) and lets its sending end go, the
-    /// channel's one reference to itself.
+    /// its heap, which drops the payload → core reference) and closes its channel.
     fn last_receiver_dropped(&self) {
-        let tx = self.arming.detach(self, TimerSink::default());
-        drop(tx); // outside the arming's lock: it may free the channel, then this core
+        self.arming.detach(self, TimerSink);
+        self.chan.close_sending(); // outside the arming's lock
     }
 }
 
@@ -244,11 +266,10 @@ impl<P: Ticks> Handle<P> {
     /// Outside a gort runtime, unless `d` is so long that nothing needs registering.
     #[track_caller]
     pub(crate) fn start(d: std::time::Duration, period: Nanos, kind: Kind) -> Handle<P> {
-        let (tx, rx) = gort_chan::bounded_fused(1, |chan| ChanTimer::<P> {
+        let rx = gort_chan::bounded_fused(1, |chan| ChanTimer::<P> {
             chan,
-            arming: Arming::new(TimerSink::default(), None),
+            arming: Arming::new(TimerSink, None),
         });
-        drop(rx.fused().arming.set_sink(TimerSink { tx: Some(tx) }));
         let handle = Handle { rx };
         handle.reset(d, period, kind);
         handle
