@@ -1,12 +1,13 @@
 //! How the handles reach their channel ([`ChanRef`]), and a channel that shares one allocation
 //! with the object it serves ([`Fused`]: a channel timer, as Go's `hchan` carries its `timer`).
 //!
-//! A plain channel is a [`Chan`] alone in a `gort_loom::Arc`. A fused one is the first field of
-//! a `#[repr(C)]` object `X` in a `std::sync::Arc<X>`: one allocation, one pair of counts, and
-//! the handles point at the channel inside it. A handle cannot be an `Arc<Chan<T>>` then (it
-//! would free the allocation by the wrong layout), so it is a [`ChanRef`]: the channel's
-//! address, counted through the channel's [`Ext`] when it has one (the functions of its `X`,
-//! which know the real layout) and as a plain `Arc<Chan<T>>` when it has none. The handle
+//! A plain channel is a [`Chan`] and its slot 0 in a `gort_loom::Arc` ([`Plain`]). A fused one
+//! is the first field of a `#[repr(C)]` object `X` in a `std::sync::Arc<X>`: one allocation,
+//! one pair of counts, and the handles point at the channel inside it. A handle cannot be an
+//! `Arc<Chan<T>>` then (it would free the allocation by the wrong layout), so it is a
+//! [`ChanRef`]: the channel's address, counted through the channel's [`Ext`] when it has one
+//! (the functions of its `X`, which know the real layout) and as an `Arc<Plain<T>>` when it
+//! has none. The handle
 //! types stay the same ([`Receiver<T>`] is a timer's `c()` and clones, selects and streams as
 //! any other), and a plain channel's hot paths test one pointer for `None`, as the
 //! `Option<Arc<dyn RecvHook>>` they tested before (design/CHANNELS.md, "Layout").
@@ -23,18 +24,19 @@ use crate::chan::Chan;
 use crate::core::InlineSlot;
 use crate::receiver::Receiver;
 
-/// A counted reference to a channel: an `Arc<Chan<T>>` for a plain channel, a reference to
+/// A counted reference to a channel: an `Arc<Plain<T>>` for a plain channel, a reference to
 /// the whole fused object for a fused one (module docs).
 pub(crate) struct ChanRef<T> {
-    /// From `Arc::into_raw` (of the `Chan<T>`, or of the fused `X` whose first field it is),
-    /// so it may reach the whole object; owns one of its strong references.
+    /// From `Arc::into_raw` (of the [`Plain`] or the fused `X` whose first field the channel
+    /// is), so it may reach the whole object; owns one of its strong references.
     ptr: NonNull<Chan<T>>,
     _owns: PhantomData<Chan<T>>,
 }
 
-// SAFETY: a `ChanRef` is a shared, counted reference to a `Chan<T>` (and, for a fused one, to
-// an `X: Send + Sync`), as an `Arc<Chan<T>>` is, whose counts are atomic: it may be sent and
-// shared when the channel may be shared.
+// SAFETY: a `ChanRef` is a shared, counted reference to a `Chan<T>` (and its slot 0, reached
+// only under the channel's lock, or, for a fused one, an `X: Send + Sync`), as an
+// `Arc<Chan<T>>` is, whose counts are atomic: it may be sent and shared when the channel may
+// be shared.
 unsafe impl<T> Send for ChanRef<T> where Chan<T>: Send + Sync {}
 // SAFETY: as for `Send`.
 unsafe impl<T> Sync for ChanRef<T> where Chan<T>: Send + Sync {}
