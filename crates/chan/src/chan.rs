@@ -4,35 +4,37 @@ use std::fmt;
 
 use gort_loom::SpinLock;
 
-use crate::core::Core;
+use crate::core::{Core, InlineSlot};
+use crate::fused::Ext;
+use crate::timer_sender::TimerWakes;
 use crate::wake::Deferred;
-use crate::RecvHook;
 
 /// What every [`Sender`](crate::Sender) and [`Receiver`](crate::Receiver) of one channel
-/// points to.
-pub(crate) struct Chan<T> {
+/// points to (through a [`ChanRef`](crate::fused::ChanRef)). Not a user API: public only so
+/// that a channel timer can hold its channel as its first field ([`Fused`](crate::Fused)).
+#[doc(hidden)]
+pub struct Chan<T> {
     /// Released by a plain store: the core's sections are short and call out to nothing
     /// (CHANNELS.md, "The lock").
     core: SpinLock<Core<T>>,
-    /// A timer channel's hook (set at creation, never changed), held strongly: the timer's
-    /// core lives as long as its channel (an `after(d)` whose only handle is its receiver
-    /// keeps working). The core's sending end owns the channel in turn until the last
-    /// receiver goes, which the hook is told, and which breaks the cycle.
-    hook: Option<std::sync::Arc<dyn RecvHook>>,
+    /// A fused channel's functions (set at creation, never changed): how to count references
+    /// to the allocation it shares with its timer, and the receive hooks. `None` for a plain
+    /// channel, alone in a `gort_loom::Arc`.
+    ext: Option<&'static Ext>,
 }
 
 impl<T> Chan<T> {
-    pub(crate) fn new(cap: Option<usize>, hook: Option<std::sync::Arc<dyn RecvHook>>) -> Self {
+    pub(crate) fn new(cap: Option<usize>, ext: Option<&'static Ext>) -> Self {
         Chan {
             core: SpinLock::new(Core::new(cap)),
-            hook,
+            ext,
         }
     }
 
-    /// The hook, if this is a timer channel.
+    /// The fused object's functions, if this channel is part of one.
     #[inline]
-    pub(crate) fn hook(&self) -> Option<&std::sync::Arc<dyn RecvHook>> {
-        self.hook.as_ref()
+    pub(crate) fn ext(&self) -> Option<&'static Ext> {
+        self.ext
     }
 
     /// Under the lock: the capacity is not copied outside it, to keep a channel (a timer's
@@ -49,6 +51,31 @@ impl<T> Chan<T> {
         let r = self.core.with(|core| f(core, &mut d));
         d.run();
         r
+    }
+
+    /// Makes `slot` this plain channel's slot 0 ([`Core::attach_first`]).
+    ///
+    /// # Safety
+    ///
+    /// As [`Core::attach_first`].
+    pub(crate) unsafe fn attach_first(&self, slot: *const InlineSlot<T>) {
+        // SAFETY: the caller's.
+        self.core.with(|core| unsafe { core.attach_first(slot) });
+    }
+
+    /// A parked receive of this fused channel ended and released its slot: slot 0, if it is
+    /// free and alone, is freed ([`Core::trim_first`]), so a timer nobody waits on holds no
+    /// slot. A lock section of its own, after the receive's: inside it, the check made R3's
+    /// receive poll (which no longer inlined its lock section) 24 instructions longer
+    /// (design/PERFORMANCE-LOG.md, "A channel Timer in 160 bytes").
+    ///
+    /// # Safety
+    ///
+    /// Only for a fused channel (one with `ext`): its slot 0 is boxed.
+    pub(crate) unsafe fn trim_first(&self) {
+        debug_assert!(self.ext.is_some(), "trim_first on a plain channel");
+        // SAFETY: the caller's.
+        self.core.with(|core| unsafe { core.trim_first() });
     }
 
     /// [`with`](Chan::with), leaving the wakes and drops in `d` for the caller to do once it
@@ -74,6 +101,30 @@ impl<T> Chan<T> {
         self.with(|core, d| core.close(d));
     }
 
+    /// A fused channel's sending end, for the object it is fused into (gort::time's timer,
+    /// which keeps no pointer to its own channel): closes the channel (sends fail; receivers
+    /// get what is buffered, then the end). Closing twice is a no-op. Not a user API.
+    pub fn close_sending(&self) {
+        self.close();
+    }
+
+    /// [`TimerSender::try_send_later`](crate::TimerSender::try_send_later), for the object a
+    /// channel is fused into. Not a user API.
+    pub fn try_send_later(
+        &self,
+        value: T,
+        later: &mut TimerWakes,
+    ) -> Result<(), crate::TrySendError<T>> {
+        self.with_later(later.get(), |core, d| core.try_send(value, None, d))
+    }
+
+    /// [`TimerSender::take_buffered_later`](crate::TimerSender::take_buffered_later), for
+    /// the object a channel is fused into. Not a user API.
+    pub fn take_buffered_later(&self, later: &mut TimerWakes) -> usize {
+        let taken = self.with_later(later.get(), |core, d| core.take_buffered(d));
+        taken.len()
+    }
+
     /// The fields a handle's `Debug` shows.
     pub(crate) fn debug(&self, name: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (len, cap, closed) = self
@@ -87,16 +138,27 @@ impl<T> Chan<T> {
     }
 }
 
+impl<T> Drop for Chan<T> {
+    fn drop(&mut self) {
+        if self.ext.is_some() {
+            // SAFETY: a channel with `ext` is fused: its slot 0 is boxed.
+            self.core.with(|core| unsafe { core.free_first() });
+        }
+    }
+}
+
 #[cfg(all(test, not(loom), target_pointer_width = "64"))]
 mod tests {
     use super::Chan;
 
     /// A word-sized value's channel (a timer's): the lock's word, the core (buffer 16, the
-    /// counts, `closed` and the free list's head 16, the queues 16, the slab 64) and the hook
-    /// 16; 152 bytes with the `Arc`'s counts, a 160-byte glibc chunk (design/TIMERS.md,
+    /// counts, `closed` and the free list's head 16, the queues 16, the slab's two pointers
+    /// 16) and the fused object's functions 8. A plain channel adds its slot 0 (56) and the
+    /// `Arc`'s counts: 152 bytes, a 160-byte glibc chunk; a timer's shares its allocation
+    /// with the timer, and holds a slot only while a receive waits (design/TIMERS.md,
     /// "Memory").
     #[test]
-    fn a_timer_channel_is_136_bytes() {
-        assert_eq!(std::mem::size_of::<Chan<i64>>(), 136);
+    fn a_timer_channel_is_80_bytes() {
+        assert_eq!(std::mem::size_of::<Chan<i64>>(), 80);
     }
 }

@@ -3,7 +3,8 @@
 //! The design is Go's `hchan` (`src/runtime/chan.go`): a ring buffer, a queue of parked
 //! senders that offer their value, and a queue of parked receivers that a sender hands its
 //! value to directly. Parked operations live in a slab of [`Slot`]s indexed from the queues,
-//! so parking allocates only when the slab grows and nothing here needs `unsafe`.
+//! so parking allocates only when the slab grows (or, in a fused channel, when slot 0 is
+//! taken), and the only `unsafe` here is slot 0's pointer (`core/waiters.rs`).
 //!
 //! # Fields and who touches them
 //!
@@ -60,6 +61,7 @@ use crate::group::Group;
 use crate::queue::Queue;
 use crate::select_ctx::SelectCtx;
 use crate::wake::Deferred;
+pub(crate) use waiters::InlineSlot;
 use waiters::{Side, Slots};
 
 /// The caller of a poll: its waker and, inside a `select!` arm, the select context.
@@ -112,7 +114,7 @@ impl<T> Core<T> {
             sendq: Queue::new(),
             recvq: Queue::new(),
             slots: Slots::new(),
-            // The free list starts as the inline slot 0 alone.
+            // The free list starts as slot 0 alone (attached or boxed later).
             free: 0,
         }
     }

@@ -101,6 +101,7 @@ mod buf;
 mod chan;
 mod core;
 mod error;
+mod fused;
 mod group;
 mod macros;
 mod queue;
@@ -111,9 +112,11 @@ mod sender;
 mod timer_sender;
 mod wake;
 
-use gort_loom::Arc;
-
+#[doc(hidden)]
+pub use crate::chan::Chan;
 pub use crate::error::{SendError, TryRecvError, TrySendError};
+#[doc(hidden)]
+pub use crate::fused::{bounded_fused, Fused, FusedReceiver};
 pub use crate::receiver::{Receiver, RecvFuture};
 pub use crate::sender::{SendFuture, Sender};
 #[doc(hidden)]
@@ -170,7 +173,7 @@ pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
 }
 
 fn channel<T>(cap: Option<usize>) -> (Sender<T>, Receiver<T>) {
-    let chan = Arc::new(chan::Chan::new(cap, None));
+    let chan = fused::ChanRef::plain(cap);
     (
         Sender {
             chan: chan.clone(),
@@ -203,17 +206,44 @@ pub trait RecvHook: Send + Sync {
     fn last_receiver_dropped(&self);
 }
 
-/// [`bounded`] for a channel timer: `hook` is told about the receivers (see [`RecvHook`]).
-/// The channel holds it (strongly) as long as the channel lives; the hook may own the
-/// sender, a [`TimerSender`] (one word), and must drop it when told that the last receiver
-/// is gone. Not a user API.
+/// [`bounded`] with a hook that is told about the receivers (see [`RecvHook`]): a
+/// [`bounded_fused`] channel whose object is the hook's `Arc` (a channel timer fuses its
+/// state into the channel itself). The channel holds the hook (strongly) as long as the
+/// channel lives; the hook may own the sender, a [`TimerSender`] (one word), and must drop it
+/// when told that the last receiver is gone. Not a user API.
 #[doc(hidden)]
-pub fn bounded_with_hook<T>(
+pub fn bounded_with_hook<T: Send + 'static>(
     cap: usize,
     hook: std::sync::Arc<dyn RecvHook>,
 ) -> (TimerSender<T>, Receiver<T>) {
-    let chan = Arc::new(chan::Chan::new(Some(cap), Some(hook)));
+    let chan = fused::fused(cap, |chan| WithHook { chan, hook });
     (TimerSender::new(chan.clone()), Receiver::new(chan))
+}
+
+/// A channel with a [`RecvHook`] held apart.
+#[repr(C)]
+struct WithHook<T> {
+    chan: Chan<T>,
+    hook: std::sync::Arc<dyn RecvHook>,
+}
+
+// SAFETY: `#[repr(C)]`, with the channel `bounded_fused` made first.
+unsafe impl<T: Send + 'static> Fused<T> for WithHook<T> {
+    fn chan(&self) -> &Chan<T> {
+        &self.chan
+    }
+    fn before_recv(&self) {
+        self.hook.before_recv();
+    }
+    fn parked(this: &std::sync::Arc<Self>) {
+        this.hook.clone().parked();
+    }
+    fn unparked(this: &std::sync::Arc<Self>) {
+        this.hook.clone().unparked();
+    }
+    fn last_receiver_dropped(&self) {
+        self.hook.last_receiver_dropped();
+    }
 }
 
 #[allow(dead_code)]

@@ -6,11 +6,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
-use gort_loom::Arc;
 
-use crate::chan::Chan;
 use crate::core::OpCtx;
 use crate::error::TryRecvError;
+use crate::fused::ChanRef;
 use crate::select_ctx;
 
 /// The receiving half of a channel. Clone it to receive from several tasks (each value goes
@@ -33,14 +32,14 @@ use crate::select_ctx;
 /// });
 /// ```
 pub struct Receiver<T> {
-    pub(crate) chan: Arc<Chan<T>>,
+    pub(crate) chan: ChanRef<T>,
     /// The parked slot of the `Stream` implementation: a `u32`, as every slot index is
     /// (`core/waiters.rs`), so that a receiver is two words, not three.
     stream: Option<u32>,
 }
 
 impl<T> Receiver<T> {
-    pub(crate) fn new(chan: Arc<Chan<T>>) -> Self {
+    pub(crate) fn new(chan: ChanRef<T>) -> Self {
         Receiver { chan, stream: None }
     }
 
@@ -88,9 +87,7 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.try_recv(), Ok('x'));
     /// ```
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
-        if let Some(hook) = self.chan.hook() {
-            hook.before_recv();
-        }
+        self.chan.before_recv();
         self.chan.with(|core, d| core.try_recv(None, d))
     }
 
@@ -106,9 +103,7 @@ impl<T> Receiver<T> {
 
     /// The number of buffered values (Go's `len(ch)`).
     pub fn len(&self) -> usize {
-        if let Some(hook) = self.chan.hook() {
-            hook.before_recv();
-        }
+        self.chan.before_recv();
         self.chan.len()
     }
 
@@ -125,7 +120,7 @@ impl<T> Receiver<T> {
 
     /// Whether `self` and `other` receive from the same channel.
     pub fn same_channel(&self, other: &Receiver<T>) -> bool {
-        Arc::ptr_eq(&self.chan, &other.chan)
+        self.chan.ptr_eq(&other.chan)
     }
 }
 
@@ -146,12 +141,10 @@ impl<T> Drop for Receiver<T> {
         });
         drop(unreceivable);
         if parked {
-            unparked(&self.chan);
+            self.chan.unparked();
         }
         if last {
-            if let Some(hook) = self.chan.hook() {
-                hook.last_receiver_dropped();
-            }
+            self.chan.last_receiver_dropped();
         }
     }
 }
@@ -195,20 +188,24 @@ fn narrow(slot: usize) -> u32 {
 /// before it looks at the channel, so no value is taken (one handed to the parked slot stays
 /// there for the next poll) (lib.rs, "Cooperative budget").
 #[inline]
-fn poll_recv<T>(chan: &Chan<T>, slot: &mut Option<usize>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+fn poll_recv<T>(
+    chan: &ChanRef<T>,
+    slot: &mut Option<usize>,
+    cx: &mut Context<'_>,
+) -> Poll<Option<T>> {
     gort_coop::poll_budgeted(cx, |cx| poll_recv_op(chan, slot, cx))
 }
 
 /// Polls a receive parked in `slot`, inside the current select context if any, and tells a
 /// timer channel's hook when the receive parks or stops being parked.
 fn poll_recv_op<T>(
-    chan: &Chan<T>,
+    chan: &ChanRef<T>,
     slot: &mut Option<usize>,
     cx: &mut Context<'_>,
 ) -> Poll<Option<T>> {
-    let hook = chan.hook();
-    if let Some(hook) = hook {
-        hook.before_recv();
+    let fused = chan.ext().is_some();
+    if fused {
+        chan.before_recv();
     }
     let was_parked = slot.is_some();
     let out = select_ctx::with_op(|select| {
@@ -218,21 +215,14 @@ fn poll_recv_op<T>(
         };
         chan.with(|core, d| core.poll_recv(slot, &mut ctx, d))
     });
-    if let Some(hook) = hook {
+    if fused {
         match (was_parked, slot.is_some()) {
-            (false, true) => hook.clone().parked(),
-            (true, false) => hook.clone().unparked(),
+            (false, true) => chan.parked(),
+            (true, false) => chan.unparked(),
             _ => {}
         }
     }
     out
-}
-
-/// A parked receive of `chan` was cancelled: tells a timer channel's hook.
-fn unparked<T>(chan: &Chan<T>) {
-    if let Some(hook) = chan.hook() {
-        hook.clone().unparked();
-    }
 }
 
 /// The future of [`Receiver::recv`].
@@ -262,7 +252,7 @@ impl<T> Drop for RecvFuture<'_, T> {
         if self.slot.is_some() {
             let slot = &mut self.slot;
             self.rx.chan.with(|core, d| core.cancel_recv(slot, d));
-            unparked(&self.rx.chan);
+            self.rx.chan.unparked();
         }
     }
 }

@@ -79,8 +79,11 @@ thread_local! {
     static RNG: Cell<u64> = Cell::new(seed());
 }
 
-/// Runs a channel operation with the current select context, if any.
-#[inline]
+/// Runs a channel operation with the current select context, if any. Always inlined: a
+/// receive's poll (R3's hot path) stopped inlining it when the receive hooks became calls
+/// through a fused channel's functions, 50 instructions a round trip more
+/// (design/PERFORMANCE-LOG.md, "A channel Timer in 160 bytes").
+#[inline(always)]
 pub(crate) fn with_op<R>(f: impl FnOnce(Option<&mut SelectCtx>) -> R) -> R {
     if !ACTIVE.with(Cell::get) {
         return f(None);

@@ -5,11 +5,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use gort_loom::Arc;
-
 use crate::chan::Chan;
 use crate::core::OpCtx;
 use crate::error::{SendError, TrySendError};
+use crate::fused::ChanRef;
 use crate::select_ctx;
 
 /// The sending half of a channel. Clone it to send from several tasks; the channel closes when
@@ -30,7 +29,7 @@ use crate::select_ctx;
 /// });
 /// ```
 pub struct Sender<T> {
-    pub(crate) chan: Arc<Chan<T>>,
+    pub(crate) chan: ChanRef<T>,
     /// The value sent through the [`Sink`](futures_sink::Sink) impl, until flushed
     /// (allocated on first use).
     pub(crate) sink: SinkSlot<T>,
@@ -156,7 +155,7 @@ impl<T> Sender<T> {
 
     /// Whether `self` and `other` send on the same channel.
     pub fn same_channel(&self, other: &Sender<T>) -> bool {
-        Arc::ptr_eq(&self.chan, &other.chan)
+        self.chan.ptr_eq(&other.chan)
     }
 
     /// Removes and drops every buffered value; returns how many. Parked senders then move

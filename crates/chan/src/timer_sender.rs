@@ -4,10 +4,8 @@
 
 use std::fmt;
 
-use gort_loom::Arc;
-
-use crate::chan::Chan;
 use crate::error::TrySendError;
+use crate::fused::ChanRef;
 use crate::wake::Deferred;
 
 /// The only sender of a timer's channel (gort::time's `Timer`/`Ticker`). Not a user API.
@@ -15,11 +13,11 @@ use crate::wake::Deferred;
 /// Dropping it closes the channel, as dropping the last [`Sender`](crate::Sender) does.
 #[doc(hidden)]
 pub struct TimerSender<T> {
-    chan: Arc<Chan<T>>,
+    chan: ChanRef<T>,
 }
 
 impl<T> TimerSender<T> {
-    pub(crate) fn new(chan: Arc<Chan<T>>) -> Self {
+    pub(crate) fn new(chan: ChanRef<T>) -> Self {
         TimerSender { chan }
     }
 
@@ -39,16 +37,12 @@ impl<T> TimerSender<T> {
     /// in `later`, for a caller that holds a lock of its own (a timer's arming lock: a
     /// receiver's waker is user code, and may stop or reset that very timer).
     pub fn try_send_later(&self, value: T, later: &mut TimerWakes) -> Result<(), TrySendError<T>> {
-        self.chan
-            .with_later(later.get(), |core, d| core.try_send(value, None, d))
+        self.chan.try_send_later(value, later)
     }
 
     /// [`take_buffered`](TimerSender::take_buffered), leaving its wake-ups in `later`.
     pub fn take_buffered_later(&self, later: &mut TimerWakes) -> usize {
-        let taken = self
-            .chan
-            .with_later(later.get(), |core, d| core.take_buffered(d));
-        taken.len()
+        self.chan.take_buffered_later(later)
     }
 }
 
@@ -63,7 +57,7 @@ impl<T> TimerSender<T> {
 pub struct TimerWakes(Option<Deferred>);
 
 impl TimerWakes {
-    fn get(&mut self) -> &mut Deferred {
+    pub(crate) fn get(&mut self) -> &mut Deferred {
         self.0.get_or_insert_with(Deferred::new)
     }
 }

@@ -209,3 +209,24 @@ fn the_timer_sender_drains_and_its_drop_closes() {
     assert_eq!(rx.try_recv(), Ok(6), "buffered values outlive the sender");
     assert!(rx.try_recv().unwrap_err().is_closed());
 }
+
+/// A fused channel's slot 0 is boxed only while a receive uses it; one a leaked receive
+/// future still holds is freed with the channel, its waker with it (Miri and memcheck see a
+/// leak otherwise).
+#[test]
+fn a_leaked_parked_receive_is_freed_with_the_channel() {
+    let (counts, tx, rx) = hooked();
+    for _ in 0..3 {
+        let mut f = rx.recv();
+        assert!(poll_once(&mut f).is_pending());
+        tx.try_send(1).unwrap();
+        assert_eq!(poll_once(&mut f), Poll::Ready(Some(1)));
+    }
+    let mut f = rx.recv();
+    assert!(poll_once(&mut f).is_pending());
+    std::mem::forget(f);
+    drop(tx);
+    drop(rx);
+    assert_eq!(counts.parks(), (4, 3), "the leaked receive never unparked");
+    assert_eq!(Arc::strong_count(&counts), 1, "the channel was freed");
+}

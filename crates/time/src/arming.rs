@@ -62,7 +62,7 @@
 //! still on its way, and the older tick can arrive second. Each accepted fire therefore raises
 //! the floor just past its deadline: ticks are delivered in increasing order or dropped.
 
-use gort_loom::Mutex;
+use gort_loom::{RawLock, UnsafeCell};
 use gort_timer::{Nanos, CLOCK_TRAIL, NEVER};
 
 use crate::Instant;
@@ -74,12 +74,20 @@ pub trait Sink: Send + Sync {
     /// the wake-ups of the receivers they complete, done when it is dropped (a receiver's
     /// waker is user code, and may stop or reset this very timer, which takes that lock).
     type Wakes: Default;
+    /// What the sink sends on, handed to each call by the caller's [`Heap`] (gort::time: the
+    /// channel, which the timer is one allocation with, so the sink keeps no pointer to it).
+    type Chan: ?Sized;
     /// Sends without blocking; false if the value was dropped (channel full or closed).
-    fn try_send(&self, value: Instant, wakes: &mut Self::Wakes) -> bool;
+    fn try_send(&self, chan: &Self::Chan, value: Instant, wakes: &mut Self::Wakes) -> bool;
     /// Removes every buffered value; returns how many there were. `maybe_buffered` is false
     /// when nothing was sent since the last call (receivers only take values out, so the
     /// channel holds none of ours): a sink may then skip the channel and return 0.
-    fn take_buffered(&self, maybe_buffered: bool, wakes: &mut Self::Wakes) -> usize;
+    fn take_buffered(
+        &self,
+        chan: &Self::Chan,
+        maybe_buffered: bool,
+        wakes: &mut Self::Wakes,
+    ) -> usize;
 }
 
 /// The runtime timer under a channel timer, as the arming drives it. Not a user API.
@@ -88,6 +96,10 @@ pub trait Heap {
     /// What the arming keeps of the runtime timer, under its lock (gort::time: the timer
     /// itself, which exists only while it may be in a heap).
     type Rt;
+    /// The channel the arming's [`Sink`] sends on.
+    type Chan: ?Sized;
+    /// The channel.
+    fn chan(&self) -> &Self::Chan;
     /// The clock (`nanotime`).
     fn now(&self) -> Nanos;
     /// The clock read exactly ([`gort_timer::nanotime_exact`]): at least every reading
@@ -184,16 +196,35 @@ impl Ticks for Periodic {
     }
 }
 
+/// The small part of the state, beside the lock in its word: a `Mutex` of the whole state put
+/// it after the lock, aligned, and lost 7 bytes to padding; this way the arming is a word
+/// smaller and a channel `Timer` fits a glibc chunk 16 bytes smaller (design/TIMERS.md,
+/// "Memory"). Byte-aligned, so that with the lock's byte it takes one word.
 #[derive(Debug)]
-struct Inner<S, R, P> {
+struct Small {
     state: State,
     /// The runtime timer was put in a heap and not stopped since.
     heaped: bool,
     /// A value was sent since the last drain (it may sit in the channel or in a receiver's
     /// hands); a drain with nothing sent since the last one costs no channel operation.
     sent: bool,
-    /// Parked receive operations (Go's `t.blocked`).
-    blocked: u32,
+    /// Parked receive operations (Go's `t.blocked`), a `u32` in bytes ([`Small::blocked`]).
+    blocked: [u8; 4],
+}
+
+impl Small {
+    fn blocked(&self) -> u32 {
+        u32::from_ne_bytes(self.blocked)
+    }
+
+    fn set_blocked(&mut self, n: u32) {
+        self.blocked = n.to_ne_bytes();
+    }
+}
+
+/// The rest of the state.
+#[derive(Debug)]
+struct Big<S, R, P> {
     /// The next deadline of the current arming that nothing was sent for (`NEVER`: none).
     when: Nanos,
     /// The period (0 for a one-shot timer) and the floor: the earliest deadline a fire may
@@ -207,22 +238,45 @@ struct Inner<S, R, P> {
     rt: R,
 }
 
+/// The state, reached with the lock held ([`Arming::locked`]).
+struct Locked<'a, S, R, P> {
+    s: &'a mut Small,
+    b: &'a mut Big<S, R, P>,
+}
+
 /// The arming core of a channel timer. Not a user API (public for the loom model).
 #[doc(hidden)]
-#[derive(Debug)]
 pub struct Arming<S, R = (), P = Periodic> {
-    inner: Mutex<Inner<S, R, P>>,
+    /// Guards `small` and `big`: they are reached only in [`Arming::locked`].
+    lock: RawLock,
+    small: UnsafeCell<Small>,
+    big: UnsafeCell<Big<S, R, P>>,
+}
+
+// SAFETY: `small` and `big` are reached only with `lock` held (`locked`), so the arming moves
+// and shares them as a `Mutex` of them would: `Send` and `Sync` when they are `Send`.
+unsafe impl<S: Send, R: Send, P: Send> Send for Arming<S, R, P> {}
+// SAFETY: as for `Send`.
+unsafe impl<S: Send, R: Send, P: Send> Sync for Arming<S, R, P> {}
+
+impl<S, R, P> std::fmt::Debug for Arming<S, R, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Arming").finish_non_exhaustive()
+    }
 }
 
 impl<S: Sink, R, P: Ticks> Arming<S, R, P> {
     /// An idle core sending on `sink`, keeping `rt` of its runtime timer.
     pub fn new(sink: S, rt: R) -> Self {
         Arming {
-            inner: Mutex::new(Inner {
+            lock: RawLock::new(),
+            small: UnsafeCell::new(Small {
                 state: State::Idle,
                 heaped: false,
                 sent: false,
-                blocked: 0,
+                blocked: [0; 4],
+            }),
+            big: UnsafeCell::new(Big {
                 when: NEVER,
                 ticks: P::default(),
                 sink,
@@ -231,38 +285,58 @@ impl<S: Sink, R, P: Ticks> Arming<S, R, P> {
         }
     }
 
+    /// Runs `f` on the state with the lock held.
+    #[inline]
+    fn locked<T>(&self, f: impl FnOnce(&mut Locked<'_, S, R, P>) -> T) -> T {
+        self.lock.with(|| {
+            self.small.with_mut(|s| {
+                self.big.with_mut(|b| {
+                    // SAFETY: the lock is held, and the cells are reached only here: these
+                    // are the only references to them until `f` returns.
+                    let mut g = unsafe {
+                        Locked {
+                            s: &mut *s,
+                            b: &mut *b,
+                        }
+                    };
+                    f(&mut g)
+                })
+            })
+        })
+    }
+
     /// Replaces the channel end (under the lock); returns the old one for the caller to drop
     /// after the lock is released.
     pub fn set_sink(&self, sink: S) -> S {
-        std::mem::replace(&mut self.inner.lock().sink, sink)
+        self.locked(|g| std::mem::replace(&mut g.b.sink, sink))
     }
 
     /// Stops the timer for good (nobody can receive any more): as [`stop`](Arming::stop),
     /// then hands the channel end out, replaced by `empty`, for the caller to drop after the
-    /// lock is released (a timer's sending end owns its channel, which owns the timer).
-    pub fn detach(&self, heap: &impl Heap<Rt = R>, empty: S) -> S {
+    /// lock is released (a timer's sending end may own its channel, which owns the timer).
+    pub fn detach(&self, heap: &impl Heap<Rt = R, Chan = S::Chan>, empty: S) -> S {
         let mut wakes = S::Wakes::default();
-        let mut g = self.inner.lock();
-        self.stop_locked(&mut g, heap, &mut wakes);
-        let sink = std::mem::replace(&mut g.sink, empty);
-        drop(g);
+        let sink = self.locked(|g| {
+            self.stop_locked(g, heap, &mut wakes);
+            std::mem::replace(&mut g.b.sink, empty)
+        });
         drop(wakes); // after the lock
         sink
     }
 
     /// A snapshot of the state.
     pub fn state(&self) -> State {
-        self.inner.lock().state
+        self.locked(|g| g.s.state)
     }
 
     /// Whether the runtime timer is in a heap (as far as the arming knows).
     pub fn is_heaped(&self) -> bool {
-        self.inner.lock().heaped
+        self.locked(|g| g.s.heaped)
     }
 
     /// The next deadline nothing was sent for (`NEVER`: none).
     pub fn when(&self) -> Nanos {
-        self.inner.lock().when
+        self.locked(|g| g.b.when)
     }
 
     /// The fire callback: a deadline `when` came due in a heap. Sends `when` unless this fire
@@ -270,55 +344,58 @@ impl<S: Sink, R, P: Ticks> Arming<S, R, P> {
     /// `Armed` (and its heap). A periodic timer stays `Armed`, and a full channel drops its
     /// tick (a slow receiver gets no backlog); a tick older than one already accepted is
     /// dropped too (see the module docs). Returns whether a value was sent. Never blocks.
-    pub fn fire(&self, when: Nanos, heap: &impl Heap<Rt = R>) -> bool {
+    pub fn fire(&self, when: Nanos, heap: &impl Heap<Rt = R, Chan = S::Chan>) -> bool {
         let mut wakes = S::Wakes::default();
-        let mut g = self.inner.lock();
-        let sent = self.deliver(&mut g, when, heap.now(), &mut wakes);
-        sync_heap(&mut g, heap);
-        drop(g);
+        let sent = self.locked(|g| {
+            let sent = self.deliver(g, heap, when, heap.now(), &mut wakes);
+            sync_heap(g, heap);
+            sent
+        });
         drop(wakes); // after the lock
         sent
     }
 
     /// A receive is about to look at the channel (Go's `maybeRunChan`): if the runtime timer
     /// is not in a heap and the next deadline has passed, sends its value now.
-    pub fn maybe_run(&self, heap: &impl Heap<Rt = R>) {
+    pub fn maybe_run(&self, heap: &impl Heap<Rt = R, Chan = S::Chan>) {
         let mut wakes = S::Wakes::default();
-        let mut g = self.inner.lock();
-        if g.heaped || g.state != State::Armed || g.when == NEVER {
-            return;
-        }
-        let now = heap.now();
-        if g.when <= now {
-            let when = g.when;
-            self.deliver(&mut g, when, now, &mut wakes);
-        }
-        drop(g);
+        self.locked(|g| {
+            if g.s.heaped || g.s.state != State::Armed || g.b.when == NEVER {
+                return;
+            }
+            let now = heap.now();
+            if g.b.when <= now {
+                let when = g.b.when;
+                self.deliver(g, heap, when, now, &mut wakes);
+            }
+        });
         drop(wakes); // after the lock
     }
 
     /// A receive operation parked (Go's `blockTimerChan`): the timer must be in a heap.
-    pub fn block(&self, heap: &impl Heap<Rt = R>) {
-        let mut g = self.inner.lock();
-        g.blocked += 1;
-        sync_heap(&mut g, heap);
+    pub fn block(&self, heap: &impl Heap<Rt = R, Chan = S::Chan>) {
+        self.locked(|g| {
+            let blocked = g.s.blocked().checked_add(1);
+            g.s.set_blocked(blocked.expect("gort::time: 2^32 receives parked on one timer"));
+            sync_heap(g, heap);
+        });
     }
 
     /// A parked receive operation ended (Go's `unblockTimerChan`): the last one takes the
     /// timer out of its heap; its next deadline stays recorded for `maybe_run`.
-    pub fn unblock(&self, heap: &impl Heap<Rt = R>) {
-        let mut g = self.inner.lock();
-        assert!(g.blocked > 0, "gort::time: unblock without block");
-        g.blocked -= 1;
-        sync_heap(&mut g, heap);
+    pub fn unblock(&self, heap: &impl Heap<Rt = R, Chan = S::Chan>) {
+        self.locked(|g| {
+            let blocked = g.s.blocked();
+            assert!(blocked > 0, "gort::time: unblock without block");
+            g.s.set_blocked(blocked - 1);
+            sync_heap(g, heap);
+        });
     }
 
     /// Stops the timer. Returns true if no value of this arming was or can be received.
-    pub fn stop(&self, heap: &impl Heap<Rt = R>) -> bool {
+    pub fn stop(&self, heap: &impl Heap<Rt = R, Chan = S::Chan>) -> bool {
         let mut wakes = S::Wakes::default();
-        let mut g = self.inner.lock();
-        let was = self.stop_locked(&mut g, heap, &mut wakes);
-        drop(g);
+        let was = self.locked(|g| self.stop_locked(g, heap, &mut wakes));
         drop(wakes); // after the lock
         was
     }
@@ -328,26 +405,27 @@ impl<S: Sink, R, P: Ticks> Arming<S, R, P> {
     /// docs), then every `period` if > 0. Returns what `stop` would have.
     pub fn reset(
         &self,
-        heap: &impl Heap<Rt = R>,
+        heap: &impl Heap<Rt = R, Chan = S::Chan>,
         mut start: impl FnMut(Nanos) -> Nanos,
         period: Nanos,
     ) -> bool {
         let mut wakes = S::Wakes::default();
-        let mut g = self.inner.lock();
-        let was = self.stop_locked(&mut g, heap, &mut wakes);
-        let now = heap.now();
-        let mut first = start(now);
-        if first < now.saturating_add(CLOCK_TRAIL) {
-            // A late fire may be due up to the clock's trail past `now` (module docs).
-            first = start(heap.now_exact());
-        }
-        let start = first;
-        g.ticks.set_period(period);
-        g.ticks.set_floor(start);
-        g.when = start;
-        g.state = State::Armed;
-        sync_heap(&mut g, heap);
-        drop(g);
+        let was = self.locked(|g| {
+            let was = self.stop_locked(g, heap, &mut wakes);
+            let now = heap.now();
+            let mut first = start(now);
+            if first < now.saturating_add(CLOCK_TRAIL) {
+                // A late fire may be due up to the clock's trail past `now` (module docs).
+                first = start(heap.now_exact());
+            }
+            let start = first;
+            g.b.ticks.set_period(period);
+            g.b.ticks.set_floor(start);
+            g.b.when = start;
+            g.s.state = State::Armed;
+            sync_heap(g, heap);
+            was
+        });
         drop(wakes); // after the lock
         was
     }
@@ -356,51 +434,55 @@ impl<S: Sink, R, P: Ticks> Arming<S, R, P> {
     /// every value sent before, and moves the arming past it.
     fn deliver(
         &self,
-        g: &mut Inner<S, R, P>,
+        g: &mut Locked<'_, S, R, P>,
+        heap: &impl Heap<Rt = R, Chan = S::Chan>,
         when: Nanos,
         now: Nanos,
         wakes: &mut S::Wakes,
     ) -> bool {
-        if g.state != State::Armed || when < g.ticks.floor(g.when) {
+        if g.s.state != State::Armed || when < g.b.ticks.floor(g.b.when) {
             return false;
         }
-        g.ticks.set_floor(when.saturating_add(1));
-        let sent = g.sink.try_send(Instant::from_nanos(when), wakes);
-        g.sent |= sent;
-        let period = g.ticks.period();
+        g.b.ticks.set_floor(when.saturating_add(1));
+        let sent =
+            g.b.sink
+                .try_send(heap.chan(), Instant::from_nanos(when), wakes);
+        g.s.sent |= sent;
+        let period = g.b.ticks.period();
         if period > 0 {
-            g.when = next_tick(when, period, now);
+            g.b.when = next_tick(when, period, now);
         } else {
             // A failed one-shot send means every receiver is gone: nobody can observe it.
-            g.state = if sent { State::Sent } else { State::Idle };
-            g.when = NEVER;
+            g.s.state = if sent { State::Sent } else { State::Idle };
+            g.b.when = NEVER;
         }
         sent
     }
 
     fn stop_locked(
         &self,
-        g: &mut Inner<S, R, P>,
-        heap: &impl Heap<Rt = R>,
+        g: &mut Locked<'_, S, R, P>,
+        heap: &impl Heap<Rt = R, Chan = S::Chan>,
         wakes: &mut S::Wakes,
     ) -> bool {
         // Only if `heaped`: every path that clears it (this one, `sync_heap`) calls `del`,
         // which drops the payload and waits out a run in progress, and only `add` sets it. So
         // a timer not `heaped` holds no payload of ours, and a fire still in flight was seen
         // by that earlier `del`, under this lock, before the clock reading of a new arming.
-        if g.heaped {
-            heap.del(&mut g.rt);
-            g.heaped = false;
+        if g.s.heaped {
+            heap.del(&mut g.b.rt);
+            g.s.heaped = false;
         }
         // A periodic timer may hold an unreceived tick even while Armed; drain it too.
-        let drained = g.sink.take_buffered(std::mem::take(&mut g.sent), wakes);
-        let was = match g.state {
+        let maybe_buffered = std::mem::take(&mut g.s.sent);
+        let drained = g.b.sink.take_buffered(heap.chan(), maybe_buffered, wakes);
+        let was = match g.s.state {
             State::Armed => true,
             State::Sent => drained > 0,
             State::Idle => false,
         };
-        g.state = State::Idle;
-        g.when = NEVER;
+        g.s.state = State::Idle;
+        g.b.when = NEVER;
         was
     }
 }
@@ -408,14 +490,14 @@ impl<S: Sink, R, P: Ticks> Arming<S, R, P> {
 /// Puts the runtime timer in a heap exactly while it is armed with a deadline and a receiver
 /// waits; takes it out otherwise.
 #[inline]
-fn sync_heap<S, R, P: Ticks>(g: &mut Inner<S, R, P>, heap: &impl Heap<Rt = R>) {
-    let wanted = g.state == State::Armed && g.blocked > 0 && g.when != NEVER;
-    if wanted && !g.heaped {
-        g.heaped = true;
-        heap.add(&mut g.rt, g.when, g.ticks.period());
-    } else if !wanted && g.heaped {
-        g.heaped = false;
-        heap.del(&mut g.rt);
+fn sync_heap<S, R, P: Ticks>(g: &mut Locked<'_, S, R, P>, heap: &impl Heap<Rt = R>) {
+    let wanted = g.s.state == State::Armed && g.s.blocked() > 0 && g.b.when != NEVER;
+    if wanted && !g.s.heaped {
+        g.s.heaped = true;
+        heap.add(&mut g.b.rt, g.b.when, g.b.ticks.period());
+    } else if !wanted && g.s.heaped {
+        g.s.heaped = false;
+        heap.del(&mut g.b.rt);
     }
 }
 

@@ -3,25 +3,26 @@
 //! [`Ticker`](crate::Ticker) and [`tick`](crate::tick) are thin handles on it.
 //!
 //! Go 1.23's lazy heap: the runtime timer is in a heap only while a receive waits on the
-//! channel (the channel's [`RecvHook`] tells the arming); see [`crate::arming`].
+//! channel (the channel's hooks, [`Fused`], tell the arming); see [`crate::arming`].
 //!
-//! Ownership: the core is its channel's hook, which the channel holds strongly, so `after(d)`
-//! keeps working when only its receiver is held; the core's sending end owns the channel in
-//! turn. While in a heap, the runtime timer's payload is an `Arc<ChanTimer>` (heap → timer →
+//! Ownership: the core and its channel are one allocation (the channel its first field,
+//! [`gort_chan::Fused`], as Go's `hchan` carries its `timer`), so `after(d)` keeps working
+//! when only its receiver is held; the core sends on that channel (it keeps no sender of its
+//! own). While in a heap, the runtime timer's payload is an `Arc<ChanTimer>` (heap → timer →
 //! core). When the last receiver goes, the hook stops the timer (which drops the payload) and
-//! lets the sending end go: the channel, then the core, are freed, so an unreferenced timer
-//! costs nothing (go#61542, go#60144).
+//! closes the channel; the receiver's own reference was the last: the allocation is freed, so
+//! an unreferenced timer costs nothing (go#61542, go#60144).
 //!
 //! The runtime timer exists only while it may be in a heap: `add` allocates it, and a `del`
 //! that finds it in no heap (it ran, or was never added) frees it. A timer nobody waits on,
 //! the common case of a timer held and reset (a deadline), is then the channel and the core
-//! alone (design/TIMERS.md, "Memory"). A stopped timer still in a heap (`Deleted`, removed
+//! alone, 120 bytes (design/TIMERS.md, "Memory"). A stopped timer still in a heap (`Deleted`, removed
 //! lazily by its heap) is kept, so that the next `add` revives it in place.
 
 use std::fmt;
 use std::sync::Arc;
 
-use gort_chan::{Receiver, RecvHook, TimerSender, TimerWakes};
+use gort_chan::{Chan, Fused, FusedReceiver, Receiver, TimerWakes};
 use gort_loom::Arc as SyncArc;
 use gort_sched::timer_api::in_runtime;
 use gort_timer::{
@@ -35,23 +36,28 @@ use crate::Instant;
 /// The timer's end of its channel: the only sender there is, so a drain can skip the
 /// channel's lock when nothing was sent since the last one (a `reset` of a timer whose value
 /// was received, or that never fired, the common case, then costs no channel operation).
-/// `None` before the channel is made and after the last receiver is gone.
+/// Nothing of its own: it sends on the channel the timer is one allocation with, which the
+/// arming's [`Heap`] hands it (a `TimerSender` here, a reference to its own allocation, took
+/// a word). When the last receiver goes, the timer closes the channel.
 #[derive(Default)]
-pub(crate) struct TimerSink {
-    tx: Option<TimerSender<Instant>>,
-}
+pub(crate) struct TimerSink;
 
 impl Sink for TimerSink {
     type Wakes = TimerWakes;
-    fn try_send(&self, value: Instant, wakes: &mut TimerWakes) -> bool {
-        self.tx
-            .as_ref()
-            .is_some_and(|tx| tx.try_send_later(value, wakes).is_ok())
+    type Chan = Chan<Instant>;
+    fn try_send(&self, chan: &Chan<Instant>, value: Instant, wakes: &mut TimerWakes) -> bool {
+        chan.try_send_later(value, wakes).is_ok()
     }
-    fn take_buffered(&self, maybe_buffered: bool, wakes: &mut TimerWakes) -> usize {
-        match &self.tx {
-            Some(tx) if maybe_buffered => tx.take_buffered_later(wakes),
-            _ => 0,
+    fn take_buffered(
+        &self,
+        chan: &Chan<Instant>,
+        maybe_buffered: bool,
+        wakes: &mut TimerWakes,
+    ) -> usize {
+        if maybe_buffered {
+            chan.take_buffered_later(wakes)
+        } else {
+            0
         }
     }
 }
@@ -78,7 +84,12 @@ impl Kind {
 
 /// `P`: [`OneShot`](crate::arming::OneShot) for a `Timer` and `after` (a word smaller),
 /// [`Periodic`](crate::arming::Periodic) for a `Ticker` and `tick`.
+///
+/// The channel first, in one allocation with the arming ([`Fused`]): one chunk and one pair
+/// of counts a timer, not two (design/TIMERS.md, "Memory").
+#[repr(C)]
 pub(crate) struct ChanTimer<P> {
+    chan: Chan<Instant>,
     /// The arming, with the sending end and the runtime timer (while it may be in a heap)
     /// under its lock.
     arming: Arming<TimerSink, Option<SyncArc<RtTimer>>, P>,
@@ -94,19 +105,51 @@ impl<P: Ticks> Fire for ChanTimer<P> {
     /// closes: the receive (a blocking closure's, which shutdown waits for) ends with `None`
     /// instead of waiting for ever.
     fn shutdown(self: Arc<Self>) {
-        let tx = self.arming.detach(&*self, TimerSink::default());
-        drop(tx); // outside the arming's lock
+        self.arming.detach(&*self, TimerSink);
+        self.chan.close_sending(); // outside the arming's lock: it wakes the receivers
     }
 }
 
-/// The runtime timer as the arming drives it, from a path that holds the core's `Arc`: the
-/// only paths on which the arming puts the timer in a heap (`block`, `reset`, `fire`), since
-/// the heap's payload is that `Arc`. Holding it there, not in a weak self-pointer, keeps the
-/// core a word smaller.
-struct Held<'a, P>(&'a Arc<ChanTimer<P>>);
+/// The runtime timer as the arming drives it, from a path that holds a reference to the core
+/// (its `Arc`, or the handle's receiver): the only paths on which the arming puts the timer
+/// in a heap (`block`, `reset`, `fire`), since the heap's payload is a reference of its own.
+/// Holding it there, not in a weak self-pointer, keeps the core a word smaller.
+struct Held<'a, H>(&'a H);
 
-impl<P: Ticks> Heap for Held<'_, P> {
+/// A reference to a core, from which the heap's payload (a counted reference) is made only
+/// when the timer enters a heap: a `reset` with no receive waiting, T2_chan's, does not build
+/// the `Arc` it would not use (2 instructions of a reset's 167).
+trait Payload {
+    fn payload(&self) -> Arc<dyn Fire>;
+    /// The timer's channel.
+    fn chan(&self) -> &Chan<Instant>;
+}
+
+impl<P: Ticks> Payload for Arc<ChanTimer<P>> {
+    fn payload(&self) -> Arc<dyn Fire> {
+        self.clone()
+    }
+    fn chan(&self) -> &Chan<Instant> {
+        &self.chan
+    }
+}
+
+impl<P: Ticks> Payload for FusedReceiver<Instant, ChanTimer<P>> {
+    fn payload(&self) -> Arc<dyn Fire> {
+        self.arc()
+    }
+    fn chan(&self) -> &Chan<Instant> {
+        &self.fused().chan
+    }
+}
+
+impl<H: Payload> Heap for Held<'_, H> {
     type Rt = Option<SyncArc<RtTimer>>;
+    type Chan = Chan<Instant>;
+
+    fn chan(&self) -> &Chan<Instant> {
+        self.0.chan()
+    }
 
     fn now(&self) -> Nanos {
         nanotime()
@@ -125,7 +168,7 @@ impl<P: Ticks> Heap for Held<'_, P> {
     /// Outside a gort runtime (a receiver waiting on a thread of no runtime).
     fn add(&self, rt: &mut Self::Rt, when: Nanos, period: Nanos) {
         let timer = rt.get_or_insert_with(RtTimer::new);
-        timer.set_fire(self.0.clone());
+        timer.set_fire(self.0.payload());
         // A receive waiting outside a runtime: named by what the timer does (the kind is not
         // kept, to keep the core small).
         let (what, span) = if period > 0 {
@@ -146,6 +189,11 @@ impl<P: Ticks> Heap for Held<'_, P> {
 /// `stop` and `detach` only take the timer out).
 impl<P: Ticks> Heap for ChanTimer<P> {
     type Rt = Option<SyncArc<RtTimer>>;
+    type Chan = Chan<Instant>;
+
+    fn chan(&self) -> &Chan<Instant> {
+        &self.chan
+    }
 
     fn now(&self) -> Nanos {
         nanotime()
@@ -181,34 +229,33 @@ fn del_runtime_timer(rt: &mut Option<SyncArc<RtTimer>>) {
 
 /// Go 1.23's timer-channel hooks: a receiver that arrives late gets a due value at once, and
 /// the runtime timer is in a heap only while a receiver waits.
-impl<P: Ticks> RecvHook for ChanTimer<P> {
+// SAFETY: `#[repr(C)]`, with the channel `bounded_fused` made first (`Handle::start`).
+unsafe impl<P: Ticks> Fused<Instant> for ChanTimer<P> {
+    fn chan(&self) -> &Chan<Instant> {
+        &self.chan
+    }
     fn before_recv(&self) {
         self.arming.maybe_run(self);
     }
-    fn parked(self: Arc<Self>) {
-        self.arming.block(&Held(&self));
+    fn parked(this: &Arc<Self>) {
+        this.arming.block(&Held(this));
     }
-    fn unparked(self: Arc<Self>) {
-        self.arming.unblock(&Held(&self));
+    fn unparked(this: &Arc<Self>) {
+        this.arming.unblock(&Held(this));
     }
     /// The last receiver is gone: nobody can receive a value, so the timer stops (and leaves
-    /// its heap, which drops the payload → core reference) and lets its sending end go, the
-    /// channel's one reference to itself.
+    /// its heap, which drops the payload → core reference) and closes its channel.
     fn last_receiver_dropped(&self) {
-        let tx = self.arming.detach(self, TimerSink::default());
-        drop(tx); // outside the arming's lock: it may free the channel, then this core
+        self.arming.detach(self, TimerSink);
+        self.chan.close_sending(); // outside the arming's lock
     }
 }
 
 /// A channel timer's handle (what [`Timer`](crate::Timer) and [`Ticker`](crate::Ticker)
-/// hold): the core and the receiver.
-///
-/// Not the receiver alone, reaching the core through its channel's hook (8 bytes less a
-/// timer): the `Arc<dyn RecvHook>`'s data pointer costs 6 instructions of the 170 of a
-/// `Timer::reset` (T2_chan, callgrind; PERFORMANCE-LOG.md, "A channel Timer in 248 bytes").
+/// hold): the receiver alone, which reaches the core in its own allocation (the core's
+/// address is the channel's).
 pub(crate) struct Handle<P> {
-    core: Arc<ChanTimer<P>>,
-    rx: Receiver<Instant>,
+    rx: FusedReceiver<Instant, ChanTimer<P>>,
 }
 
 impl<P: Ticks> Handle<P> {
@@ -219,12 +266,11 @@ impl<P: Ticks> Handle<P> {
     /// Outside a gort runtime, unless `d` is so long that nothing needs registering.
     #[track_caller]
     pub(crate) fn start(d: std::time::Duration, period: Nanos, kind: Kind) -> Handle<P> {
-        let core = Arc::new(ChanTimer::<P> {
-            arming: Arming::new(TimerSink::default(), None),
+        let rx = gort_chan::bounded_fused(1, |chan| ChanTimer::<P> {
+            chan,
+            arming: Arming::new(TimerSink, None),
         });
-        let (tx, rx) = gort_chan::bounded_with_hook(1, core.clone());
-        drop(core.arming.set_sink(TimerSink { tx: Some(tx) }));
-        let handle = Handle { core, rx };
+        let handle = Handle { rx };
         handle.reset(d, period, kind);
         handle
     }
@@ -232,22 +278,23 @@ impl<P: Ticks> Handle<P> {
     /// The channel the values arrive on.
     #[inline]
     pub(crate) fn rx(&self) -> &Receiver<Instant> {
-        &self.rx
+        self.rx.rx()
     }
 
-    /// The channel, mutable (for the `Stream` impls).
-    pub(crate) fn rx_mut(&mut self) -> &mut Receiver<Instant> {
+    /// The channel as a `Stream` (for the `Stream` impls).
+    pub(crate) fn stream(&mut self) -> &mut FusedReceiver<Instant, ChanTimer<P>> {
         &mut self.rx
     }
 
     /// The receiver alone (`after`, `tick`: the channel keeps the core).
     pub(crate) fn into_rx(self) -> Receiver<Instant> {
-        self.rx
+        self.rx.into_rx()
     }
 
     /// Go 1.23's `Stop`: see [`Arming::stop`].
     pub(crate) fn stop(&self) -> bool {
-        self.core.arming.stop(&*self.core)
+        let core = self.rx.fused();
+        core.arming.stop(core)
     }
 
     /// Go 1.23's `Reset`: see [`Arming::reset`]. The first value is due `d` from now, then
@@ -262,15 +309,16 @@ impl<P: Ticks> Handle<P> {
         if deadline_after(0, d) != NEVER && !in_runtime() {
             outside(kind.name());
         }
-        self.core
+        self.rx
+            .fused()
             .arming
-            .reset(&Held(&self.core), |now| deadline_after(now, d), period)
+            .reset(&Held(&self.rx), |now| deadline_after(now, d), period)
     }
 }
 
 impl<P: Ticks> fmt::Debug for Handle<P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.core.fmt(f)
+        self.rx.fused().fmt(f)
     }
 }
 

@@ -195,6 +195,6 @@ impl futures_core::Stream for Ticker {
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Instant>> {
-        futures_core::Stream::poll_next(std::pin::Pin::new(self.get_mut().core.rx_mut()), cx)
+        futures_core::Stream::poll_next(std::pin::Pin::new(self.get_mut().core.stream()), cx)
     }
 }

@@ -23,7 +23,8 @@ struct OneSlot(Mutex<Option<i64>>);
 
 impl Sink for OneSlot {
     type Wakes = ();
-    fn try_send(&self, v: Instant, _: &mut ()) -> bool {
+    type Chan = ();
+    fn try_send(&self, _: &(), v: Instant, _: &mut ()) -> bool {
         let mut slot = self.0.lock().unwrap();
         if slot.is_some() {
             return false;
@@ -31,7 +32,7 @@ impl Sink for OneSlot {
         *slot = Some(v.as_nanos());
         true
     }
-    fn take_buffered(&self, maybe_buffered: bool, _: &mut ()) -> usize {
+    fn take_buffered(&self, _: &(), maybe_buffered: bool, _: &mut ()) -> usize {
         let taken = self.0.lock().unwrap().take();
         assert!(
             maybe_buffered || taken.is_none(),
@@ -46,11 +47,12 @@ struct SlotEnd(Arc<OneSlot>);
 
 impl Sink for SlotEnd {
     type Wakes = ();
-    fn try_send(&self, v: Instant, _: &mut ()) -> bool {
-        self.0.try_send(v, &mut ())
+    type Chan = ();
+    fn try_send(&self, _: &(), v: Instant, _: &mut ()) -> bool {
+        self.0.try_send(&(), v, &mut ())
     }
-    fn take_buffered(&self, maybe_buffered: bool, _: &mut ()) -> usize {
-        self.0.take_buffered(maybe_buffered, &mut ())
+    fn take_buffered(&self, _: &(), maybe_buffered: bool, _: &mut ()) -> usize {
+        self.0.take_buffered(&(), maybe_buffered, &mut ())
     }
 }
 
@@ -64,6 +66,11 @@ struct TrailingRt {
 
 impl Heap for TrailingRt {
     type Rt = ();
+    type Chan = ();
+
+    fn chan(&self) -> &() {
+        &()
+    }
 
     fn now(&self) -> i64 {
         *self.clock.lock().unwrap() - TRAIL

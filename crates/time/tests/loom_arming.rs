@@ -44,7 +44,8 @@ struct Chan {
 
 impl Sink for FakeChan {
     type Wakes = ();
-    fn try_send(&self, v: Instant, _: &mut ()) -> bool {
+    type Chan = ();
+    fn try_send(&self, _: &(), v: Instant, _: &mut ()) -> bool {
         let mut c = self.inner.lock();
         if c.buf.is_some() {
             return false;
@@ -52,7 +53,7 @@ impl Sink for FakeChan {
         c.buf = Some((v.as_nanos(), c.sealed));
         true
     }
-    fn take_buffered(&self, maybe_buffered: bool, _: &mut ()) -> usize {
+    fn take_buffered(&self, _: &(), maybe_buffered: bool, _: &mut ()) -> usize {
         let mut c = self.inner.lock();
         c.sealed = true;
         let taken = c.buf.take();
@@ -71,11 +72,12 @@ struct ChanEnd(Arc<FakeChan>);
 
 impl Sink for ChanEnd {
     type Wakes = ();
-    fn try_send(&self, v: Instant, _: &mut ()) -> bool {
-        self.0.try_send(v, &mut ())
+    type Chan = ();
+    fn try_send(&self, _: &(), v: Instant, _: &mut ()) -> bool {
+        self.0.try_send(&(), v, &mut ())
     }
-    fn take_buffered(&self, maybe_buffered: bool, _: &mut ()) -> usize {
-        self.0.take_buffered(maybe_buffered, &mut ())
+    fn take_buffered(&self, _: &(), maybe_buffered: bool, _: &mut ()) -> usize {
+        self.0.take_buffered(&(), maybe_buffered, &mut ())
     }
 }
 
@@ -110,6 +112,11 @@ struct RtState {
 
 impl Heap for FakeRt {
     type Rt = ();
+    type Chan = ();
+
+    fn chan(&self) -> &() {
+        &()
+    }
 
     fn now(&self) -> i64 {
         self.0.lock().clock

@@ -22,16 +22,19 @@ use gort_time::Timer;
 const COUNT: usize = 2_000;
 const HOUR: Duration = Duration::from_secs(3600);
 
-/// The channel (its core, lock, one-value buffer, parked slot and hook in one allocation, 152
-/// bytes) and the timer's arming core (56). The runtime timer (88 bytes, gort-timer's) exists
-/// only while a receive waits: the one each timer had while its receive waited was freed when
-/// it fired. Before: 168 and 72 bytes, 176 and 80 in glibc's chunks.
-const ALLOCATIONS_PER_TIMER: isize = 2;
-const BYTES_PER_TIMER: isize = 208;
-/// The same in glibc's chunks (160 and 64): what the process grows by.
-const CHUNK_BYTES_PER_TIMER: isize = 224;
-/// The handle itself (in the caller's memory): the core's `Arc` and the receiver.
-const HANDLE_BYTES: usize = 24;
+/// The channel (its core, lock, one-value buffer, slot 0's pointer and functions, 80 bytes)
+/// and the timer's arming core (24: the lock's byte beside the state, the deadline, the
+/// runtime timer's pointer) in one allocation with one pair of `Arc` counts (16): 120 bytes.
+/// Slot 0 (56 bytes) and the runtime timer (88, gort-timer's) exist only while a receive
+/// waits: the ones each timer had while its receive waited were freed when it fired. Before:
+/// two allocations, 152 and 56 bytes (160 and 64 in glibc's chunks).
+const ALLOCATIONS_PER_TIMER: isize = 1;
+const BYTES_PER_TIMER: isize = 120;
+/// The same in a glibc chunk: what the process grows by.
+const CHUNK_BYTES_PER_TIMER: isize = 128;
+/// The handle itself (in the caller's memory): the receiver, which reaches the core at its
+/// channel's address (before: 24, the core's `Arc` beside it).
+const HANDLE_BYTES: usize = 16;
 /// The allocation of a runtime timer: gort-timer's `Timer` in its `Arc`. A runtime timer let
 /// go is kept for reuse on the list of the thread that let it go, up to 256 a thread
 /// (crates/timer/src/recycle.rs), and taken from the list of the thread that makes one: when
@@ -116,7 +119,7 @@ fn is_the_pinned_layout(held: Held) -> bool {
 }
 
 #[test]
-fn a_received_on_channel_timer_holds_two_allocations_of_208_bytes() {
+fn a_received_on_channel_timer_holds_one_allocation_of_120_bytes() {
     // The handle (in the caller's memory; checked here: a second test would allocate while
     // this one counts).
     assert_eq!(std::mem::size_of::<Timer>(), HANDLE_BYTES);

@@ -96,6 +96,9 @@ impl<T> Core<T> {
         }
         if self.handed > 0 {
             for i in 0..self.slots.len() {
+                if i == 0 && !self.slots.has_first() {
+                    continue; // a fused channel's slot 0, free and not allocated
+                }
                 let s = &mut self.slots[i];
                 if s.queued || !s.recv || s.group.is_some() {
                     continue;

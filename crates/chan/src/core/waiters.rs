@@ -3,7 +3,9 @@
 //! of "Completing a parked operation" in [`crate::core`]). Everything here runs under the
 //! channel lock.
 
+use std::cell::UnsafeCell;
 use std::ops::{Index, IndexMut};
+use std::ptr;
 use std::task::Waker;
 
 use gort_loom::Arc;
@@ -71,25 +73,50 @@ impl<T> Linked for Slot<T> {
     }
 }
 
-/// The slab of slots. Slot 0 lives inline in the core, so a channel with one parked operation
-/// at a time (a ping-pong, a worker waiting for jobs, a timer's receiver) parks and completes
-/// without touching a second allocation; further slots live on the heap, numbered from 1,
+/// The slab of slots. Slot 0 is reached through a pointer. A plain channel's is an
+/// [`InlineSlot`] that follows the channel in its allocation, so a channel with one parked
+/// operation at a time (a ping-pong, a worker waiting for jobs) parks and completes without
+/// touching a second allocation. A fused channel's (a timer's) is boxed while in use and
+/// freed when it is free and alone ([`Core::trim_first`]), so a timer nobody waits on holds
+/// no slot (design/TIMERS.md, "Memory"). Further slots live on the heap, numbered from 1,
 /// behind one word (not a `Vec`'s three) in the many channels that never need them.
 pub(super) struct Slots<T> {
-    first: Slot<T>,
+    /// Slot 0. Null only in a fused channel whose slot 0 is free and which has no other slot
+    /// (`rest` is `None`): its free list is then slot 0 alone, whose `next` is [`NO_SLOT`].
+    first: *mut Slot<T>,
     // Boxed on purpose: one word in every core, against one more allocation in a channel
     // that ever has two operations parked at once.
     #[allow(clippy::box_collection)]
     rest: Option<Box<Vec<Slot<T>>>>,
 }
 
+// SAFETY: `first` is slot 0, owned by the slab as `rest` is (a plain channel's lives in the
+// channel's allocation, reached only through the core): the slab moves and shares its slots
+// as a `Vec<Slot<T>>` would.
+unsafe impl<T: Send> Send for Slots<T> {}
+
+/// A plain channel's slot 0: after the channel, in its allocation ([`Core::attach_first`]).
+#[repr(transparent)]
+pub(crate) struct InlineSlot<T>(UnsafeCell<Slot<T>>);
+
+impl<T> InlineSlot<T> {
+    pub(crate) const fn new() -> Self {
+        InlineSlot(UnsafeCell::new(Slot::EMPTY))
+    }
+}
+
 impl<T> Slots<T> {
-    /// A slab holding one free slot, 0.
+    /// A slab holding one free slot, 0, not allocated yet.
     pub(super) const fn new() -> Self {
         Slots {
-            first: Slot::EMPTY,
+            first: ptr::null_mut(),
             rest: None,
         }
+    }
+
+    /// Whether slot 0 is allocated (in a fused channel, it is not while free and alone).
+    pub(super) fn has_first(&self) -> bool {
+        !self.first.is_null()
     }
 
     pub(super) fn len(&self) -> usize {
@@ -128,7 +155,17 @@ impl<T> Index<usize> for Slots<T> {
     #[inline]
     fn index(&self, i: usize) -> &Slot<T> {
         match i {
-            0 => &self.first,
+            0 => {
+                debug_assert!(self.has_first(), "slot 0 used while not allocated");
+                // SAFETY: slot 0 is indexed only while allocated: a plain channel's always is
+                // (attached at creation), a fused channel's from `slot`, which boxes it when it
+                // takes slot 0 off the free list, until `trim_first` finds it free and alone
+                // (then nothing indexes it: the queues and `handed` are empty, and the free
+                // list is read in `slot` only after the box). It is then an `InlineSlot` of
+                // the channel's allocation or that box, valid while the slab is and reached
+                // only through it.
+                unsafe { &*self.first }
+            }
             i => &self.rest()[i - 1],
         }
     }
@@ -138,7 +175,11 @@ impl<T> IndexMut<usize> for Slots<T> {
     #[inline]
     fn index_mut(&mut self, i: usize) -> &mut Slot<T> {
         match i {
-            0 => &mut self.first,
+            0 => {
+                debug_assert!(self.has_first(), "slot 0 used while not allocated");
+                // SAFETY: as in `index`, and `&mut self` is the only way to it.
+                unsafe { &mut *self.first }
+            }
             i => &mut self.rest_mut()[i - 1],
         }
     }
@@ -224,6 +265,13 @@ impl<T> Core<T> {
             self.slots.push()
         } else {
             let i = self.free as usize;
+            if !self.slots.has_first() {
+                // A fused channel's slot 0, free and alone: its free list is slot 0 alone.
+                self.slots.first = Box::into_raw(Box::new(Slot {
+                    links: Links::free(NO_SLOT),
+                    ..Slot::EMPTY
+                }));
+            }
             self.free = self.slots[i].links.next_free();
             self.slots[i].links = Links::UNLINKED;
             i
@@ -249,6 +297,49 @@ impl<T> Core<T> {
         s.links = Links::free(self.free);
         // Below `NO_SLOT`: `Slots::push` never makes a larger index.
         self.free = i as u32;
+    }
+
+    /// Makes `slot` this plain channel's slot 0 (before any operation).
+    ///
+    /// # Safety
+    ///
+    /// `slot` is valid as long as this core is (it follows the channel in its allocation) and
+    /// is reached only through it.
+    pub(crate) unsafe fn attach_first(&mut self, slot: *const InlineSlot<T>) {
+        debug_assert!(!self.slots.has_first(), "slot 0 attached twice");
+        // `InlineSlot` is a transparent `UnsafeCell<Slot<T>>`.
+        self.slots.first = UnsafeCell::raw_get(slot.cast::<UnsafeCell<Slot<T>>>());
+    }
+
+    /// Frees a fused channel's slot 0 if it is free and alone (no slot on the heap): a timer
+    /// nobody waits on then holds none. Its waker and group were let go by `release`, so the
+    /// drop runs no user code.
+    ///
+    /// # Safety
+    ///
+    /// Only for a fused channel's core (no [`attach_first`](Core::attach_first)): its slot 0
+    /// is boxed here in `slot`.
+    pub(crate) unsafe fn trim_first(&mut self) {
+        if self.free == 0 && self.slots.rest.is_none() && self.slots.has_first() {
+            // SAFETY: a fused channel's slot 0 comes from `Box::into_raw` in `slot`; the
+            // pointer is cleared, so it is freed once.
+            drop(unsafe { Box::from_raw(self.slots.first) });
+            self.slots.first = ptr::null_mut();
+        }
+    }
+
+    /// Frees a fused channel's slot 0 whatever its state (the channel is being dropped; a
+    /// leaked receive may have left it in use).
+    ///
+    /// # Safety
+    ///
+    /// As [`trim_first`](Core::trim_first).
+    pub(crate) unsafe fn free_first(&mut self) {
+        if self.slots.has_first() {
+            // SAFETY: as in `trim_first`.
+            drop(unsafe { Box::from_raw(self.slots.first) });
+            self.slots.first = ptr::null_mut();
+        }
     }
 
     /// Records the caller's waker and select membership, then queues the slot.
