@@ -142,7 +142,9 @@ impl<T> Drop for Chan<T> {
     fn drop(&mut self) {
         if self.ext.is_some() {
             // SAFETY: a channel with `ext` is fused: its slot 0 is boxed.
-            self.core.with(|core| unsafe { core.free_first() });
+            let first = self.core.with(|core| unsafe { core.take_first() });
+            // Outside the lock: a leaked receive's waker and value are user code.
+            drop(first);
         }
     }
 }

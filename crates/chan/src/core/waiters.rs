@@ -95,6 +95,10 @@ pub(super) struct Slots<T> {
 // as a `Vec<Slot<T>>` would.
 unsafe impl<T: Send> Send for Slots<T> {}
 
+/// A fused channel's slot 0 taken out of its core ([`Core::take_first`]), to be dropped
+/// outside the channel's lock.
+pub(crate) struct OwnedSlot<T>(#[allow(dead_code)] Box<Slot<T>>);
+
 /// A plain channel's slot 0: after the channel, in its allocation ([`Core::attach_first`]).
 #[repr(transparent)]
 pub(crate) struct InlineSlot<T>(UnsafeCell<Slot<T>>);
@@ -328,18 +332,21 @@ impl<T> Core<T> {
         }
     }
 
-    /// Frees a fused channel's slot 0 whatever its state (the channel is being dropped; a
-    /// leaked receive may have left it in use).
+    /// Takes a fused channel's slot 0 out whatever its state (the channel is being dropped;
+    /// a leaked receive may have left it in use, holding a waker and a value): the caller
+    /// drops it once it holds no lock, since those drops are user code.
     ///
     /// # Safety
     ///
     /// As [`trim_first`](Core::trim_first).
-    pub(crate) unsafe fn free_first(&mut self) {
-        if self.slots.has_first() {
-            // SAFETY: as in `trim_first`.
-            drop(unsafe { Box::from_raw(self.slots.first) });
-            self.slots.first = ptr::null_mut();
+    pub(crate) unsafe fn take_first(&mut self) -> Option<OwnedSlot<T>> {
+        if !self.slots.has_first() {
+            return None;
         }
+        // SAFETY: as in `trim_first`.
+        let slot = unsafe { Box::from_raw(self.slots.first) };
+        self.slots.first = ptr::null_mut();
+        Some(OwnedSlot(slot))
     }
 
     /// Records the caller's waker and select membership, then queues the slot.
