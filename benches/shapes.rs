@@ -22,9 +22,11 @@
 //!
 //! * `--reps N`: N rounds per shape instead of each shape's own count (to settle a close
 //!   figure).
-//! * `--go PATH`: also run the Go program of `benches/go` (built at `PATH`) as a third
+//! * `--go PATH`: also run the Go program of `benches/go` (built at `PATH`) as a further
 //!   runtime, its children taking their turns with the others (`GOMAXPROCS` = W unless
-//!   set); `benches/run.sh` does this.
+//!   set). Repeatable: one column per Go build, labelled by the version the binary reports
+//!   (`PATH -version`: `go1.19`, `go1.27`), in command-line order; `benches/run.sh` passes
+//!   one per toolchain it finds.
 //! * `--workers N`: W = N for every runtime (gort's procs, Tokio's `worker_threads`, Go's
 //!   `GOMAXPROCS`, which it then overrides).
 //! * `--scaling`: run every selected shape at W = 1 and at W = `--workers` (default
@@ -399,8 +401,8 @@ struct Opts {
     json: bool,
     filters: Vec<String>,
     child: Option<(String, String)>,
-    /// The Go program's binary, run as a third runtime.
-    go: Option<std::path::PathBuf>,
+    /// The Go program's builds (`--go PATH`, repeatable), one runtime each.
+    go: Vec<std::path::PathBuf>,
     /// Rounds per shape instead of each shape's own `reps`.
     reps: Option<usize>,
     /// W for every runtime instead of `available_parallelism`.
@@ -418,7 +420,7 @@ fn parse_args() -> Opts {
             "--json" => o.json = true,
             // cargo bench passes --bench to harness = false targets.
             "--bench" => {}
-            "--go" => o.go = Some(args.next().expect("--go needs a path").into()),
+            "--go" => o.go.push(args.next().expect("--go needs a path").into()),
             "--reps" => {
                 let n = args.next().and_then(|n| n.parse().ok());
                 o.reps = Some(n.filter(|&n| n > 0).expect("--reps needs a count above 0"));
@@ -438,7 +440,7 @@ fn parse_args() -> Opts {
             }
             "-h" | "--help" => {
                 eprintln!(
-                    "usage: shapes [FILTER...] [--quick] [--json] [--go PATH] [--reps N] \
+                    "usage: shapes [FILTER...] [--quick] [--json] [--go PATH]... [--reps N] \
                      [--workers N] [--scaling]"
                 );
                 let ids: Vec<_> = SHAPES.iter().map(|s| s.id).collect();
@@ -479,7 +481,7 @@ fn child(p: &Params, id: &str, rt: &str) {
     let run = match rt.parse::<Runtime>().expect("unknown runtime") {
         Runtime::Gort => shape.gort,
         Runtime::Tokio => shape.tokio,
-        Runtime::Go => panic!("Go children are the Go program's (--go PATH)"),
+        Runtime::Go(_) => panic!("Go children are the Go program's (--go PATH)"),
     };
     let mut figures = run(p);
     figures.push(("rss_mib", common::peak_rss_mib()));
@@ -502,14 +504,19 @@ fn main() {
         return;
     }
     let limit = Duration::from_secs(if opts.quick { 120 } else { 900 });
-    let meta = report::Meta::gather(&params);
+    let go = report::GoBin::label_all(&opts.go);
+    // What spawn_child gives the Go children: W, unless GOMAXPROCS is set and W is not.
+    let gomaxprocs = match std::env::var("GOMAXPROCS") {
+        Ok(v) if opts.workers.is_none() && !opts.scaling => v,
+        _ if opts.scaling => format!("1 and {workers}"),
+        _ => workers.to_string(),
+    };
+    let meta = report::Meta::gather(&params, &go, gomaxprocs);
     if !opts.json {
         eprintln!("{}", meta.headline());
     }
     let mut runtimes = vec![Runtime::Gort, Runtime::Tokio];
-    if opts.go.is_some() {
-        runtimes.push(Runtime::Go);
-    }
+    runtimes.extend(go.iter().map(|&g| Runtime::Go(g)));
     // Plain run: every runtime at W. Scaling run: every runtime at W = 1 and at W.
     let widths: Vec<usize> = if opts.scaling {
         vec![1, workers]

@@ -337,7 +337,13 @@ func main() {
 	asJSON := flag.Bool("json", false, "print JSON lines instead of a table")
 	filter := flag.String("shape", "", "comma-separated filters on shape id, name or group")
 	childID := flag.String("child", "", "internal: run one shape in this process")
+	version := flag.Bool("version", false, "print the Go version this binary was built with (runtime.Version) and exit")
 	flag.Parse()
+	if *version {
+		// The Rust runner labels this binary's column with it (--go PATH, repeatable).
+		fmt.Println(runtime.Version())
+		return
+	}
 	p := params{quick: *quick, workers: runtime.GOMAXPROCS(0)}
 	if *childID != "" {
 		child(p, *childID)

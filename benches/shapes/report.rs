@@ -1,9 +1,11 @@
-//! Output of a run: the machine/versions headline, the gort vs Tokio (vs Go) table and the
-//! JSON lines read by `benches/run.sh`.
+//! Output of a run: the machine/versions headline, the gort vs Tokio (vs each Go) table and
+//! the JSON lines read by `benches/run.sh`.
 //!
-//! JSON lines: first `{"meta":true,...}`, then per shape, metric and runtime
+//! JSON lines: first `{"meta":true,...}` (with `"go":"go1.19.8 + go1.27.3"` and
+//! `"gomaxprocs"` when Go ran), then per shape, metric and runtime
 //! `{"runtime":"gort","workers":2,"shape":"T1","name":"start_stop","metric":"per_op_ns","value":12.3}`;
-//! `value` is `null` (with an `"error"`) when that runtime's child failed.
+//! a Go runtime is named by its label (`go1.19`, `go1.27`); `value` is `null` (with an
+//! `"error"`) when that runtime's child failed.
 
 use std::fmt::Write as _;
 use std::str::FromStr;
@@ -18,29 +20,106 @@ pub enum Runtime {
     Gort,
     /// Tokio multi-thread runtime.
     Tokio,
-    /// Go 1.19's runtime: the program of `benches/go`, run with `--go PATH`.
-    Go,
+    /// A Go runtime: the program of `benches/go` built by one Go toolchain, run with
+    /// `--go PATH` (repeatable: Go 1.19, the design gort ports, and Go 1.27, what a Go
+    /// user runs today).
+    Go(GoBin),
+}
+
+/// One build of the Go program (`--go PATH`) and the label of its column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GoBin {
+    /// The binary.
+    pub path: &'static std::path::Path,
+    /// `runtime.Version()` of the toolchain that built it (`go1.27.3`), as the binary's
+    /// `-version` prints it.
+    pub version: &'static str,
+    /// The column's and the JSON lines' name: the major.minor version (`go1.27`), made
+    /// unique among the `--go` binaries.
+    pub label: &'static str,
+}
+
+impl GoBin {
+    /// Asks each binary its version (`PATH -version`) and labels it `goX.Y`, or `go` when
+    /// it cannot say; a label already taken gets `-2`, `-3`, ... appended. The strings live
+    /// as long as the run (leaked once, a few bytes).
+    pub fn label_all(paths: &[std::path::PathBuf]) -> Vec<GoBin> {
+        let mut bins: Vec<GoBin> = Vec::new();
+        for path in paths {
+            let version = std::process::Command::new(path)
+                .arg("-version")
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| "go?".into());
+            let base = short_version(&version);
+            let mut label = base.clone();
+            let mut k = 2;
+            while bins.iter().any(|b| b.label == label) {
+                label = format!("{base}-{k}");
+                k += 1;
+            }
+            bins.push(GoBin {
+                path: Box::leak(path.clone().into_boxed_path()),
+                version: Box::leak(version.into_boxed_str()),
+                label: Box::leak(label.into_boxed_str()),
+            });
+        }
+        bins
+    }
+}
+
+/// `go1.27.3` -> `go1.27`; a version of another form (`devel ...`) -> `go`.
+fn short_version(v: &str) -> String {
+    let Some(rest) = v.strip_prefix("go") else {
+        return "go".into();
+    };
+    let mut parts = rest.split('.');
+    match (parts.next(), parts.next()) {
+        (Some(major), Some(minor)) if !major.is_empty() && !minor.is_empty() => {
+            let minor: String = minor.chars().take_while(char::is_ascii_digit).collect();
+            format!("go{major}.{minor}")
+        }
+        _ => "go".into(),
+    }
 }
 
 impl Runtime {
-    /// Name used on the command line and in JSON.
+    /// Name used on the command line (gort, tokio) and in the table and JSON (the Go
+    /// binaries' labels).
     pub fn name(self) -> &'static str {
         match self {
             Runtime::Gort => "gort",
             Runtime::Tokio => "tokio",
-            Runtime::Go => "go",
+            Runtime::Go(g) => g.label,
         }
     }
 }
 
+/// The runtimes that ran in `results`, in the order they ran in (gort, Tokio, then each
+/// `--go` binary in command-line order).
+pub fn runtimes_in(results: &[(&Shape, Vec<Outcome>)]) -> Vec<Runtime> {
+    let mut rts: Vec<Runtime> = Vec::new();
+    for o in results.iter().flat_map(|(_, os)| os) {
+        if !rts.contains(&o.runtime) {
+            rts.push(o.runtime);
+        }
+    }
+    rts
+}
+
 impl FromStr for Runtime {
     type Err = String;
+    /// The runtimes a child of this binary runs (a Go child is the Go program's).
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "gort" => Ok(Runtime::Gort),
             "tokio" => Ok(Runtime::Tokio),
-            "go" => Ok(Runtime::Go),
-            _ => Err(format!("unknown runtime {s}")),
+            _ => Err(format!(
+                "unknown runtime {s} (Go children are the Go program's)"
+            )),
         }
     }
 }
@@ -120,11 +199,14 @@ pub struct Meta {
     rustc: String,
     tokio: String,
     commit: String,
+    /// The `--go` binaries' full versions and the `GOMAXPROCS` their children get.
+    go: Option<(String, String)>,
 }
 
 impl Meta {
-    /// Reads the CPU model, `rustc -V`, Tokio's locked version and the git commit.
-    pub fn gather(p: &Params) -> Meta {
+    /// Reads the CPU model, `rustc -V`, Tokio's locked version and the git commit; `go` are
+    /// the `--go` binaries and `gomaxprocs` what their children get.
+    pub fn gather(p: &Params, go: &[GoBin], gomaxprocs: String) -> Meta {
         let cpu = std::fs::read_to_string("/proc/cpuinfo")
             .ok()
             .and_then(|s| {
@@ -158,12 +240,16 @@ impl Meta {
             rustc: cmd("rustc", &["-V"]),
             tokio,
             commit: cmd("git", &["rev-parse", "--short", "HEAD"]),
+            go: (!go.is_empty()).then(|| {
+                let versions: Vec<&str> = go.iter().map(|g| g.version).collect();
+                (versions.join(" + "), gomaxprocs)
+            }),
         }
     }
 
     /// One line naming the machine, the versions and the mode.
     pub fn headline(&self) -> String {
-        format!(
+        let mut line = format!(
             "W = {} workers, CPU {}, {}, tokio {}, commit {}, {} run",
             self.workers,
             self.cpu,
@@ -171,7 +257,11 @@ impl Meta {
             self.tokio,
             self.commit,
             if self.quick { "quick" } else { "full" }
-        )
+        );
+        if let Some((versions, procs)) = &self.go {
+            let _ = write!(line, ", {versions} (GOMAXPROCS {procs})");
+        }
+        line
     }
 }
 
@@ -240,25 +330,29 @@ pub fn num(v: Result<f64, String>) -> String {
 /// Prints the table: gort, then each peer that ran (Tokio, and Go with `--go`), then each
 /// peer's ratio `peer / gort` (> 1 = gort faster or leaner).
 pub fn print_table(meta: &Meta, results: &[(&Shape, Vec<Outcome>)]) {
-    let peers: Vec<Runtime> = [Runtime::Tokio, Runtime::Go]
+    let peers: Vec<Runtime> = runtimes_in(results)
         .into_iter()
-        .filter(|&rt| {
-            results
-                .iter()
-                .any(|(_, os)| os.iter().any(|o| o.runtime == rt))
-        })
+        .filter(|&rt| rt != Runtime::Gort)
         .collect();
+    // Each peer's figure and ratio columns, at least 10 wide, wider for a long label.
+    let fig_w = |rt: Runtime| rt.name().len().max(10);
+    let ratio_w = |rt: Runtime| (rt.name().len() + 5).max(10);
     let mut out = String::new();
     let _ = writeln!(out, "{}", meta.headline());
     let mut head = format!(
         "{:<24} {:<16} {:<5} {:>10}",
         "shape", "metric", "unit", "gort"
     );
-    for rt in &peers {
-        let _ = write!(head, " {:>10}", rt.name());
+    for &rt in &peers {
+        let _ = write!(head, " {:>w$}", rt.name(), w = fig_w(rt));
     }
-    for rt in &peers {
-        let _ = write!(head, " {:>10}", format!("{}/gort", rt.name()));
+    for &rt in &peers {
+        let _ = write!(
+            head,
+            " {:>w$}",
+            format!("{}/gort", rt.name()),
+            w = ratio_w(rt)
+        );
     }
     let _ = writeln!(out, "{head}");
     let mut errors = Vec::new();
@@ -288,10 +382,11 @@ pub fn print_table(meta: &Meta, results: &[(&Shape, Vec<Outcome>)]) {
                 num(get(Runtime::Gort))
             );
             for &rt in &peers {
-                let _ = write!(line, " {:>10}", num(get(rt)));
+                let _ = write!(line, " {:>w$}", num(get(rt)), w = fig_w(rt));
             }
             for &rt in &peers {
-                let _ = write!(line, " {:>10}", ratio(key, rt, get(Runtime::Gort), get(rt)));
+                let r = ratio(key, rt, get(Runtime::Gort), get(rt));
+                let _ = write!(line, " {:>w$}", r, w = ratio_w(rt));
             }
             let _ = writeln!(out, "{line}");
         }
@@ -309,8 +404,11 @@ fn js(s: &str) -> String {
 
 /// Prints the JSON lines described in the module docs.
 pub fn print_json(meta: &Meta, results: &[(&Shape, Vec<Outcome>)]) {
+    let go = meta.go.as_ref().map_or(String::new(), |(versions, procs)| {
+        format!(",\"go\":{},\"gomaxprocs\":{}", js(versions), js(procs))
+    });
     println!(
-        "{{\"meta\":true,\"source\":\"rust\",\"workers\":{},\"quick\":{},\"cpu\":{},\"rustc\":{},\"tokio\":{},\"commit\":{}}}",
+        "{{\"meta\":true,\"source\":\"rust\",\"workers\":{},\"quick\":{},\"cpu\":{},\"rustc\":{},\"tokio\":{},\"commit\":{}{go}}}",
         meta.workers,
         meta.quick,
         js(&meta.cpu),

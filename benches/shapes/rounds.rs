@@ -1,5 +1,5 @@
 //! Child processes and rounds: each (shape, runtime, W) runs in a child process (this binary
-//! re-executed with `--child ID RUNTIME --workers W`, or the Go program's `-child ID`), in
+//! re-executed with `--child ID RUNTIME --workers W`, or a Go build's `-child ID`), in
 //! rounds in which every variant takes its turn, and each figure is the median over the rounds.
 
 use std::io::Read;
@@ -12,9 +12,9 @@ use crate::{steal, Opts, Shape};
 
 /// Parent: run `shape` on `rt` in a child process, killing it after `limit`.
 fn spawn_child(shape: &Shape, rt: Runtime, opts: &Opts, p: &Params, limit: Duration) -> Outcome {
-    let mut cmd = match (rt, &opts.go) {
-        (Runtime::Go, Some(go)) => {
-            let mut cmd = Command::new(go);
+    let mut cmd = match rt {
+        Runtime::Go(go) => {
+            let mut cmd = Command::new(go.path);
             cmd.args(["-child", shape.id]);
             if opts.quick {
                 cmd.arg("-quick");
@@ -26,7 +26,7 @@ fn spawn_child(shape: &Shape, rt: Runtime, opts: &Opts, p: &Params, limit: Durat
             }
             cmd
         }
-        _ => {
+        Runtime::Gort | Runtime::Tokio => {
             let mut cmd = Command::new(std::env::current_exe().expect("current_exe"));
             cmd.args(["--child", shape.id, rt.name()]);
             cmd.args(["--workers", &p.workers.to_string()]);

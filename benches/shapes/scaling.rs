@@ -12,7 +12,7 @@
 
 use std::fmt::Write as _;
 
-use crate::report::{label, num, unit, Meta, Outcome, Runtime};
+use crate::report::{label, num, runtimes_in, unit, Meta, Outcome, Runtime};
 use crate::Shape;
 
 /// The ratio `wide / narrow` of two figures, or `-` when either is missing or not positive,
@@ -27,30 +27,21 @@ fn ratio(key: &str, narrow: Result<f64, String>, wide: Result<f64, String>) -> S
     }
 }
 
-/// The runtimes that ran in `results`, in the order gort, Tokio, Go.
-fn runtimes(results: &[(&Shape, Vec<Outcome>)]) -> Vec<Runtime> {
-    [Runtime::Gort, Runtime::Tokio, Runtime::Go]
-        .into_iter()
-        .filter(|&rt| {
-            results
-                .iter()
-                .any(|(_, os)| os.iter().any(|o| o.runtime == rt))
-        })
-        .collect()
-}
-
 /// Prints, per shape and metric, each runtime's figure at W = 1 and W = `wide` and their
-/// ratio (`gort 1`, `gort N`, `gort N/1`, then Tokio's, then Go's).
+/// ratio (`gort 1`, `gort N`, `gort N/1`, then Tokio's, then each Go's).
 pub fn print_table(meta: &Meta, results: &[(&Shape, Vec<Outcome>)], wide: usize) {
-    let rts = runtimes(results);
+    let rts = runtimes_in(results);
+    // A runtime's three columns: 9 wide, or as wide as its longest heading (`go1.27 2/1`).
+    let width = |rt: Runtime| (rt.name().len() + format!(" {wide}/1").len()).max(9);
     let mut out = String::new();
     let _ = writeln!(out, "{}; scaling W = 1 vs W = {wide}", meta.headline());
     let mut head = format!("{:<24} {:<16} {:<5}", "shape", "metric", "unit");
     for rt in &rts {
         let n = rt.name();
+        let w = width(*rt);
         let _ = write!(
             head,
-            " {:>9} {:>9} {:>9}",
+            " {:>w$} {:>w$} {:>w$}",
             format!("{n} 1"),
             format!("{n} {wide}"),
             format!("{n} {wide}/1")
@@ -80,7 +71,8 @@ pub fn print_table(meta: &Meta, results: &[(&Shape, Vec<Outcome>)], wide: usize)
             for &rt in &rts {
                 let (narrow, wide) = (get(rt, 1), get(rt, wide));
                 let r = ratio(key, narrow.clone(), wide.clone());
-                let _ = write!(line, " {:>9} {:>9} {:>9}", num(narrow), num(wide), r);
+                let w = width(rt);
+                let _ = write!(line, " {:>w$} {:>w$} {:>w$}", num(narrow), num(wide), r);
             }
             let _ = writeln!(out, "{line}");
         }
