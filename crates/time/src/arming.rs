@@ -305,12 +305,6 @@ impl<S: Sink, R, P: Ticks> Arming<S, R, P> {
         })
     }
 
-    /// Replaces the channel end (under the lock); returns the old one for the caller to drop
-    /// after the lock is released.
-    pub fn set_sink(&self, sink: S) -> S {
-        self.locked(|g| std::mem::replace(&mut g.b.sink, sink))
-    }
-
     /// Stops the timer for good (nobody can receive any more): as [`stop`](Arming::stop),
     /// then hands the channel end out, replaced by `empty`, for the caller to drop after the
     /// lock is released (a timer's sending end may own its channel, which owns the timer).
