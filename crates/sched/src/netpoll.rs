@@ -270,12 +270,13 @@ impl Shared {
 
     /// sysmon's share (Go's sysmon `netpoll(0)`): the same look when tasks wait on sockets,
     /// nobody is blocked in the poller and nobody has polled for 10 ms.
-    pub(crate) fn sysmon_poll_net(&self, now: Nanos) {
+    pub(crate) fn sysmon_poll_net(self: &Arc<Self>, now: Nanos) {
         let polled = self.poller.net.polled_at.load(Relaxed);
         if now.saturating_sub(polled) >= SYSMON_POLL_AFTER
             && self.net_waiting()
             && self.idle.lastpoll.load(SeqCst) != 0
         {
+            let _hold = self.hold_paused_clock();
             self.poll_net_now();
         }
     }

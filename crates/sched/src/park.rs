@@ -107,6 +107,10 @@ pub(crate) trait Sched {
     fn advance_paused_clock(&self) -> Quiet {
         Quiet::Work
     }
+    /// Wakes the tasks in `readied` now, from a thread that holds no P.
+    fn wake_now(&self, readied: &mut Vec<Waker>) {
+        readied.drain(..).for_each(Waker::wake);
+    }
     /// Whether a task in `advance` waits for quiescence: an idle M must then take the
     /// poller role even with no timer pending.
     fn awaits_quiescence(&self) -> bool {
@@ -300,10 +304,15 @@ fn published<S: Sched>(s: &S, until: Nanos, latest: Nanos, now: Nanos) -> Nanos 
 /// is quiescent the clock jumps (or `advance` is woken) and the M goes back to run what came
 /// due; if work is queued it goes back at once; else it blocks, with no deadline, until an
 /// idle M, a released clock hold or a socket breaks the poll (`paused.rs`).
+///
+/// The tasks the poll readied are woken (P-less) before the M gives the role up: once it
+/// has, another M may take the role and look for quiescence, and a task whose waker is
+/// still in this M's hands is in no queue, its socket no longer counted as waited on.
 fn wait_on_paused_clock<S: Sched>(s: &S, readied: &mut Vec<Waker>) {
     s.idle().poll_until.store(0, SeqCst);
     if s.advance_paused_clock() == Quiet::Busy {
         s.poller().poll(0, 0, readied);
+        s.wake_now(readied);
     }
 }
 

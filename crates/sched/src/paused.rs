@@ -13,8 +13,9 @@
 //! - no P is held by an M (so no task is running and no M is spinning),
 //! - no run queue holds a task (the global queue, each P's ring and `runnext`),
 //! - no clock hold is out: no `block_on`'s future is running or was woken since it last
-//!   returned `Pending`, and no thread runs user code without a P (a task inside
-//!   `block_in_place`, a blocking-pool closure),
+//!   returned `Pending`, no thread runs user code without a P (a task inside
+//!   `block_in_place`, a blocking-pool closure), and no thread without a P (an idle M,
+//!   sysmon) is running timers or waking the tasks a poll readied,
 //! - no blocking-pool closure of the runtime is queued,
 //! - and no timer is already due (those run first, and may wake tasks).
 //!
@@ -148,12 +149,16 @@ impl Shared {
     }
 
     /// The check and the jump, under the scheduler lock.
+    ///
+    /// No P changes hands under the lock, so only holders change the heaps and the queues
+    /// meanwhile, and the reads go holds, heaps, holds, queues. A holder that adds a timer (a
+    /// `block_on` future) did so before the first read of the holds saw them released; a
+    /// holder that runs timers P-less ([`Shared::hold_paused_clock`]) took its hold before it
+    /// took a timer off a heap, so if the heaps' read missed that timer, the second read of
+    /// the holds sees the hold, or its release, which came after the woken task was queued.
     fn quiescent_step(&self, net_holds_clock: bool) -> Quiet {
         if self.all_ps().any(|p| p.status() == PStatus::Running) {
             return Quiet::Busy;
-        }
-        if !self.global.is_empty() || self.all_ps().any(|p| p.has_queued() || p.has_runnext()) {
-            return Quiet::Work;
         }
         // Holds taken while we looked (a block_on woken by a blocking job's last act).
         if self.clock_held() {
@@ -164,6 +169,12 @@ impl Shared {
             .all_ps()
             .fold(0, |acc, p| min_nonzero(acc, p.timers.wake_time()));
         if earliest != 0 && earliest <= now {
+            return Quiet::Work;
+        }
+        if self.clock_held() {
+            return Quiet::Busy;
+        }
+        if !self.global.is_empty() || self.all_ps().any(|p| p.has_queued() || p.has_runnext()) {
             return Quiet::Work;
         }
         if self.advances.has_waiters() {
@@ -194,11 +205,35 @@ impl Shared {
         }
     }
 
+    /// A clock hold for the time a thread without a P runs timers or wakes the tasks a poll
+    /// readied (an idle M, sysmon), when the clock is paused; none otherwise. The task it
+    /// wakes is in no heap and no queue until the wake has queued it: without the hold, the
+    /// poller M could find the runtime quiescent in between and jump the clock past the
+    /// instant the task was woken for (`tests/paused.rs`, `a_paused_run_gives_what_a_real_clock_run_gives`).
+    pub(crate) fn hold_paused_clock(self: &Arc<Self>) -> PausedHold<'_> {
+        if !self.clock.is_paused() {
+            return PausedHold(None);
+        }
+        self.clock.hold();
+        PausedHold(Some(self))
+    }
+
     /// Something that held a paused clock ended: make an M look (the poller, or a new
     /// spinning M when nobody polls: every M may have parked while the clock was held).
     pub(crate) fn may_be_quiescent(self: &Arc<Self>) {
         if self.clock.is_paused() {
             self.wake_netpoller(gort_timer::NEVER);
+        }
+    }
+}
+
+/// A hold from [`Shared::hold_paused_clock`], released when dropped.
+pub(crate) struct PausedHold<'a>(Option<&'a Arc<Shared>>);
+
+impl Drop for PausedHold<'_> {
+    fn drop(&mut self) {
+        if let Some(shared) = self.0 {
+            shared.release_clock_hold();
         }
     }
 }

@@ -387,6 +387,10 @@ impl Sched for Arc<Shared> {
         Shared::advance_paused_clock(self)
     }
 
+    fn wake_now(&self, readied: &mut Vec<std::task::Waker>) {
+        self.wake_each(readied.drain(..));
+    }
+
     fn awaits_quiescence(&self) -> bool {
         self.clock.is_paused() && self.advances.has_waiters()
     }
@@ -426,6 +430,7 @@ impl Sched for Arc<Shared> {
         for p in self.all_ps() {
             let mut w = p.timers.wake_time();
             if w != 0 && w <= now {
+                let _hold = self.hold_paused_clock();
                 w = self.run_timers(&p.timers, now, false).next;
             }
             poll_until = gort_timer::min_nonzero(poll_until, w);

@@ -195,13 +195,14 @@ impl Sysmon {
 /// (`P::timer_room`), so an overdue timer alone does not prove it stuck: taking its
 /// backlog here would put the woken tasks in the global queue, behind newer work (design/
 /// TIMERS.md, "Bounded rounds"). Go's sysmon tells a stuck P by its `schedtick` (`retake`).
-fn look(shared: &Shared, quiet: &mut u32) -> Duration {
+fn look(shared: &Arc<Shared>, quiet: &mut u32) -> Duration {
     let now = nanotime();
     let mut earliest = i64::MAX;
     let mut acted = false;
     for p in shared.all_ps() {
         let mut w = p.timers.wake_time();
         if w != 0 && w.saturating_add(GRACE) <= now && p.no_round_since(w) {
+            let _hold = shared.hold_paused_clock();
             w = shared.run_timers_giving_way(&p.timers, now).next;
             acted = true;
         }

@@ -110,6 +110,41 @@ fn ten_thousand_random_sleeps_each_wake_at_their_deadline() {
     assert!(wall.elapsed() < Duration::from_secs(10));
 }
 
+/// Sixteen tasks on four Ps sleep 1-3 ms at a time, 300 times each, so that timers on
+/// several heaps come due at every jump and idle Ms run some of them P-less: every task
+/// wakes with the clock at its own deadline. Before those runs held the clock, the poller M
+/// could find the runtime quiescent while a P-less run held a woken task in its hands, and
+/// jump past the instant it was woken for (a few runs in a hundred).
+#[test]
+fn tasks_woken_by_timers_run_without_a_p_wake_at_their_deadline() {
+    for round in 0..20 {
+        let rt = paused_rt(4);
+        let late = rt.block_on(async {
+            let late = Arc::new(AtomicUsize::new(0));
+            let hs: Vec<_> = (0..16u64)
+                .map(|t| {
+                    let late = late.clone();
+                    gort::spawn(async move {
+                        for i in 0..300u64 {
+                            let d = Duration::from_millis(1 + (t + i) % 3);
+                            let deadline = Instant::now() + d;
+                            time::sleep(d).await;
+                            if Instant::now() != deadline {
+                                late.fetch_add(1, SeqCst);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for h in hs {
+                h.await.unwrap();
+            }
+            late.load(SeqCst)
+        });
+        assert_eq!(late, 0, "round {round}: tasks woke past their deadline");
+    }
+}
+
 /// While tasks are runnable (yielding, spawning), the clock does not move, even with a
 /// timer a millisecond away.
 #[test]
