@@ -36,6 +36,7 @@
 //! directions runtime-wide (Go's `netpollWaiters`) is kept under the lock too, so it never
 //! goes below zero.
 
+use crate::wakers::Wakers;
 use gort_loom::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering::*};
 use gort_loom::Mutex;
 use std::task::Waker;
@@ -86,47 +87,8 @@ pub enum Arm {
 
 #[derive(Debug, Default)]
 struct State {
-    waiters: Waiters,
+    waiters: Wakers,
     armed: Nanos,
-}
-
-/// The wakers of the tasks blocked in one direction. Nearly always one task (or none)
-/// waits, so the first waker lives inline: a socket's first wait allocates nothing (a `Vec`
-/// cost one allocation per socket and direction, fresh memory on every new connection:
-/// design/PERFORMANCE-LOG.md, "N5's CPU, counted").
-#[derive(Debug, Default)]
-struct Waiters {
-    /// The first waiter; `None` only while `more` is empty too.
-    first: Option<Waker>,
-    /// Any further waiters (several tasks reading one socket at once).
-    more: Vec<Waker>,
-}
-
-impl Waiters {
-    fn is_empty(&self) -> bool {
-        self.first.is_none()
-    }
-
-    /// Whether a waker that wakes the same task as `waker` is registered.
-    fn holds(&self, waker: &Waker) -> bool {
-        self.first
-            .iter()
-            .chain(&self.more)
-            .any(|w| w.will_wake(waker))
-    }
-
-    fn push(&mut self, waker: Waker) {
-        match self.first {
-            None => self.first = Some(waker),
-            Some(_) => self.more.push(waker),
-        }
-    }
-
-    /// Moves every waker into `out`, leaving none (and `more`'s capacity for the next).
-    fn move_into(&mut self, out: &mut impl Extend<Waker>) {
-        out.extend(self.first.take());
-        out.extend(self.more.drain(..));
-    }
 }
 
 /// `Half::ready`'s bit 0: set whenever the waiter list is not empty, and possibly while it is

@@ -2,6 +2,7 @@
 //! runtime's poller and its deadline timers. Every socket type of this crate is one of these.
 
 use crate::desc::{Arm, Count, Edges, Fail, Half, Nanos, PollDesc, Wait};
+use crate::wakers::Wakers;
 use gort_sched::net_api::{self, Ready, Registration, Waiters};
 use gort_sched::timer_api::modtimer_cell;
 use gort_time::Instant;
@@ -79,7 +80,7 @@ impl CellFire for Expire {
         let Some(desc) = desc.upgrade() else {
             return;
         };
-        let mut out = Released::default();
+        let mut out = Wakers::default();
         let dir = *dir;
         desc.half(dir).expire(when, &mut out, &desc.waiters, |a| {
             // The deadline moved later since the arming: follow it (the thread running
@@ -284,7 +285,7 @@ impl<S: Source> Io<S> {
         if deadline > now && !gort_sched::timer_api::in_runtime() {
             return Err(outside_runtime());
         }
-        let mut out = Released::default();
+        let mut out = Wakers::default();
         let mut res = Ok(());
         let half = self.desc.half(dir);
         half.set_deadline(deadline, now, &mut out, &self.desc.waiters, |a| {
@@ -346,43 +347,13 @@ fn arm(desc: &Arc<Desc>, dir: Dir, arm: Arm, now: Nanos) -> io::Result<()> {
     }
 }
 
-/// The tasks an expiry, a deadline change or a close released: nearly always one or none,
-/// so the first is kept inline. A `Vec` allocated (and freed) a buffer at every expiry that
-/// found a task blocked: one `malloc` and `free` per timed-out read on N5
-/// (design/PERFORMANCE-LOG.md, "N5: no allocation per expiry").
-#[derive(Default)]
-struct Released {
-    first: Option<Waker>,
-    more: Vec<Waker>,
-}
-
-impl Extend<Waker> for Released {
-    fn extend<I: IntoIterator<Item = Waker>>(&mut self, wakers: I) {
-        for w in wakers {
-            match self.first {
-                None => self.first = Some(w),
-                Some(_) => self.more.push(w),
-            }
-        }
-    }
-}
-
-impl IntoIterator for Released {
-    type Item = Waker;
-    type IntoIter = std::iter::Chain<std::option::IntoIter<Waker>, std::vec::IntoIter<Waker>>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        self.first.into_iter().chain(self.more)
-    }
-}
-
 /// Wakes the tasks an operation released, each even past a waker that panics (a waker is
 /// user code: a foreign executor's): every one is woken under its own `catch_unwind`, then the
 /// first panic is resumed (to the deadline's setter, or the timer's run, which catches it),
 /// unless the thread is unwinding already (a socket dropped by a panic), where a second panic
 /// would abort. Letting the panic escape the loop dropped the rest of the list unwoken, and
 /// the tasks behind the panicking waker waited for ever.
-fn wake_all(wakers: Released) {
+fn wake_all(wakers: Wakers) {
     let mut first_panic = None;
     for waker in wakers {
         if let Err(panic) = catch_unwind(AssertUnwindSafe(|| waker.wake())) {
@@ -424,7 +395,7 @@ impl<S: Source> Drop for Io<S> {
         if let Some(r) = self.registration.take() {
             r.close();
         }
-        let mut out = Released::default();
+        let mut out = Wakers::default();
         for (dir, slot) in [Dir::Read, Dir::Write].into_iter().zip(&self.desc.timers) {
             self.desc.half(dir).close(&mut out, &self.desc.waiters);
             if let Some(t) = slot.get() {

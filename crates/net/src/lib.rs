@@ -127,6 +127,7 @@ mod tcp;
 mod udp;
 mod unix;
 mod unix_datagram;
+mod wakers;
 #[doc(hidden)]
 pub mod write_lock;
 
