@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Every scenario, in run order (the registry in `scenarios` must match; a test checks it).
-pub const SCENARIO_NAMES: [&str; 11] = [
+pub const SCENARIO_NAMES: [&str; 12] = [
     "timer-storm",
     "ticker-churn",
     "after-func-storm",
@@ -17,6 +17,7 @@ pub const SCENARIO_NAMES: [&str; 11] = [
     "net-deadlines",
     "faults",
     "coarse-load",
+    "paused-clock",
 ];
 
 /// gort's scheduler and timer stress suite: each scenario runs on its own runtime and checks

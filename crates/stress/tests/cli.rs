@@ -41,6 +41,7 @@ fn short_suite_passes_and_prints_the_table() {
         "blocking-handoffs",
         "faults",
         "coarse-load",
+        "paused-clock",
     ] {
         assert!(
             out.lines().any(|l| l.starts_with(name)),
@@ -126,7 +127,7 @@ fn json_and_html_outputs_are_well_formed() {
 fn list_and_usage_errors() {
     let (code, out, _) = run(&["--list"]);
     assert_eq!(code, 0);
-    assert_eq!(out.lines().count(), 11);
+    assert_eq!(out.lines().count(), 12);
     let (code, _, err) = run(&["--scenario", "no-such-thing"]);
     assert_eq!(code, 2, "{err}");
     let (code, _, err) = run(&["--duration", "10"]);
