@@ -2,7 +2,8 @@
 //! by jumps when it is quiescent, under tasks on every P that sleep, yield, spawn sleepers,
 //! reset channel `Timer`s, arm `after_func`s and read `Ticker`s through hours of virtual time.
 //! Every wake must see the clock at exactly its deadline: a jump while a woken task waits to
-//! run, or while a thread without a P holds a task it woke, shows as a wake past it.
+//! run, or while a thread without a P holds a task it woke, shows as a wake past it; so do
+//! `advance` and `timeout` returning anywhere but at their instant.
 
 use super::{join_all, Ctx};
 use crate::rng::Rng;
@@ -12,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// One line for `--list`.
-pub const ABOUT: &str = "a paused runtime: tasks on every P sleep, yield, spawn sleepers, reset Timers, arm after_funcs \
-    and read Tickers through hours of virtual time; every wake sees the clock at exactly its deadline (quiescence, jumps)";
+pub const ABOUT: &str = "a paused runtime: tasks on every P sleep, yield, spawn sleepers, reset Timers, arm after_funcs, \
+    advance, time out and read Tickers through hours of virtual time; every wake sees the clock at exactly its deadline (quiescence, jumps)";
 
 /// Steps of one task in a round.
 const STEPS: usize = 12;
@@ -54,7 +55,7 @@ async fn task(ctx: Arc<Ctx>, mut rng: Rng) {
     for _ in 0..STEPS {
         let d = rng.duration(Duration::ZERO, MAX_WAIT);
         ctx.counts.ops.fetch_add(1, Relaxed);
-        waited += match rng.index(6) {
+        waited += match rng.index(8) {
             0 => sleep(&ctx, d).await,
             1 => {
                 gort::yield_now().await;
@@ -66,6 +67,8 @@ async fn task(ctx: Arc<Ctx>, mut rng: Rng) {
             }
             3 => reset_timer(&ctx, d).await,
             4 => fire_after_func(&ctx, d).await,
+            5 => advance(&ctx, d).await,
+            6 => time_out(&ctx, d, rng.chance(50)).await,
             _ => read_ticker(&ctx, d / 8 + Duration::from_millis(1)).await,
         };
     }
@@ -140,6 +143,32 @@ async fn fire_after_func(ctx: &Arc<Ctx>, d: Duration) -> Duration {
         ctx.violation("an after_func's callback never ran");
     }
     d
+}
+
+/// `advance(d)`: it returns with the clock at exactly `d` later, whatever the other tasks'
+/// timers (those due on the way fire first; the clock does not pass the target).
+async fn advance(ctx: &Ctx, d: Duration) -> Duration {
+    let due = Instant::now() + d;
+    ctx.counts.started.fetch_add(1, Relaxed);
+    gort::time::advance(d).await;
+    seen_at(ctx, due, "an advance");
+    d
+}
+
+/// `timeout(d, ..)` around a sleep of twice `d` (it elapses at `d`) or of half `d` (it
+/// completes then).
+async fn time_out(ctx: &Ctx, d: Duration, elapses: bool) -> Duration {
+    let inner = if elapses { d * 2 } else { d / 2 };
+    let start = Instant::now();
+    ctx.counts.started.fetch_add(1, Relaxed);
+    let r = gort::time::timeout(d, gort::time::sleep(inner)).await;
+    let took = if elapses { d } else { inner };
+    ctx.violations
+        .check(r.is_err() == (elapses && inner > d), || {
+            format!("timeout({d:?}) around a sleep of {inner:?} gave {r:?}")
+        });
+    seen_at(ctx, start + took, "a timeout");
+    took
 }
 
 /// Three ticks of a `Ticker` of `period`: each value is its due instant on the grid, seen
