@@ -6,7 +6,8 @@
 //! with the lock released, closes `done`, stops the timer, cancels the children, starts the
 //! functions, and removes the node from its parent. So no user code (wakers, functions,
 //! drops) ever runs under a context's lock, and locks are only taken parent → nothing or
-//! child → parent one at a time, never nested.
+//! child → parent one at a time, never nested. A reader that sees the error before the
+//! cancel got to `done` closes it itself (Go's `Err` is nil until `Done` is closed).
 //!
 //! `done` is created on first use, under the lock, so that a concurrent cancel either sees it
 //! (and closes it) or has already set the error (and `done` creates it closed).
@@ -155,7 +156,9 @@ impl Context {
         &self.node.done().1
     }
 
-    /// `None` while the context is live; why it is done once it is (Go's `ctx.Err()`).
+    /// `None` while the context is live; why it is done once it is (Go's `ctx.Err()`). As in
+    /// Go, `Some` implies that [`done`](Context::done) is closed, even while another thread
+    /// is still in the middle of the cancel.
     ///
     /// # Examples
     ///
@@ -169,7 +172,11 @@ impl Context {
     /// ```
     #[doc(alias = "Err")]
     pub fn err(&self) -> Option<Error> {
-        self.node.state.lock().err
+        let err = self.node.state.lock().err;
+        if err.is_some() {
+            self.node.close_done();
+        }
+        err
     }
 
     /// Why the context was canceled (Go 1.20's `context.Cause(ctx)`): `None` while it is
@@ -198,9 +205,12 @@ impl Context {
     /// ```
     #[doc(alias = "Cause")]
     pub fn cause(&self) -> Option<Cause> {
-        let s = self.node.state.lock();
-        let err = s.err?;
-        Some(s.cause.clone().unwrap_or_else(|| Arc::new(err)))
+        let (err, cause) = {
+            let s = self.node.state.lock();
+            (s.err?, s.cause.clone())
+        };
+        self.node.close_done();
+        Some(cause.unwrap_or_else(|| Arc::new(err)))
     }
 
     /// When the context will be canceled by a deadline (its own or an ancestor's), or `None`
@@ -421,6 +431,16 @@ impl Node {
         })
     }
 
+    /// Closes `done` if created (a no-op once closed), for a node whose error is set. Go sets
+    /// the error and closes `Done` under one lock (`Err` is nil until `Done` is closed); here
+    /// the close wakes waiters (user code), so a cancel closes after releasing the lock, and
+    /// a reader that sees the error first ([`Context::err`], `cause`) closes `done` itself.
+    fn close_done(&self) {
+        if let Some((tx, _)) = self.done.get() {
+            tx.close();
+        }
+    }
+
     /// Registers with the parent, or cancels at once if the parent is already done (Go's
     /// `propagateCancel`).
     fn propagate_cancel(self: &Arc<Self>) {
@@ -517,9 +537,7 @@ impl Node {
                 std::mem::take(&mut s.after_funcs),
             )
         };
-        if let Some((tx, _)) = self.done.get() {
-            tx.close();
-        }
+        self.close_done();
         if let Some(timer) = timer {
             timer.stop();
         }

@@ -26,7 +26,7 @@ pub(super) fn memory_report(baseline: u64, hwm_reset: bool, sampler: RssSampler)
 }
 
 /// The lateness bound that holds for this build: the scenario's release bound, times
-/// [`DEBUG_SLOWDOWN`] in unoptimised builds.
+/// [`DEBUG_SLOWDOWN`](super::DEBUG_SLOWDOWN) in unoptimised builds.
 pub(super) fn build_bound(release: LatenessBound) -> LatenessBound {
     let factor = bound_scale();
     LatenessBound {

@@ -11,6 +11,7 @@ mod blocking_handoffs;
 mod channel_mesh;
 mod checks;
 mod coarse_load;
+mod context_trees;
 mod faults;
 mod net_deadlines;
 mod paused_clock;
@@ -58,7 +59,7 @@ const fn bound(p99_ms: u64, max_ms: u64) -> LatenessBound {
 }
 
 /// Every scenario, in run order.
-pub const ALL: [Scenario; 12] = [
+pub const ALL: [Scenario; 13] = [
     Scenario {
         name: "timer-storm",
         weight: 3,
@@ -142,6 +143,13 @@ pub const ALL: [Scenario; 12] = [
         about: paused_clock::ABOUT,
         bound: bound(0, 0),
         run: paused_clock::run,
+    },
+    Scenario {
+        name: "context-trees",
+        weight: 1,
+        about: context_trees::ABOUT,
+        bound: bound(50, 1_000),
+        run: context_trees::run,
     },
 ];
 
@@ -279,7 +287,7 @@ impl Ctx {
     }
 
     /// Records a violation of a timing tolerance: counted only if the machine was not
-    /// contended by other processes during the scenario (see [`CONTENDED`]), else a warning.
+    /// contended by other processes during the scenario (see [`CONTENDED`](checks::CONTENDED)), else a warning.
     pub fn timing_violation(&self, message: impl Into<String>) {
         let mut t = self.timing.lock().unwrap_or_else(|e| e.into_inner());
         if t.len() < 25 {
