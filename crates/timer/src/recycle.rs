@@ -17,6 +17,7 @@ use gort_loom::Arc;
 use crate::timer::{Target, Timer};
 
 /// Timers kept per thread at most (each a 96-byte chunk with its `Arc` counts: 24 KiB a thread).
+#[cfg_attr(loom, allow(dead_code))] // nothing is kept under loom
 pub(crate) const KEEP: usize = 256;
 
 #[cfg(not(loom))]
