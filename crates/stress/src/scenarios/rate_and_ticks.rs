@@ -5,10 +5,10 @@
 //!   serial model, and the tokens used over any window stay within `burst + rate·window`;
 //! - tasks reading `Interval`s with each `MissedTickBehavior`, sometimes sleeping past several
 //!   periods: each tick's value and the instant it is seen follow Tokio's rules exactly;
-//! - tasks calling a `singleflight::Group` on a few keys at once: one run per key at a time,
-//!   every caller gets the result of the run it joined (which was in flight when it called),
-//!   `shared` says whether the run had more than one caller, and a call after a run ended
-//!   starts a new one.
+//! - tasks calling a `singleflight::Group` on a few keys at once, some giving up midway: one
+//!   run per key at a time, every caller gets the result of the run it joined (which was in
+//!   flight when it called), `shared` says whether the run had more than one caller, and a
+//!   call after a run ended starts a new one.
 
 use super::{join_all, Ctx};
 use crate::rng::Rng;
@@ -23,8 +23,8 @@ mod limiter;
 
 /// One line for `--list`.
 pub const ABOUT: &str = "a paused runtime: tasks on every P share a rate::Limiter (allow_n, reserve_n + cancel, wait_n, \
-    wait_deadline, timed-out waits, set_limit/set_burst), every call replayed on a serial model and the window bound checked; \
-    Intervals (Burst, Delay, Skip) read late follow Tokio's rules exactly; singleflight: one run per key, every caller its result";
+    wait_deadline, timed-out waits, wait_ctx canceled, set_limit/set_burst), every call replayed on a serial model and the window bound checked; \
+    Intervals (Burst, Delay, Skip) read late or reset follow Tokio's rules exactly; singleflight with callers giving up: one run per key, every caller its result";
 
 /// Ticks read per `Interval` task per round.
 const TICKS: usize = 16;
@@ -91,6 +91,7 @@ async fn one_round(ctx: &Arc<Ctx>, sh: &Arc<limiter::Shared>, tasks: u64, round:
     };
     let top = sh.change_midway(rng, period, changes, limits).await;
     join_all(ctx, "rate-and-ticks", handles).await;
+    flights.drain().await;
     flights.check(ctx);
     let bound = (!limits).then_some((limit, burst.max(top)));
     limiter::check_round(ctx, sh, bound)
@@ -164,62 +165,111 @@ struct Flights {
     next_run: AtomicU64,
     /// Runs executing now, per key: never more than one.
     active: [AtomicU32; KEYS as usize],
+    /// Runs executing now, all keys.
+    running: AtomicU64,
     /// Per run: key, start and end instants.
     runs: Mutex<HashMap<u64, (u64, Instant, Instant)>>,
     /// Per call: key, call instant, run whose result it got, `shared`.
     calls: Mutex<Vec<(u64, Instant, u64, bool)>>,
+    /// Calls whose caller left (a timeout dropped the future): key, call instant.
+    left: Mutex<Vec<(u64, Instant)>>,
+}
+
+fn take<T>(m: &Mutex<Vec<T>>) -> Vec<T> {
+    std::mem::take(&mut *m.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 impl Flights {
-    /// Every call got the result of a run of its key that was in flight when it called, and
-    /// `shared` says whether that run had more than one caller.
+    /// Waits (virtual time) for the runs whose callers all left, and for their keys to be
+    /// freed (in the same poll as the run's end: before the clock moves again).
+    async fn drain(&self) {
+        while self.running.load(Relaxed) > 0 {
+            sleep(Duration::from_millis(1)).await;
+        }
+        sleep(Duration::from_micros(1)).await;
+    }
+
+    /// Every call got the result of a run of its key that was in flight when it called;
+    /// `shared` says whether that run had more than one caller (callers that left count:
+    /// exactly, when none left at the instant a run started or ended, where it is
+    /// ambiguous which run they joined); every run had a caller.
     fn check(&self, ctx: &Ctx) {
         let runs = std::mem::take(&mut *self.runs.lock().unwrap_or_else(|e| e.into_inner()));
-        let calls = std::mem::take(&mut *self.calls.lock().unwrap_or_else(|e| e.into_inner()));
+        let (calls, left) = (take(&self.calls), take(&self.left));
         let mut callers: HashMap<u64, u32> = HashMap::new();
         for &(_, _, run, _) in &calls {
             *callers.entry(run).or_default() += 1;
         }
+        // Per run: callers that left inside its flight, and at its edges.
+        let left_in = |&(key, start, end): &(u64, Instant, Instant)| {
+            let of_key = left.iter().filter(|l| l.0 == key);
+            let inside = of_key.clone().filter(|l| start < l.1 && l.1 < end).count() as u32;
+            let edges = of_key.filter(|l| l.1 == start || l.1 == end).count();
+            (inside, edges)
+        };
         for &(key, at, run, shared) in &calls {
-            let Some(&(rkey, start, end)) = runs.get(&run) else {
+            let Some(flight) = runs.get(&run) else {
                 ctx.violation(format!(
                     "singleflight: a call for key {key} got run {run}, which never ran"
                 ));
                 continue;
             };
+            let (rkey, start, end) = *flight;
             ctx.violations.check(rkey == key && start <= at && at <= end, || {
                 format!("singleflight: a call for key {key} at {at:?} got run {run} of key {rkey}, in flight {start:?}..{end:?}")
             });
-            let many = callers[&run] > 1;
-            ctx.violations.check(shared == many, || {
+            let (inside, edges) = left_in(flight);
+            let many = callers[&run] + inside > 1;
+            ctx.violations.check(shared == many || (edges > 0 && shared), || {
                 format!(
-                    "singleflight: run {run} had {} callers, a caller got shared={shared}",
-                    callers[&run]
+                    "singleflight: run {run} had {} callers ({inside} of them left), a caller got shared={shared}",
+                    callers[&run] + inside
                 )
             });
         }
-        ctx.violations
-            .check(runs.keys().all(|r| callers.contains_key(r)), || {
-                "singleflight: a run nobody called".into()
-            });
-        let left = self.group.in_flight();
-        ctx.violations.check(left == 0, || {
-            format!("singleflight: {left} keys in flight after the round")
+        for (run, flight) in &runs {
+            let (inside, edges) = left_in(flight);
+            ctx.violations
+                .check(callers.contains_key(run) || inside > 0 || edges > 0, || {
+                    format!("singleflight: run {run} of key {} had no caller", flight.0)
+                });
+        }
+        let in_flight = self.group.in_flight();
+        ctx.violations.check(in_flight == 0, || {
+            format!("singleflight: {in_flight} keys in flight after the round")
         });
     }
 }
 
-/// `CALLS` calls on random keys at random virtual instants; each run sleeps a while.
+/// `CALLS` calls on random keys at random virtual instants, a quarter of them given up
+/// after 0-10 ms; each run sleeps a while.
 async fn caller(ctx: Arc<Ctx>, fl: Arc<Flights>, mut rng: Rng) {
     for _ in 0..CALLS {
         sleep(rng.duration(Duration::ZERO, Duration::from_millis(20))).await;
         let key = rng.below(KEYS);
         let work_for = rng.duration(Duration::from_millis(1), Duration::from_millis(10));
+        let patience = rng
+            .chance(25)
+            .then(|| rng.duration(Duration::ZERO, Duration::from_millis(10)));
         let at = Instant::now();
         let (c, f) = (ctx.clone(), fl.clone());
         let call = fl.group.call(key, move || run_flight(c, f, key, work_for));
         ctx.counts.ops.fetch_add(1, Relaxed);
-        match call.await {
+        let result = match patience {
+            None => call.await,
+            Some(p) => match gort::time::timeout(p, call).await {
+                Ok(r) => r,
+                Err(_) => {
+                    fl.left
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((key, at));
+                    ctx.counts.stopped.fetch_add(1, Relaxed);
+                    continue;
+                }
+            },
+        };
+        match result {
             Ok((run, shared)) => fl
                 .calls
                 .lock()
@@ -233,6 +283,7 @@ async fn caller(ctx: Arc<Ctx>, fl: Arc<Flights>, mut rng: Rng) {
 /// One run of key `key`: alone for its key while it runs; returns its id.
 async fn run_flight(ctx: Arc<Ctx>, fl: Arc<Flights>, key: u64, work_for: Duration) -> u64 {
     let run = fl.next_run.fetch_add(1, Relaxed);
+    fl.running.fetch_add(1, Relaxed);
     let start = Instant::now();
     let before = fl.active[key as usize].fetch_add(1, Relaxed);
     ctx.violations.check(before == 0, || {
@@ -246,5 +297,6 @@ async fn run_flight(ctx: Arc<Ctx>, fl: Arc<Flights>, key: u64, work_for: Duratio
         .unwrap_or_else(|e| e.into_inner())
         .insert(run, (key, start, end));
     fl.active[key as usize].fetch_sub(1, Relaxed);
+    fl.running.fetch_sub(1, Relaxed);
     run
 }

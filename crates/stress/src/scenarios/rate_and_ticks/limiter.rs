@@ -1,17 +1,19 @@
 //! The limiter half of rate-and-ticks: tasks on every P share one `rate::Limiter` on a paused
-//! clock and call `allow_n`, `reserve_n` (+ `cancel_at`), `wait_n`, `wait_deadline` and
-//! `timeout(wait_n)`, each at instants of its own (task `k` of `K` calls the limiter only at
-//! `t0 + (m·K + k) µs`). A paused clock moves only when every task is idle, so calls at
-//! distinct instants are ordered by them: the log of every call, sorted by instant, is the
-//! order the limiter saw. At the end of a round that log is replayed, one call at a time, on
-//! a second limiter (the model), which must give every result the shared one gave: the same
-//! `allow`, the same time to act, the same refusals, a wait returning at exactly the instant
-//! the model's reservation names. Beside the replay, the bound a token bucket promises is
-//! checked over every window: the tokens used from `a` to `b` are at most
+//! clock and call `allow_n`, `reserve_n` (+ `cancel_at`), `wait_n`, `wait_deadline`,
+//! `timeout(wait_n)` and `wait_ctx` on a context canceled midway, each at instants of its
+//! own (task `k` of `K` calls the limiter only at `t0 + (m·K + k) µs`). A paused clock
+//! moves only when every task is idle, so calls at distinct instants are ordered by them:
+//! the log of every call, sorted by instant, is the order the limiter saw. At the end of a
+//! round that log is replayed, one call at a time, on a second limiter (the model), which
+//! must give every result the shared one gave: the same `allow`, the same time to act, the
+//! same refusals, a wait returning at exactly the instant the model's reservation names.
+//! Beside the replay, the bound a token bucket promises is checked over every window of a
+//! round whose limit did not change midway: the tokens used from `a` to `b` are at most
 //! `burst + rate·(b − a)` (+1 for rounding).
 
 use super::super::Ctx;
 use crate::rng::Rng;
+use gort::context::{self, Context};
 use gort::time::rate::{Limit, Limiter, Reservation, WaitError};
 use gort::time::{sleep_until, Instant};
 use std::collections::HashMap;
@@ -178,7 +180,7 @@ pub async fn task(ctx: Arc<Ctx>, sh: Arc<Shared>, k: u64, period: Duration, mut 
         let burst = sh.limiter.burst(); // the driver may change it between our calls
         let n = rng.range(1..u64::from(burst) + 2) as u32; // sometimes burst + 1
         ctx.counts.ops.fetch_add(1, Relaxed);
-        match rng.index(6) {
+        match rng.index(7) {
             0 => {
                 let ok = sh.limiter.allow_n(at, n);
                 sh.log(at, Op::Allow { n, ok });
@@ -193,9 +195,14 @@ pub async fn task(ctx: Arc<Ctx>, sh: Arc<Shared>, k: u64, period: Duration, mut 
                 let d = sh.slot(k, at + rng.duration(Duration::ZERO, period * 4));
                 wait(&ctx, &sh, at, n, Some(d)).await;
             }
-            _ => {
+            5 => {
                 let d = sh.slot(k, at + rng.duration(Duration::ZERO, period * 4));
                 timed_out_wait(&ctx, &sh, at, n, d).await;
+            }
+            _ => {
+                // Strictly later than `at`: the context is live when the wait starts.
+                let gap = rng.duration(Duration::from_nanos(1), period * 4);
+                canceled_wait(&ctx, &sh, at, n, sh.slot(k, at + gap)).await;
             }
         }
     }
@@ -362,6 +369,48 @@ async fn timed_out_wait(ctx: &Ctx, sh: &Shared, at: Instant, n: u32, d: Instant)
     }
 }
 
+/// `wait_ctx` on a context a helper task cancels at `c` (in this task's slot, where only
+/// this task calls the limiter): it returns the tokens, or `Done` at exactly `c` (then its
+/// reservation is given back, as a `Cancel` at `c`).
+async fn canceled_wait(ctx: &Ctx, sh: &Shared, at: Instant, n: u32, c: Instant) {
+    ctx.counts.started.fetch_add(1, Relaxed);
+    let (cx, cancel) = context::with_cancel(&Context::background());
+    let canceler = gort::spawn(async move {
+        sleep_until(c).await;
+        cancel.cancel();
+    });
+    let result = sh.limiter.wait_ctx(&cx, n).await;
+    let returned = Instant::now();
+    let id = sh.id();
+    match result {
+        Ok(()) => sh.used(returned, n),
+        Err(WaitError::Done) => check_now(ctx, c, "a wait_ctx whose context was canceled"),
+        Err(_) => ctx.violations.check(returned == at, || {
+            format!(
+                "wait_ctx(n={n}) failed {:?} after it was called: {result:?}",
+                returned - at
+            )
+        }),
+    }
+    let done = result == Err(WaitError::Done);
+    sh.log(
+        at,
+        Op::Wait {
+            n,
+            id,
+            deadline: None,
+            result: Some(result),
+            returned,
+        },
+    );
+    if done {
+        sh.log(returned, Op::Cancel { id });
+    }
+    if canceler.await.is_err() {
+        ctx.violation("a wait_ctx's canceler task did not join");
+    }
+}
+
 /// Ends a round: replays its log on the model, checks the window bound (given the round's
 /// limit and highest burst: `None` when the limit changed midway), clears both.
 pub fn check_round(ctx: &Ctx, sh: &Shared, bound: Option<(Limit, u32)>) -> usize {
@@ -459,10 +508,11 @@ fn replay_wait<'a>(
         Some(Ok(())) => ctx.violations.check(tta == Some(returned), || {
             format!("wait(n={n}) called at {at:?} returned at {returned:?}, the serial model's reservation is due {tta:?}")
         }),
-        Some(Err(e)) => ctx.violation(format!("wait(n={n}) at {at:?} failed ({e:?}), the serial model grants it")),
-        // Dropped by its timeout: it must not have been due by then (it would have returned).
-        None => ctx.violations.check(tta.is_some_and(|t| t > returned), || {
-            format!("wait_n({n}) at {at:?} was timed out at {returned:?}, its reservation due {tta:?}")
+        Some(Err(e)) if *e != WaitError::Done => ctx.violation(format!("wait(n={n}) at {at:?} failed ({e:?}), the serial model grants it")),
+        // Dropped by its timeout, or its context canceled: it must not have been due by
+        // then (it would have returned its tokens).
+        _ => ctx.violations.check(tta.is_some_and(|t| t > returned), || {
+            format!("a wait for {n} at {at:?} gave up at {returned:?} (timeout or context), its reservation due {tta:?}")
         }),
     }
     Some(r)
