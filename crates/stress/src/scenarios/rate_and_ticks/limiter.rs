@@ -126,17 +126,28 @@ impl Shared {
     pub async fn start_round(&self, rng: &mut Rng) -> (Limit, u32) {
         let at = self.slot(self.slots - 1, Instant::now());
         sleep_until(at).await;
-        self.set_params(at, rng, false)
+        self.set_params(at, rng, false, false)
     }
 
-    /// `set_limit` (one token per 1, 7, 50 or 100 ms; unless `keep_limit`) and `set_burst`
-    /// (1-8) at `at`, logged. Returns the limit and burst.
-    fn set_params(&self, at: Instant, rng: &mut Rng, keep_limit: bool) -> (Limit, u32) {
+    /// `set_limit` (one token per 1, 7, 50 or 100 ms; unless `keep_limit`; with `extremes`,
+    /// one time in 5 `Limit::INF` or `Limit::ZERO`) and `set_burst` (1-8) at `at`, logged.
+    /// Returns the limit and burst.
+    fn set_params(
+        &self,
+        at: Instant,
+        rng: &mut Rng,
+        keep_limit: bool,
+        extremes: bool,
+    ) -> (Limit, u32) {
         let mut limit = self.limiter.limit();
         if !keep_limit {
-            limit = Limit::every(Duration::from_millis(
-                PERIODS_MS[rng.index(PERIODS_MS.len())],
-            ));
+            limit = if extremes && rng.chance(20) {
+                [Limit::INF, Limit::ZERO][rng.index(2)]
+            } else {
+                Limit::every(Duration::from_millis(
+                    PERIODS_MS[rng.index(PERIODS_MS.len())],
+                ))
+            };
             self.limiter.set_limit(limit);
             self.log(at, Op::SetLimit { limit });
         }
@@ -160,7 +171,7 @@ impl Shared {
             let gap = rng.duration(Duration::ZERO, period * 8);
             let at = self.slot(self.slots - 1, Instant::now() + gap);
             sleep_until(at).await;
-            top = top.max(self.set_params(at, &mut rng, !limits).1);
+            top = top.max(self.set_params(at, &mut rng, !limits, true).1);
         }
         top
     }
@@ -238,9 +249,12 @@ async fn reserve_and_act(ctx: &Ctx, sh: &Shared, at: Instant, n: u32) {
             check_now(ctx, t, "a reservation's time to act");
             sh.used(t, n);
         }
-        None => ctx.violations.check(n > sh.limiter.burst(), || {
-            format!("reserve_n({n}) within the burst was refused")
-        }),
+        None => {
+            let (burst, limit) = (sh.limiter.burst(), sh.limiter.limit());
+            ctx.violations.check(n > burst || limit == Limit::ZERO, || {
+                format!("reserve_n({n}) within the burst {burst} at {limit:?} was refused")
+            });
+        }
     }
 }
 
@@ -481,14 +495,20 @@ fn replay_wait<'a>(
     result: &Option<Result<(), WaitError>>,
     returned: Instant,
 ) -> Option<Reservation<'a>> {
-    let burst = model.burst();
-    let refusal = if n > burst {
+    // The limiter's order: an infinite limit grants anything, then the burst, then a zero
+    // limit when short, then the deadline.
+    let (burst, limit) = (model.burst(), model.limit());
+    let left = model.tokens_at(at) - f64::from(n);
+    let refusal = if limit.is_inf() {
+        None
+    } else if n > burst {
         Some(WaitError::BurstExceeded { n, burst })
+    } else if left < 0.0 && limit == Limit::ZERO {
+        Some(WaitError::NeverAvailable { n })
     } else {
         deadline.and_then(|d| {
-            let left = model.tokens_at(at) - f64::from(n);
             let wait = if left < 0.0 {
-                (-left / model.limit().as_f64() * 1e9).round()
+                (-left / limit.as_f64() * 1e9).round()
             } else {
                 0.0
             };
