@@ -43,6 +43,7 @@ fn short_suite_passes_and_prints_the_table() {
         "coarse-load",
         "paused-clock",
         "context-trees",
+        "rate-and-ticks",
     ] {
         assert!(
             out.lines().any(|l| l.starts_with(name)),
@@ -128,7 +129,7 @@ fn json_and_html_outputs_are_well_formed() {
 fn list_and_usage_errors() {
     let (code, out, _) = run(&["--list"]);
     assert_eq!(code, 0);
-    assert_eq!(out.lines().count(), 13);
+    assert_eq!(out.lines().count(), 14);
     let (code, _, err) = run(&["--scenario", "no-such-thing"]);
     assert_eq!(code, 2, "{err}");
     let (code, _, err) = run(&["--duration", "10"]);

@@ -16,6 +16,7 @@ mod faults;
 mod net_deadlines;
 mod paused_clock;
 mod poller_wakeups;
+mod rate_and_ticks;
 mod resize;
 mod sleep_fanout;
 mod ticker_churn;
@@ -59,7 +60,7 @@ const fn bound(p99_ms: u64, max_ms: u64) -> LatenessBound {
 }
 
 /// Every scenario, in run order.
-pub const ALL: [Scenario; 13] = [
+pub const ALL: [Scenario; 14] = [
     Scenario {
         name: "timer-storm",
         weight: 3,
@@ -150,6 +151,13 @@ pub const ALL: [Scenario; 13] = [
         about: context_trees::ABOUT,
         bound: bound(50, 1_000),
         run: context_trees::run,
+    },
+    Scenario {
+        name: "rate-and-ticks",
+        weight: 1,
+        about: rate_and_ticks::ABOUT,
+        bound: bound(0, 0),
+        run: rate_and_ticks::run,
     },
 ];
 
