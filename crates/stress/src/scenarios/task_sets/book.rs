@@ -66,13 +66,14 @@ impl<'a> Book<'a> {
             format!("task tag={} was returned by its JoinSet {n} times", rec.tag)
         });
         let ok = r.is_ok();
-        ctx.violations.check(ok == rec.completed.load(SeqCst), || {
+        let completed = rec.completed.load(SeqCst);
+        ctx.violations.check(ok == completed, || {
             format!(
-                "task tag={} ({:?}) returned {r:?} but its body completed={}",
-                rec.tag, rec.kind, !ok
+                "task tag={} ({:?}) returned {r:?} but its body completed={completed}",
+                rec.tag, rec.kind
             )
         });
-        ctx.violations.check(!ok == rec.panicked.load(SeqCst), || {
+        ctx.violations.check(ok != rec.panicked.load(SeqCst), || {
             format!(
                 "task tag={} ({:?}) returned {r:?}: is_panic must match its body's panic",
                 rec.tag, rec.kind
