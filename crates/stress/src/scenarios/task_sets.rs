@@ -34,6 +34,11 @@ pub const ABOUT: &str = "JoinSets filled on every P with tasks that finish, slee
 /// The longest sleep of a task.
 const MAX_SLEEP: Duration = Duration::from_millis(5);
 
+/// How long a drain may go without a result while tasks are in the set: every task ends
+/// within about 10 ms (the gates of sets that are drained open within 5 ms), so this is a
+/// lost result or wake-up.
+const STALL: Duration = Duration::from_secs(2);
+
 /// How long a dropped set's tasks, or a child, get to end and drop their futures.
 const SETTLE: Duration = Duration::from_secs(2);
 
@@ -226,18 +231,19 @@ async fn owner(ctx: Arc<Ctx>, shared: Arc<Shared>, mut rng: Rng) {
     let seed = rng.next_u64();
     let thread = gort::spawn_blocking(move || abort_from_thread(&c, to_thread, seed));
     match drain {
-        Drain::JoinNext => {
-            while let Some(r) = set.join_next().await {
-                book.account(r);
+        Drain::JoinNext => loop {
+            match gort::time::timeout(STALL, set.join_next()).await {
+                Ok(Some(r)) => book.account(r),
+                Ok(None) => break,
+                Err(_) => break book.stalled(set.len(), "join_next"),
             }
-        }
+        },
         Drain::TryJoin => try_join(&mut set, &mut book, &mut rng).await,
         Drain::Select => select_join(&mut set, &mut book, &poke_rx, &mut rng).await,
-        Drain::JoinAll => {
-            for v in set.join_all().await {
-                book.account(Ok(v));
-            }
-        }
+        Drain::JoinAll => match gort::time::timeout(STALL, set.join_all()).await {
+            Ok(outputs) => outputs.into_iter().for_each(|v| book.account(Ok(v))),
+            Err(_) => book.stalled(usize::MAX, "join_all"),
+        },
         Drain::Shutdown | Drain::Drop => {
             // A few joins first, each given up after a while (the gate waiters never end
             // by themselves); a `join_next` dropped by the timeout loses nothing.
@@ -250,7 +256,9 @@ async fn owner(ctx: Arc<Ctx>, shared: Arc<Shared>, mut rng: Rng) {
             // Both abort every task left: the `is_finished` checks may count them aborted.
             book.mark_all_aborted();
             if drain == Drain::Shutdown {
-                set.shutdown().await;
+                if gort::time::timeout(STALL, set.shutdown()).await.is_err() {
+                    book.stalled(set.len(), "shutdown");
+                }
                 ctx.violations.check(set.is_empty(), || {
                     format!("a JoinSet held {} tasks after shutdown", set.len())
                 });
@@ -372,9 +380,16 @@ fn check_finished(ctx: &Ctx, rec: &Rec, abort: &AbortHandle) {
 
 /// `try_join_next` in a loop, with short waits when nothing is ready.
 async fn try_join(set: &mut JoinSet<u64>, book: &mut Book<'_>, rng: &mut Rng) {
+    let mut last = std::time::Instant::now();
     while !set.is_empty() {
+        if last.elapsed() > STALL {
+            return book.stalled(set.len(), "try_join_next");
+        }
         match set.try_join_next() {
-            Some(r) => book.account(r),
+            Some(r) => {
+                book.account(r);
+                last = std::time::Instant::now();
+            }
             None if rng.chance(50) => gort::yield_now().await,
             None => gort::time::sleep(rng.duration(Duration::ZERO, Duration::from_millis(1))).await,
         }
@@ -398,11 +413,18 @@ async fn select_join(
     rng: &mut Rng,
 ) {
     let mut pokes_open = true;
+    let mut last = std::time::Instant::now();
     loop {
+        if last.elapsed() > STALL {
+            return book.stalled(set.len(), "join_next in a select!");
+        }
         let nap = rng.duration(Duration::ZERO, Duration::from_micros(700));
         gort::select! {
             r = set.join_next() => match r {
-                Some(r) => book.account(r),
+                Some(r) => {
+                    book.account(r);
+                    last = std::time::Instant::now();
+                }
                 None => break,
             },
             v = poke.recv(), if pokes_open => pokes_open = v.is_some(),

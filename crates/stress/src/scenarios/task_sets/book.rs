@@ -107,6 +107,28 @@ impl<'a> Book<'a> {
         }
     }
 
+    /// A drain got no result for [`STALL`](super::STALL) with `len` tasks in the set
+    /// (`usize::MAX`: unknown, the set was consumed).
+    pub(super) fn stalled(&self, len: usize, how: &str) {
+        let finished = self.recs.values().filter(|(_, a)| a.is_finished()).count();
+        let waiting = self
+            .recs
+            .values()
+            .filter(|(r, _)| r.returned.load(SeqCst) == 0)
+            .count();
+        let len = if len == usize::MAX {
+            "?".to_string()
+        } else {
+            len.to_string()
+        };
+        self.ctx.violation(format!(
+            "{how} returned nothing for {:?} with {len} tasks in the set ({waiting} not returned, \
+             {finished} of {} is_finished): a lost result or wake-up",
+            super::STALL,
+            self.recs.len()
+        ));
+    }
+
     /// `is_finished` of every task against its record.
     pub(super) fn check_all_finished(&self) {
         for (rec, abort) in self.recs.values() {
