@@ -14,7 +14,7 @@
 //!
 //! A probe rather than a stress scenario: it measures the whole process (its fds, threads and
 //! RSS), which the stress suite shares among scenarios and its own samplers, and its point is
-//! a run of minutes, where the suite's default run is a minute for all fourteen scenarios.
+//! a run of minutes, where the suite's default run is a minute for all fifteen scenarios.
 //!
 //! ```sh
 //! cargo run --release --example soak                           # 6 s, a CI-sized check

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Every scenario, in run order (the registry in `scenarios` must match; a test checks it).
-pub const SCENARIO_NAMES: [&str; 14] = [
+pub const SCENARIO_NAMES: [&str; 15] = [
     "timer-storm",
     "ticker-churn",
     "after-func-storm",
@@ -20,6 +20,7 @@ pub const SCENARIO_NAMES: [&str; 14] = [
     "paused-clock",
     "context-trees",
     "rate-and-ticks",
+    "task-sets",
 ];
 
 /// gort's scheduler and timer stress suite: each scenario runs on its own runtime and checks

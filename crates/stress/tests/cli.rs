@@ -44,6 +44,7 @@ fn short_suite_passes_and_prints_the_table() {
         "paused-clock",
         "context-trees",
         "rate-and-ticks",
+        "task-sets",
     ] {
         assert!(
             out.lines().any(|l| l.starts_with(name)),
@@ -129,7 +130,7 @@ fn json_and_html_outputs_are_well_formed() {
 fn list_and_usage_errors() {
     let (code, out, _) = run(&["--list"]);
     assert_eq!(code, 0);
-    assert_eq!(out.lines().count(), 14);
+    assert_eq!(out.lines().count(), 15);
     let (code, _, err) = run(&["--scenario", "no-such-thing"]);
     assert_eq!(code, 2, "{err}");
     let (code, _, err) = run(&["--duration", "10"]);

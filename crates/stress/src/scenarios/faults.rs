@@ -14,10 +14,10 @@ pub const ABOUT: &str = "panics in tasks, block_in_place, spawn_blocking and aft
     mid-sleep: deltimer on drop/abort/unwind, callback panics caught and counted, runtime stays live";
 
 /// Marker in every panic message this scenario causes on purpose (the panic hook hides them).
-const INJECTED: &str = "gort-stress: injected";
+pub(super) const INJECTED: &str = "gort-stress: injected";
 
 /// Installs (once) a panic hook that stays quiet about injected panics.
-fn quiet_injected_panics() {
+pub(super) fn quiet_injected_panics() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let prev = std::panic::take_hook();

@@ -19,6 +19,7 @@ mod poller_wakeups;
 mod rate_and_ticks;
 mod resize;
 mod sleep_fanout;
+mod task_sets;
 mod ticker_churn;
 mod timer_storm;
 
@@ -60,7 +61,7 @@ const fn bound(p99_ms: u64, max_ms: u64) -> LatenessBound {
 }
 
 /// Every scenario, in run order.
-pub const ALL: [Scenario; 14] = [
+pub const ALL: [Scenario; 15] = [
     Scenario {
         name: "timer-storm",
         weight: 3,
@@ -158,6 +159,13 @@ pub const ALL: [Scenario; 14] = [
         about: rate_and_ticks::ABOUT,
         bound: bound(0, 0),
         run: rate_and_ticks::run,
+    },
+    Scenario {
+        name: "task-sets",
+        weight: 1,
+        about: task_sets::ABOUT,
+        bound: bound(50, 1_000),
+        run: task_sets::run,
     },
 ];
 
