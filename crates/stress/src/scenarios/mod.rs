@@ -341,6 +341,16 @@ impl Ctx {
             .expect("gort-stress: cannot build a runtime")
     }
 
+    /// A runtime of `--procs` Ps started with its clock paused (`gort::time::pause`): time
+    /// moves only by jumps, so the scenario's checks can be exact.
+    pub fn paused_runtime(&self) -> gort::Runtime {
+        gort::Builder::new()
+            .procs(self.cfg.procs)
+            .start_paused(true)
+            .build()
+            .expect("gort-stress: cannot build a paused runtime")
+    }
+
     /// Ends a scenario's runtime: waits (at most 3 s, nudging every P) for the timer heaps to
     /// drain (`timers_pending == 0`, then `timers_deleted == 0`) and for every task to be
     /// gone, records the final metrics, and drops the runtime.

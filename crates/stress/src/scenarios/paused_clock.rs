@@ -24,11 +24,7 @@ const MAX_WAIT: Duration = Duration::from_secs(600);
 
 /// Runs paused-clock.
 pub fn run(ctx: &Arc<Ctx>) {
-    let rt = gort::Builder::new()
-        .procs(ctx.cfg.procs)
-        .start_paused(true)
-        .build()
-        .expect("gort-stress: cannot build a paused runtime");
+    let rt = ctx.paused_runtime();
     let tasks = ctx.cfg.procs as u64 * 8;
     let end = ctx.epoch + ctx.part(0.9);
     let c = ctx.clone();

@@ -38,11 +38,7 @@ const MISSED_TOLERANCE: Duration = Duration::from_millis(5);
 
 /// Runs rate-and-ticks.
 pub fn run(ctx: &Arc<Ctx>) {
-    let rt = gort::Builder::new()
-        .procs(ctx.cfg.procs)
-        .start_paused(true)
-        .build()
-        .expect("gort-stress: cannot build a paused runtime");
+    let rt = ctx.paused_runtime();
     let tasks = ctx.cfg.procs as u64 * 4;
     let end = ctx.epoch + ctx.part(0.9);
     let c = ctx.clone();

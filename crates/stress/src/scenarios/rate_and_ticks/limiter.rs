@@ -350,36 +350,25 @@ async fn timed_out_wait(ctx: &Ctx, sh: &Shared, at: Instant, n: u32, d: Instant)
     let r = gort::time::timeout_at(d, sh.limiter.wait_n(n)).await;
     let returned = Instant::now();
     let id = sh.id();
-    match r {
-        Ok(result) => {
-            if result.is_ok() {
-                sh.used(returned, n);
-            }
-            sh.log(
-                at,
-                Op::Wait {
-                    n,
-                    id,
-                    deadline: None,
-                    result: Some(result),
-                    returned,
-                },
-            );
-        }
-        Err(_) => {
-            check_now(ctx, d, "a timed-out wait_n");
-            sh.log(
-                at,
-                Op::Wait {
-                    n,
-                    id,
-                    deadline: None,
-                    result: None,
-                    returned,
-                },
-            );
-            sh.log(returned, Op::Cancel { id });
-        }
+    let result = r.ok();
+    let timed_out = result.is_none();
+    match result {
+        Some(Ok(())) => sh.used(returned, n),
+        Some(Err(_)) => {}
+        None => check_now(ctx, d, "a timed-out wait_n"),
+    }
+    sh.log(
+        at,
+        Op::Wait {
+            n,
+            id,
+            deadline: None,
+            result,
+            returned,
+        },
+    );
+    if timed_out {
+        sh.log(returned, Op::Cancel { id });
     }
 }
 
