@@ -223,12 +223,26 @@ fn consume_budget_yields_a_loop_that_awaits_nothing_else() {
 /// `senders` tasks each send `per` tagged values; the receivers take them with every kind of
 /// receive the budget touches (plain `recv`, a `select!` over two channels, a `recv` cut off
 /// by a short `timeout`, the `Stream`), yielding for budget many times on the way. Every value
-/// must arrive exactly once, and each sender's in order.
+/// must arrive exactly once, and, when no receive is cut off, each sender's in order.
+///
+/// A `recv` cut off after a sender handed it a value puts the value back at the front
+/// (`Core::bounce`); the sender has moved on, and a receiver that took its next value
+/// meanwhile sees the two out of order (design/CHANNELS.md, "Order"), so the order is checked
+/// on the runs without the `timeout` receiver.
 #[test]
 fn no_value_is_lost_or_duplicated_across_budget_yields() {
+    for procs in [1, 2] {
+        budget_receivers(procs, &[0, 1, 2, 3], false);
+        budget_receivers(procs, &[0, 1, 3], true);
+    }
+}
+
+/// The run of [`no_value_is_lost_or_duplicated_across_budget_yields`] with receivers of
+/// `kinds` (0 `recv`, 1 `select!`, 2 `recv` under `timeout`, 3 `Stream`).
+fn budget_receivers(procs: usize, kinds: &'static [u8], check_order: bool) {
     const SENDERS: u64 = 4;
     const PER: u64 = 20_000;
-    for procs in [1, 2] {
+    {
         let got = within(WATCHDOG * 2, move || {
             let rt = gort::Builder::new().procs(procs).build().unwrap();
             rt.block_on(async {
@@ -248,7 +262,7 @@ fn no_value_is_lost_or_duplicated_across_budget_yields() {
                 }
                 drop((tx_a, tx_b));
                 let mut receivers = Vec::new();
-                for kind in 0..4u8 {
+                for &kind in kinds {
                     let (rx_a, rx_b) = (rx_a.clone(), rx_b.clone());
                     receivers.push(gort::spawn(async move {
                         let mut got = Vec::new();
@@ -317,7 +331,7 @@ fn no_value_is_lost_or_duplicated_across_budget_yields() {
                 assert!(seen.insert(v), "procs {procs}: {v:#x} received twice");
                 let (s, i) = ((v >> 32) as usize, v & 0xffff_ffff);
                 assert!(
-                    last[s].map_or(true, |l| l < i),
+                    !check_order || last[s].map_or(true, |l| l < i),
                     "procs {procs}: sender {s} out of order"
                 );
                 last[s] = Some(i);
