@@ -17,7 +17,7 @@ use crate::task::Task;
 use crate::task::{Releases, RELEASE_BATCH};
 use crossbeam_utils::CachePadded;
 use gort_loom::atomic::{AtomicI64, AtomicU64, AtomicU8, Ordering::*};
-use gort_timer::{Nanos, Timers};
+use gort_timer::{Nanos, OwnerHost, Timers};
 use std::cell::UnsafeCell;
 
 /// A P's status (Go's `_Pidle`, `_Prunning`, `_Pdead`), kept in an atomic byte.
@@ -235,7 +235,8 @@ impl crate::idle::IdleP for P {
 }
 
 impl P {
-    pub(crate) fn new(id: usize) -> P {
+    /// P `id` of the runtime `owner` names (its timers' heap wakes that runtime).
+    pub(crate) fn new(id: usize, owner: OwnerHost) -> P {
         let (queue, stealer) = runq::local();
         P {
             id,
@@ -258,7 +259,7 @@ impl P {
             }),
             runnext: CachePadded::new(RunNext::new()),
             stealer,
-            timers: Timers::new(id),
+            timers: Timers::with_owner(id, owner),
         }
     }
 

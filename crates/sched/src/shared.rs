@@ -16,7 +16,7 @@ use gort_timer::{Checked, Nanos, RuntimeClock, Timers};
 use parking_lot::{Condvar, Mutex};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 use std::thread::JoinHandle;
 
 /// The most Ps a runtime can have (Go's limit was 256 for years; `set_procs` clamps to it).
@@ -55,6 +55,8 @@ pub(crate) struct Shared {
     pub(crate) clock: RuntimeClock,
     /// The tasks in `gort::time::advance` (`paused.rs`).
     pub(crate) advances: Advances,
+    /// This runtime, weakly: what its Ps' heaps name as their owner (`hosts.rs`).
+    pub(crate) me: Weak<Shared>,
 }
 
 impl Shared {
@@ -63,13 +65,15 @@ impl Shared {
         blocking: Arc<Blocking>,
         m_threads: ThreadConfig,
     ) -> std::io::Result<Arc<Shared>> {
-        let shared = Arc::new(Shared {
+        let poller = Poller::new()?;
+        let shared = Arc::new_cyclic(|me| Shared {
+            me: me.clone(),
             allp: (0..MAX_PROCS).map(|_| OnceLock::new()).collect(),
             nallp: AtomicUsize::new(0),
             nprocs: AtomicUsize::new(procs),
             global: Global::default(),
             idle: Idle::new(),
-            poller: Poller::new()?,
+            poller,
             registry: Registry::new(),
             blocking,
             shutdown: AtomicBool::new(false),
@@ -94,7 +98,9 @@ impl Shared {
 
     /// Creates P `id` if it never existed; returns it.
     pub(crate) fn make_p(&self, id: usize) -> Arc<P> {
-        let p = self.allp[id].get_or_init(|| Arc::new(P::new(id))).clone();
+        let p = self.allp[id]
+            .get_or_init(|| Arc::new(P::new(id, crate::hosts::owner_host(&self.me))))
+            .clone();
         self.nallp.fetch_max(id + 1, AcqRel);
         p
     }

@@ -63,7 +63,7 @@ pub use heap::{lateness_bucket, LATENESS_BUCKETS};
 pub use lifecycle::{Released, TimerStats};
 pub use ops::{add_cell, del, modify, modify_cell, modify_fire, reset};
 pub use status::Status;
-pub use timer::{Fire, Host, Timer};
+pub use timer::{Fire, Host, OwnerHost, Timer};
 pub use timers::{min_nonzero, Checked, Timers};
 
 /// `Timer` and `Timers` are shared across scheduler threads.

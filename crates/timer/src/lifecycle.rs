@@ -421,7 +421,7 @@ impl Drop for Timers {
     /// instead: leaking keeps every owner pointer valid.
     fn drop(&mut self) {
         if std::thread::panicking() {
-            let empty = Box::new(Shared::new(self.id()));
+            let empty = Box::new(Shared::new(self.id(), None));
             let shared = std::mem::replace(&mut self.shared, empty);
             Box::leak(shared);
             return;

@@ -335,16 +335,24 @@ fn reactivate(t: &TimerRef, when: Nanos, home: &Timers, host: &dyn Host) -> Vec<
 
 /// `modtimer` on a timer still in its heap, owned as `Modifying` taken from a heaped status:
 /// records `when` as `nextwhen` and marks it ModifiedEarlier/Later for its owner to re-key.
+///
+/// The timer stays in its heap, which may be another runtime's than the caller's: an earlier
+/// deadline then wakes the heap's runtime ([`OwnerHost`](crate::OwnerHost)), whose Ms
+/// would otherwise sleep on until the old deadline. The handle is taken while Modifying
+/// keeps the heap alive and used after it ends (a wake-up may take scheduler locks, which
+/// must never be waited for in a transient status).
 fn rekey_lazily(t: &TimerRef, when: Nanos, host: &dyn Host) {
     t.nextwhen.store(when, Relaxed);
     // Compared with the heap key, not an older nextwhen, as Go does.
     let earlier = when < t.when.load(Relaxed);
+    let mut foreign = None;
     if earlier {
         // SAFETY: we own Modifying, taken from a heaped status (see `owner_ref`).
         let owner = unsafe { t.owner_ref() };
         // Invariant 6: list push, then summary, then the status CAS.
         owner.queue_early(t);
         owner.lower_modified_earliest(when);
+        foreign = owner.owner.as_ref().and_then(|o| o.if_foreign(host));
     }
     let to = if earlier {
         Status::ModifiedEarlier
@@ -353,7 +361,15 @@ fn rekey_lazily(t: &TimerRef, when: Nanos, host: &dyn Host) {
     };
     t.cas_owned(Status::Modifying, to, "modtimer: lost Modifying");
     if earlier {
-        host.wake_netpoller(when);
+        match foreign {
+            // A runtime already gone has nobody to wake.
+            Some(owner) => {
+                if let Some(owner) = owner.upgrade() {
+                    owner.wake_netpoller(when);
+                }
+            }
+            None => host.wake_netpoller(when),
+        }
     }
 }
 

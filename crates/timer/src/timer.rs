@@ -50,6 +50,56 @@ impl<F: Fn(Nanos) + Send + Sync + 'static> Fire for F {
 pub trait Host {
     /// A timer now wants to run at `when`.
     fn wake_netpoller(&self, when: Nanos);
+
+    /// Which runtime this host wakes, compared with a heap's [`OwnerHost::key`]: a timer
+    /// left pending in a heap of another runtime and moved earlier must wake that runtime,
+    /// not this one. 0 (the default) for a host of no particular runtime.
+    fn key(&self) -> usize {
+        0
+    }
+}
+
+/// The runtime that owns a heap ([`Timers::with_owner`](crate::Timers::with_owner)): what a
+/// timer left pending there and moved earlier wakes when the caller's [`Host`] is another
+/// runtime's (Go has one runtime a process, so its `modtimer` never meets this case).
+///
+/// Held weakly: the runtime owns its heaps, and a wake-up for a runtime already gone is
+/// nothing to do.
+///
+/// # Examples
+///
+/// ```
+/// use gort_timer::{Host, OwnerHost, Timers};
+/// use std::sync::Arc;
+/// struct Runtime;
+/// impl Host for Runtime {
+///     fn wake_netpoller(&self, _when: i64) {}
+/// }
+/// let rt: Arc<dyn Host + Send + Sync> = Arc::new(Runtime);
+/// let timers = Timers::with_owner(0, OwnerHost::new(1, Arc::downgrade(&rt)));
+/// assert!(timers.is_empty());
+/// ```
+pub struct OwnerHost {
+    key: usize,
+    host: std::sync::Weak<dyn Host + Send + Sync>,
+}
+
+impl OwnerHost {
+    /// The owner `host`, whose own [`Host::key`] returns `key` (not 0).
+    pub fn new(key: usize, host: std::sync::Weak<dyn Host + Send + Sync>) -> OwnerHost {
+        assert_ne!(key, 0, "gort: OwnerHost::new: key 0 names no runtime");
+        OwnerHost { key, host }
+    }
+
+    /// The owner if `caller` is another runtime's host: a handle to wake it with, taken
+    /// while the heap is known to live (the caller owns a transient status of a timer in
+    /// it). `None` when `caller` is the owner, the cheap and common case.
+    pub(crate) fn if_foreign(
+        &self,
+        caller: &dyn Host,
+    ) -> Option<std::sync::Weak<dyn Host + Send + Sync>> {
+        (caller.key() != self.key).then(|| self.host.clone())
+    }
 }
 
 impl<F: Fn(Nanos)> Host for F {

@@ -13,7 +13,7 @@ use crate::clock::{nanotime, Nanos};
 use crate::heap::{drop_dead, Entry, Heap, Locked};
 use crate::run::Run;
 use crate::status::{bad, Status};
-use crate::timer::{Host, Target, Timer};
+use crate::timer::{Host, OwnerHost, Target, Timer};
 use crate::tref::TimerRef;
 
 /// What [`Timers::check`] found.
@@ -64,6 +64,8 @@ pub(crate) struct Shared {
     /// Timers marked `ModifiedEarlier` since the last drain (go#41699): pushed by `modify`,
     /// drained by `adjust`. A leaf lock.
     pub(crate) early: Mutex<Vec<TimerRef>>,
+    /// The runtime this heap belongs to, if its creator named one ([`Timers::with_owner`]).
+    pub(crate) owner: Option<OwnerHost>,
 }
 
 /// One P's timers: Go's `p.timers` with `timersLock`, `timer0When`, `timerModifiedEarliest`,
@@ -113,9 +115,10 @@ pub fn min_nonzero(a: Nanos, b: Nanos) -> Nanos {
 }
 
 impl Shared {
-    pub(crate) fn new(id: usize) -> Shared {
+    pub(crate) fn new(id: usize, owner: Option<OwnerHost>) -> Shared {
         Shared {
             id,
+            owner,
             heap: Mutex::new(Heap::default()),
             timer0_when: AtomicI64::new(0),
             modified_earliest: AtomicI64::new(0),
@@ -342,7 +345,15 @@ impl Timers {
     /// An empty heap for the P numbered `id` (used for lock ordering and in messages).
     pub fn new(id: usize) -> Timers {
         Timers {
-            shared: Box::new(Shared::new(id)),
+            shared: Box::new(Shared::new(id, None)),
+        }
+    }
+
+    /// [`Timers::new`] for a heap of the runtime `owner`: a timer left pending here and moved
+    /// earlier by a thread of another runtime wakes `owner` rather than the caller's host.
+    pub fn with_owner(id: usize, owner: OwnerHost) -> Timers {
+        Timers {
+            shared: Box::new(Shared::new(id, Some(owner))),
         }
     }
 
