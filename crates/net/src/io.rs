@@ -154,7 +154,9 @@ impl<S: Source> Io<S> {
     /// A stream socket's read or write of up to `len` bytes, as [`Io::op`]; one shorter than
     /// asked leaves the direction drained (the receive queue empty, the send buffer full), so
     /// the next waits for an edge without trying the syscall ([`Half::drained_at`]): a
-    /// request/response connection makes one `EAGAIN` fewer per request.
+    /// request/response connection makes one `EAGAIN` fewer per request. A zero-length read
+    /// returns 0 at once, as Go's `Read` and std's contract: the kernel would make it wait
+    /// for data (a stream `recv` of 0 bytes says `EAGAIN` until some is queued).
     pub(crate) async fn transfer(
         &self,
         dir: Dir,
@@ -171,6 +173,9 @@ impl<S: Source> Io<S> {
         len: usize,
         op: &mut impl FnMut(&S) -> io::Result<usize>,
     ) -> Poll<io::Result<usize>> {
+        if len == 0 && dir == Dir::Read {
+            return Poll::Ready(Ok(0));
+        }
         let half = self.desc.half(dir);
         self.poll_op_after(dir, cx, &mut |s, seen| {
             if len > 0 && half.drained_at(seen) {

@@ -275,7 +275,8 @@ pub trait Stream: sealed::Sealed + std::fmt::Debug + Send + Sync + 'static {
 /// splits) are written beside it.
 macro_rules! stream_methods {
     ($addr:ty) => {
-        /// Reads into `buf`, waiting for data; `Ok(0)` at end of stream. Cancel-safe.
+        /// Reads into `buf`, waiting for data; `Ok(0)` at end of stream, or at once for an
+        /// empty `buf` (as Go's `Read`; the kernel would wait for data). Cancel-safe.
         ///
         /// # Errors
         ///
