@@ -1,0 +1,205 @@
+//! Sockets and runtimes ending in the wrong order: a runtime dropped while tasks are blocked
+//! on sockets with deadlines armed, sockets that outlive their runtime or are used from
+//! another one, connects cancelled while their handshake is stalled. Nothing may hang and
+//! no fd may leak (the runtime's own included): each case counts `/proc/self/fd` before it
+//! and after. The cases take one lock, as a case running beside another would open fds
+//! meanwhile.
+
+use gort::net::{TcpListener, TcpStream, UdpSocket};
+use gort::time::Instant;
+use std::io::ErrorKind;
+use std::os::fd::AsRawFd;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+/// One case at a time: fd counts are process-wide.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `f` on another thread, failing the test if it has not returned in 20 s.
+fn watchdog<R: Send + 'static>(what: &str, f: impl FnOnce() -> R + Send + 'static) -> R {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(Duration::from_secs(20))
+        .unwrap_or_else(|_| panic!("{what} hung (or panicked)"))
+}
+
+/// Asserts that the fd count came back to `baseline` (it may take a moment for the threads
+/// of a dropped runtime to close theirs).
+fn assert_back_to(baseline: usize, what: &str) {
+    for _ in 0..200 {
+        if open_fds() <= baseline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{what}: {} fds open, {baseline} before", open_fds());
+}
+
+fn far() -> Instant {
+    Instant::now() + Duration::from_secs(60)
+}
+
+#[test]
+fn a_runtime_dropped_with_blocked_operations_and_armed_deadlines_leaves_no_fd() {
+    let _serial = serial();
+    let baseline = open_fds();
+    watchdog("the runtime's drop", || {
+        let rt = gort::Runtime::new().unwrap();
+        rt.block_on(async {
+            let l = Arc::new(TcpListener::bind("127.0.0.1:0").await.unwrap());
+            let addr = l.local_addr().unwrap();
+            let mut pairs = Vec::new();
+            for _ in 0..20 {
+                let c = TcpStream::connect(addr).await.unwrap();
+                let (s, _) = l.accept().await.unwrap();
+                pairs.push((Arc::new(c), s));
+            }
+            // Blocked: an accept, reads and writes (a full send buffer), a UDP receive, all
+            // with deadlines a minute away.
+            l.set_deadline(Some(far())).unwrap();
+            gort::spawn(async move { l.accept().await });
+            for (i, (c, s)) in pairs.into_iter().enumerate() {
+                c.set_deadline(Some(far())).unwrap();
+                let c2 = c.clone();
+                gort::spawn(async move { c2.read(&mut [0; 8]).await });
+                if i % 2 == 0 {
+                    gort::spawn(async move { c.write_all(&vec![0; 16 << 20]).await });
+                }
+                // The peer stays open, owned by a task that never ends.
+                gort::spawn(async move {
+                    let _s = s;
+                    std::future::pending::<()>().await
+                });
+            }
+            let u = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+            u.set_read_deadline(Some(far())).unwrap();
+            gort::spawn(async move { u.recv(&mut [0; 8]).await });
+            gort::time::sleep(Duration::from_millis(50)).await;
+        });
+        drop(rt);
+    });
+    assert_back_to(baseline, "after the runtime's drop");
+}
+
+#[test]
+fn a_socket_that_outlives_its_runtime_fails_at_once_and_closes_its_fd() {
+    let _serial = serial();
+    let baseline = open_fds();
+    watchdog("the socket after its runtime", || {
+        let rt = gort::Runtime::new().unwrap();
+        let (c, s) = rt.block_on(async {
+            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+            let (s, _) = l.accept().await.unwrap();
+            c.set_read_deadline(Some(far())).unwrap();
+            (c, s)
+        });
+        drop(rt);
+        // Its runtime is gone: nothing would ever poll it, so its operations fail at once
+        // (closed), on another runtime as on none.
+        let other = gort::Runtime::new().unwrap();
+        other.block_on(async {
+            s.write_all(b"x").await.unwrap_err();
+            let e = c.read(&mut [0; 1]).await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NotConnected, "{e:?}");
+            c.set_read_deadline(Some(Instant::now())).unwrap();
+            c.set_read_deadline(None).unwrap();
+        });
+        drop(other);
+        // Deadlines from a plain thread: cleared or passed works, and so does the drop.
+        c.set_deadline(None).unwrap();
+        c.set_deadline(Some(Instant::now())).unwrap();
+        drop((c, s));
+    });
+    assert_back_to(baseline, "after the sockets' drop");
+}
+
+#[test]
+fn sockets_made_on_one_runtime_serve_tasks_of_another_while_it_lives() {
+    let _serial = serial();
+    let baseline = open_fds();
+    watchdog("the second runtime's tasks", || {
+        let home = gort::Runtime::new().unwrap();
+        let (c, s) = home.block_on(async {
+            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+            let (s, _) = l.accept().await.unwrap();
+            (Arc::new(c), s)
+        });
+        let other = gort::Runtime::new().unwrap();
+        other.block_on(async {
+            // A deadline armed on this runtime's timers ends a read on the other's poller.
+            c.set_read_deadline(Some(Instant::now() + Duration::from_millis(30)))
+                .unwrap();
+            let e = c.read(&mut [0; 1]).await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::TimedOut);
+            c.set_read_deadline(None).unwrap();
+            let reader = {
+                let c = c.clone();
+                gort::spawn(async move {
+                    let mut b = [0; 5];
+                    c.read_exact(&mut b).await.map(|()| b)
+                })
+            };
+            gort::time::sleep(Duration::from_millis(20)).await;
+            s.write_all(b"hello").await.unwrap();
+            assert_eq!(&reader.await.unwrap().unwrap(), b"hello");
+        });
+        drop((c, s));
+        drop(other);
+        drop(home);
+    });
+    assert_back_to(baseline, "after both runtimes");
+}
+
+/// A listener whose accept queue is full: the kernel drops further SYNs, so a connect to it
+/// stalls in its handshake (retransmitting). Returns the listener and the connections that
+/// fill its queue.
+fn full_listener() -> (std::net::TcpListener, Vec<std::net::TcpStream>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    // SAFETY: `listen` on the listener's own open socket.
+    assert_eq!(unsafe { libc::listen(l.as_raw_fd(), 0) }, 0);
+    let addr = l.local_addr().unwrap();
+    let mut queued = Vec::new();
+    while let Ok(s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
+        queued.push(s);
+        assert!(queued.len() < 64, "the accept queue never filled");
+    }
+    (l, queued)
+}
+
+#[test]
+fn connects_cancelled_while_their_handshake_stalls_leave_no_fd() {
+    let _serial = serial();
+    let (l, queued) = full_listener();
+    let addr = l.local_addr().unwrap();
+    let rt = gort::Runtime::new().unwrap();
+    rt.block_on(async {});
+    let baseline = open_fds();
+    watchdog("the cancelled connects", move || {
+        rt.block_on(async move {
+            let connects: Vec<_> = (0..200)
+                .map(|_| {
+                    gort::spawn(async move {
+                        gort::time::timeout(Duration::from_millis(100), TcpStream::connect(addr))
+                            .await
+                    })
+                })
+                .collect();
+            for c in connects {
+                assert!(c.await.unwrap().is_err(), "a connect got through");
+            }
+        });
+        assert_back_to(baseline, "after the cancelled connects");
+        drop((l, queued));
+    });
+}
