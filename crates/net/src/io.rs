@@ -4,7 +4,6 @@
 use crate::desc::{Arm, Count, Edges, Fail, Half, Nanos, PollDesc, Wait};
 use crate::wakers::Wakers;
 use gort_sched::net_api::{self, Ready, Registration, Waiters};
-use gort_sched::timer_api::modtimer_cell;
 use gort_time::Instant;
 use gort_timer::{nanotime, CellFire, CellRef, CellTimer};
 use mio::event::Source;
@@ -344,7 +343,8 @@ fn arm(desc: &Arc<Desc>, dir: Dir, arm: Arm, now: Nanos) -> io::Result<()> {
             });
             // Deadlines tolerate what sleeps do: 1/16 of their distance (design/TIMERS.md).
             t.set_slack((when - now) / 16);
-            match modtimer_cell(t, when, 0) {
+            // On the socket's own runtime's heaps, whose poller a move earlier must wake.
+            match desc.waiters.modtimer_cell(t, when) {
                 Some(_) => Ok(()),
                 None => Err(outside_runtime()),
             }

@@ -203,3 +203,63 @@ fn connects_cancelled_while_their_handshake_stalls_leave_no_fd() {
         drop((l, queued));
     });
 }
+
+/// A deadline armed on one runtime's timers (a minute away), then moved earlier from a task
+/// of another: the move must reach the first runtime's timer, whose Ms sleep until the old
+/// instant, and end the read on time. (It woke only the caller's runtime, and the read
+/// waited for the old deadline: the watchdog failed the case.)
+#[test]
+fn a_deadline_armed_on_one_runtime_and_moved_earlier_from_another_fires_on_time() {
+    let _serial = serial();
+    watchdog("the moved deadline", || {
+        let home = gort::Runtime::new().unwrap();
+        let (c, s) = home.block_on(async {
+            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+            let (s, _) = l.accept().await.unwrap();
+            c.set_read_deadline(Some(far())).unwrap();
+            (Arc::new(c), s)
+        });
+        let other = gort::Runtime::new().unwrap();
+        other.block_on(async {
+            let start = std::time::Instant::now();
+            c.set_read_deadline(Some(Instant::now() + Duration::from_millis(30)))
+                .unwrap();
+            let e = c.read(&mut [0; 1]).await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::TimedOut);
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{:?}",
+                start.elapsed()
+            );
+            // And moved earlier again from the home runtime, with the other's timer armed.
+            c.set_read_deadline(Some(far())).unwrap();
+        });
+        home.block_on(async {
+            let start = std::time::Instant::now();
+            c.set_read_deadline(Some(Instant::now() + Duration::from_millis(30)))
+                .unwrap();
+            let e = c.read(&mut [0; 1]).await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::TimedOut);
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{:?}",
+                start.elapsed()
+            );
+            c.set_read_deadline(Some(far())).unwrap();
+        });
+        // The runtime holding the armed timer goes first; the socket is then moved on.
+        drop(home);
+        other.block_on(async {
+            // Closed with its runtime: the deadline is taken (and arms nothing), the read
+            // fails at once.
+            c.set_read_deadline(Some(Instant::now() + Duration::from_millis(30)))
+                .unwrap();
+            let e = c.read(&mut [0; 1]).await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::NotConnected, "{e:?}");
+            c.set_read_deadline(None).unwrap();
+        });
+        drop((c, s));
+        drop(other);
+    });
+}
