@@ -317,3 +317,107 @@ fn many_readers_of_one_udp_socket_each_get_a_distinct_datagram() {
         assert_eq!(timed_out, 4);
     });
 }
+
+#[test]
+fn a_passed_deadline_from_a_plain_thread_stops_a_blocked_accept() {
+    run(async {
+        let l = Arc::new(TcpListener::bind("127.0.0.1:0").await.unwrap());
+        let acceptor = {
+            let l = l.clone();
+            gort::spawn(async move { l.accept().await.map(|_| ()) })
+        };
+        gort::time::sleep(Duration::from_millis(10)).await;
+        let l2 = l.clone();
+        std::thread::spawn(move || l2.set_deadline(Some(Instant::now())).unwrap())
+            .join()
+            .unwrap();
+        let e = acceptor.await.unwrap().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TimedOut, "{e:?}");
+        // Cleared, the listener accepts again: nothing was lost.
+        l.set_deadline(None).unwrap();
+        let addr = l.local_addr().unwrap();
+        let c = gort::spawn(async move { TcpStream::connect(addr).await.map(|_| ()) });
+        l.accept().await.unwrap();
+        c.await.unwrap().unwrap();
+    });
+}
+
+#[test]
+fn shutdown_from_a_plain_thread_ends_a_read_that_follows_a_short_one() {
+    run(async {
+        let (c, s) = pair().await;
+        let c = Arc::new(c);
+        s.write_all(b"ab").await.unwrap();
+        // A short read: the direction is drained, the next read waits for an edge.
+        assert_eq!(c.read(&mut [0; 64]).await.unwrap(), 2);
+        let reader = {
+            let c = c.clone();
+            gort::spawn(async move { c.read(&mut [0; 64]).await })
+        };
+        gort::time::sleep(Duration::from_millis(20)).await;
+        let c2 = c.clone();
+        std::thread::spawn(move || c2.shutdown(Shutdown::Read).unwrap())
+            .join()
+            .unwrap();
+        assert_eq!(reader.await.unwrap().unwrap(), 0);
+        drop(s);
+    });
+}
+
+#[test]
+fn two_thousand_concurrent_connects_are_all_accepted_and_served() {
+    const N: usize = 2000;
+    run(async {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = gort::spawn(async move {
+            let mut served = Vec::new();
+            for _ in 0..N {
+                let (conn, _) = l.accept().await.unwrap();
+                served.push(gort::spawn(async move {
+                    let mut b = [0; 2];
+                    conn.read_exact(&mut b).await.unwrap();
+                    conn.write_all(&b).await.unwrap();
+                }));
+            }
+            for s in served {
+                s.await.unwrap();
+            }
+        });
+        let clients: Vec<_> = (0..N)
+            .map(|i| {
+                gort::spawn(async move {
+                    let c = TcpStream::connect(addr).await.unwrap();
+                    let id = (i as u16).to_le_bytes();
+                    c.write_all(&id).await.unwrap();
+                    let mut back = [0; 2];
+                    c.read_exact(&mut back).await.unwrap();
+                    assert_eq!(back, id);
+                })
+            })
+            .collect();
+        for c in clients {
+            c.await.unwrap();
+        }
+        server.await.unwrap();
+    });
+}
+
+#[test]
+fn unix_datagrams_zero_length_truncated_and_to_a_closed_peer() {
+    use gort::net::UnixDatagram;
+    run(async {
+        let (a, b) = UnixDatagram::pair().unwrap();
+        assert_eq!(a.send(&[]).await.unwrap(), 0);
+        let mut buf = [0; 8];
+        assert_eq!(b.recv(&mut buf).await.unwrap(), 0);
+        a.send(b"0123456789").await.unwrap();
+        a.send(b"next").await.unwrap();
+        assert_eq!(b.recv(&mut buf[..4]).await.unwrap(), 4);
+        let n = b.recv(&mut buf).await.unwrap();
+        assert_eq!(&buf[..n], b"next");
+        drop(b);
+        let e = a.send(b"x").await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ConnectionRefused, "{e:?}");
+    });
+}

@@ -263,3 +263,83 @@ fn a_deadline_armed_on_one_runtime_and_moved_earlier_from_another_fires_on_time(
         drop(other);
     });
 }
+
+/// The CPU time this process has used (user and system).
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, &mut u), 0);
+        u
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// Sockets left in every final state nobody reads (an end of stream, a reset, a refused
+/// datagram, a connection queued on a listener nobody accepts from) while other tasks block
+/// on idle ones: edge-triggered, none of them may keep an M busy.
+#[test]
+fn sockets_left_hung_up_reset_or_refused_cost_no_cpu_while_tasks_wait() {
+    let _serial = serial();
+    watchdog("the idle wait", || {
+        gort::Runtime::new().unwrap().block_on(async {
+            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = l.local_addr().unwrap();
+            let (mut keep, mut clients) = (Vec::new(), Vec::new());
+            for i in 0..300 {
+                let c = Arc::new(TcpStream::connect(addr).await.unwrap());
+                let (s, _) = l.accept().await.unwrap();
+                match i % 3 {
+                    0 => drop(s), // an end of stream waits in c
+                    1 => {
+                        let linger = libc::linger {
+                            l_onoff: 1,
+                            l_linger: 0,
+                        };
+                        // SAFETY: `linger` is valid for reads of its size for the call.
+                        unsafe {
+                            libc::setsockopt(
+                                s.as_raw_fd(),
+                                libc::SOL_SOCKET,
+                                libc::SO_LINGER,
+                                (&linger as *const libc::linger).cast(),
+                                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+                            )
+                        };
+                        drop(s); // a reset waits in c
+                    }
+                    _ => {
+                        // An idle connection a task blocks on, with a deadline armed.
+                        c.set_read_deadline(Some(far())).unwrap();
+                        let c2 = c.clone();
+                        gort::spawn(async move { c2.read(&mut [0; 1]).await });
+                        keep.push(s);
+                    }
+                }
+                clients.push(c); // kept, its final state unread
+            }
+            let u = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+            let gone = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+            u.connect(gone.local_addr().unwrap()).await.unwrap();
+            drop(gone);
+            u.send(b"refused").await.unwrap();
+            // Connections queued on the listener, never accepted.
+            let mut queued = Vec::new();
+            for _ in 0..10 {
+                queued.push(TcpStream::connect(addr).await.unwrap());
+            }
+            gort::time::sleep(Duration::from_millis(100)).await;
+            let (cpu, wall) = (cpu_time(), std::time::Instant::now());
+            gort::time::sleep(Duration::from_millis(1000)).await;
+            let used = cpu_time() - cpu;
+            let elapsed = wall.elapsed();
+            // A spinning M would use about the whole second.
+            assert!(
+                used < elapsed / 4,
+                "{used:?} of CPU over {elapsed:?} with every task waiting"
+            );
+            drop((keep, clients, queued, u, l));
+        });
+    });
+}
