@@ -343,3 +343,67 @@ fn sockets_left_hung_up_reset_or_refused_cost_no_cpu_while_tasks_wait() {
         });
     });
 }
+
+/// Sockets dropped on every kind of thread while their deadlines fire: the last owner is a
+/// task that ends as the deadline passes, a plain thread, or the read that the expiry ends.
+/// No fire may reach a dropped descriptor, nothing may hang or panic, no fd may stay.
+#[test]
+fn sockets_dropped_as_their_deadlines_fire_on_any_thread_leave_no_fd() {
+    let _serial = serial();
+    let rt = gort::Runtime::new().unwrap();
+    let l = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+    let addr = l.local_addr().unwrap();
+    // Warm the runtime's lazily made parts before the baseline.
+    rt.block_on(async {
+        let c = TcpStream::connect(addr).await.unwrap();
+        drop(l.accept().await.unwrap());
+        c.set_read_deadline(Some(Instant::now())).unwrap();
+    });
+    let baseline = open_fds();
+    let l = Arc::new(l);
+    watchdog("the racing drops", move || {
+        let (tx, rx) = std::sync::mpsc::channel::<Arc<TcpStream>>();
+        let plain = std::thread::spawn(move || {
+            for c in rx {
+                std::thread::sleep(Duration::from_micros(200));
+                drop(c);
+            }
+        });
+        rt.block_on(async move {
+            for _round in 0..20 {
+                let (mut tasks, mut peers) = (Vec::new(), Vec::new());
+                for i in 0..50u64 {
+                    let c = Arc::new(TcpStream::connect(addr).await.unwrap());
+                    let (s, _) = l.accept().await.unwrap();
+                    let due = Instant::now() + Duration::from_micros(100 + 37 * (i % 13));
+                    c.set_deadline(Some(due)).unwrap();
+                    let reader = c.clone();
+                    tasks.push(gort::spawn(async move {
+                        let r = reader.read(&mut [0; 1]).await;
+                        assert!(r.is_err(), "nothing was sent: {r:?}");
+                    }));
+                    match i % 3 {
+                        0 => drop(c),
+                        1 => tx.send(c).unwrap(),
+                        _ => {
+                            tasks.push(gort::spawn(async move {
+                                gort::time::sleep(Duration::from_micros(150)).await;
+                                drop(c);
+                            }));
+                        }
+                    }
+                    peers.push(s);
+                }
+                for t in tasks {
+                    t.await.unwrap();
+                }
+                drop(peers);
+            }
+            drop(tx);
+            drop(l);
+        });
+        plain.join().unwrap();
+        drop(rt);
+    });
+    assert_back_to(baseline, "after the racing drops");
+}
