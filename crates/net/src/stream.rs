@@ -276,11 +276,8 @@ pub trait Stream: sealed::Sealed + std::fmt::Debug + Send + Sync + 'static {
 macro_rules! stream_methods {
     ($addr:ty) => {
         /// Reads into `buf`, waiting for data; `Ok(0)` at end of stream, or at once for an
-        /// empty `buf` (as Go's `Read`; the kernel would wait for data). Cancel-safe; a read
-        /// dropped while it waits leaves its task's waker with the socket until the socket's
-        /// next readiness, deadline or close, which keeps that task's memory until then: on a
-        /// socket that stays idle, prefer a read deadline to many tasks that each give up a
-        /// read under a `timeout`.
+        /// empty `buf` (as Go's `Read`; the kernel would wait for data). Cancel-safe: a read
+        /// dropped while it waits takes its waker back out of the socket.
         ///
         /// # Errors
         ///
