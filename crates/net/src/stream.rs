@@ -23,7 +23,7 @@ pub trait StreamSource: Source + AsRawFd + std::fmt::Debug + Send + Sync + 'stat
     fn read_some(&self, buf: &mut [u8]) -> io::Result<usize>;
     /// One `write`.
     fn write_some(&self, buf: &[u8]) -> io::Result<usize>;
-    /// One gather write (`sendmsg`, never raising `SIGPIPE`: [`send_slices`]).
+    /// One gather write (a `sendmsg` with `MSG_NOSIGNAL`: never raises `SIGPIPE`).
     fn write_slices(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize>;
     /// `shutdown(2)`.
     fn shutdown(&self, how: Shutdown) -> io::Result<()>;
