@@ -458,3 +458,59 @@ fn reads_given_up_by_many_tasks_on_an_idle_socket_keep_no_memory() {
         });
     });
 }
+
+/// Unix connects into a full accept queue retry on fresh sockets (Linux gives no edge when
+/// room appears): given up under a `timeout`, none may leave a socket behind, and none may
+/// keep an M busy while it waits.
+#[test]
+fn unix_connects_given_up_on_a_full_queue_leave_no_fd() {
+    use gort::net::{UnixListener, UnixStream};
+    let _serial = serial();
+    let dir = std::env::temp_dir().join(format!("gort-abuse-fds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("full.sock");
+    let rt = gort::Runtime::new().unwrap();
+    let (l, queued) = rt.block_on(async {
+        let l = UnixListener::bind(&path).unwrap();
+        // SAFETY: `listen` on the listener's own open socket: a queue of one.
+        assert_eq!(unsafe { libc::listen(l.as_raw_fd(), 0) }, 0);
+        let mut queued = Vec::new();
+        while let Ok(Ok(s)) =
+            gort::time::timeout(Duration::from_millis(100), UnixStream::connect(&path)).await
+        {
+            queued.push(s);
+            assert!(queued.len() < 64, "the accept queue never filled");
+        }
+        (l, queued)
+    });
+    let baseline = open_fds();
+    let p = path.clone();
+    let rt = watchdog("the given-up Unix connects", move || {
+        rt.block_on(async move {
+            let (cpu, wall) = (cpu_time(), std::time::Instant::now());
+            let connects: Vec<_> = (0..50)
+                .map(|_| {
+                    let p = p.clone();
+                    gort::spawn(async move {
+                        gort::time::timeout(Duration::from_millis(300), UnixStream::connect(p))
+                            .await
+                    })
+                })
+                .collect();
+            for c in connects {
+                assert!(c.await.unwrap().is_err(), "a connect got through");
+            }
+            let used = cpu_time() - cpu;
+            assert!(
+                used < wall.elapsed(),
+                "{used:?} of CPU in {:?}",
+                wall.elapsed()
+            );
+        });
+        rt
+    });
+    assert_back_to(baseline, "after the given-up Unix connects");
+    drop((l, queued, rt));
+    let _ = std::fs::remove_dir_all(&dir);
+}
