@@ -4,7 +4,7 @@
 //! that crates built on them (codecs, HTTP, WebSocket libraries) run on gort. Both are thin
 //! poll-based views of [`TcpStream::read`] and [`TcpStream::write`], with the same deadlines
 //! and cancel safety; flushing is a no-op (writes go straight to the socket) and closing
-//! shuts the write half down. Vectored writes are one `writev` (as tokio's `TcpStream`), so
+//! shuts the write half down. Vectored writes are one `sendmsg` (tokio's `TcpStream`: a `writev`), so
 //! hyper queues a response's head and body without copying them into one buffer; tokio reads
 //! go into the caller's uninitialized room without zeroing it first.
 

@@ -19,7 +19,9 @@
 //!   lock) or the task sees the edge (and retries). An edge with nobody waiting (the write
 //!   direction gets one on most ACKs) costs one atomic add, no lock. A release leaves the
 //!   bit set (the task it wakes mostly blocks again, and then needs only a load); the next
-//!   edge that finds no waiter clears it.
+//!   edge that finds no waiter clears it. An operation future owns its slot in the list
+//!   ([`Reg`]) and gives it back when dropped ([`Half::cancel`]), unless a release (counted
+//!   in `releases`) took it already.
 //! - `deadline` (Go's `rd`/`wd`): the deadline in effect, 0 for none, and like Go's negative
 //!   once it has passed (`-deadline`): every operation then fails with `TimedOut` at once,
 //!   before any syscall, until the deadline is moved or cleared. While it is positive the
@@ -36,7 +38,7 @@
 //! directions runtime-wide (Go's `netpollWaiters`) is kept under the lock too, so it never
 //! goes below zero.
 
-use crate::wakers::Wakers;
+use crate::wakers::Waiting;
 use gort_loom::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering::*};
 use gort_loom::Mutex;
 use std::task::Waker;
@@ -87,8 +89,17 @@ pub enum Arm {
 
 #[derive(Debug, Default)]
 struct State {
-    waiters: Wakers,
+    waiters: Waiting,
     armed: Nanos,
+}
+
+/// An operation future's registration in a direction's waiter list: its slot, valid until
+/// the list's next release (`gen`, the release count when it registered). The future gives
+/// it back when dropped ([`Half::cancel`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reg {
+    gen: usize,
+    slot: usize,
 }
 
 /// `Half::ready`'s bit 0: set whenever the waiter list is not empty, and possibly while it is
@@ -120,6 +131,9 @@ pub struct Half {
     /// change (the fire re-arms) and fails if the fire expired `d` meanwhile (it swaps `d` for
     /// `-d`).
     deadline: AtomicI64,
+    /// How many times the waiter list was released (a non-empty one): a [`Reg`] from before
+    /// the last release names a slot that is no longer its own. Written under the lock.
+    releases: AtomicUsize,
     state: Mutex<State>,
 }
 
@@ -131,6 +145,7 @@ impl Default for Half {
             hung_up: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             deadline: AtomicI64::new(0),
+            releases: AtomicUsize::new(0),
             state: Mutex::new(State::default()),
         }
     }
@@ -179,12 +194,38 @@ impl Half {
 
     /// Go's `netpollblock` after a syscall said `WouldBlock`: registers `waker` unless
     /// readiness (an edge after `seen`, the ticket of [`Half::prepare`]), the deadline or a
-    /// close came meanwhile.
+    /// close came meanwhile. For a poll with no future to give its slot back (the I/O trait
+    /// impls): one slot per task, kept until the next release.
     pub fn wait(&self, seen: Edges, waker: &Waker, count: &dyn Count) -> Wait {
+        self.wait_owned(seen, waker, count, None)
+    }
+
+    /// [`Half::wait`] for an operation future that owns its registration (`reg`: none before
+    /// its first, then the one this call made or kept): it registers in a slot of its own, or
+    /// refreshes that slot when it is still its own, and gives it back when dropped
+    /// ([`Half::cancel`]).
+    pub fn wait_as(
+        &self,
+        seen: Edges,
+        waker: &Waker,
+        count: &dyn Count,
+        reg: &mut Option<Reg>,
+    ) -> Wait {
+        self.wait_owned(seen, waker, count, Some(reg))
+    }
+
+    fn wait_owned(
+        &self,
+        seen: Edges,
+        waker: &Waker,
+        count: &dyn Count,
+        reg: Option<&mut Option<Reg>>,
+    ) -> Wait {
         if self.ready.load(Acquire) & !WAITING != seen.0 {
             return Wait::Retry;
         }
-        let mine = waker.clone(); // user code: outside the lock
+        let mut mine = Some(waker.clone()); // user code: outside the lock
+        let mut replaced = None;
         let mut st = self.state.lock();
         let outcome = if self.closed.load(SeqCst) {
             Wait::Fail(Fail::Closed)
@@ -193,18 +234,59 @@ impl Half {
         } else {
             self.announce(&st, seen)
         };
-        let mut unused = Some(mine);
-        if outcome == Wait::Pending && !st.waiters.holds(waker) {
-            if st.waiters.is_empty() {
-                count.add();
-            }
-            if let Some(w) = unused.take() {
-                st.waiters.push(w);
+        if outcome == Wait::Pending {
+            let gen = self.releases.load(Relaxed);
+            match reg {
+                Some(Some(r)) if r.gen == gen => {
+                    replaced = st.waiters.refresh(r.slot, waker, &mut mine);
+                }
+                Some(reg) => {
+                    if st.waiters.is_empty() {
+                        count.add();
+                    }
+                    if let Some(w) = mine.take() {
+                        *reg = Some(Reg {
+                            gen,
+                            slot: st.waiters.push(w, true),
+                        });
+                    }
+                }
+                None if !st.waiters.holds_unowned(waker) => {
+                    if st.waiters.is_empty() {
+                        count.add();
+                    }
+                    if let Some(w) = mine.take() {
+                        st.waiters.push(w, false);
+                    }
+                }
+                None => {}
             }
         }
         drop(st);
-        drop(unused); // user code: outside the lock
+        drop((mine, replaced)); // user code: outside the lock
         outcome
+    }
+
+    /// An operation future that registered as `reg` is dropped (given up, or done): empties
+    /// its slot unless a release took it already, so that its waker (and the task it keeps)
+    /// does not wait for the next release. Returns the waker, for the caller to drop outside
+    /// the lock. Tokio's readiness future unlinks its waiter the same way.
+    pub fn cancel(&self, reg: Reg, count: &dyn Count) -> Option<Waker> {
+        // A release counted since makes the slot another's: no lock needed to see that (the
+        // count only grows; a stale read is checked again under the lock).
+        if self.releases.load(Relaxed) != reg.gen {
+            return None;
+        }
+        let mut st = self.state.lock();
+        if self.releases.load(Relaxed) != reg.gen {
+            return None;
+        }
+        let waker = st.waiters.take(reg.slot);
+        if waker.is_some() && st.waiters.is_empty() {
+            // `WAITING` stays set, as after a release: the next edge clears it.
+            count.remove();
+        }
+        waker
     }
 
     /// The task's half of the handshake with [`Half::set_ready`], under the lock: sets
@@ -258,7 +340,7 @@ impl Half {
             // the lock. A read-modify-write, not a store: another M's edge may be adding.
             self.ready.fetch_and(!WAITING, Relaxed);
         }
-        release(&mut st, out, count);
+        release(self, &mut st, out, count);
     }
 
     /// Go's `netpolldeadlineimpl` for a timer armed for `when`: unless stale, marks the
@@ -298,7 +380,7 @@ impl Half {
             }
         }
         st.armed = 0;
-        release(&mut st, out, count);
+        release(self, &mut st, out, count);
         true
     }
 
@@ -340,7 +422,7 @@ impl Half {
         }
         self.deadline.store(-deadline, SeqCst);
         if deadline != 0 {
-            release(&mut st, out, count);
+            release(self, &mut st, out, count);
         }
     }
 
@@ -352,7 +434,7 @@ impl Half {
         let mut st = self.state.lock();
         st.armed = 0;
         self.deadline.store(0, SeqCst);
-        release(&mut st, out, count);
+        release(self, &mut st, out, count);
     }
 
     /// The lock-free part of [`Half::set_deadline`] (which calls it first): records
@@ -394,10 +476,12 @@ impl Half {
 /// Moves every waiter of `st` into `out`, keeping the waiter count. `WAITING` stays set: a
 /// task that blocks again (the common case) registers with a plain load, and the next edge
 /// that finds the list empty clears it ([`Half::set_ready`]).
-fn release(st: &mut State, out: &mut impl Extend<Waker>, count: &dyn Count) {
+fn release(half: &Half, st: &mut State, out: &mut impl Extend<Waker>, count: &dyn Count) {
     if !st.waiters.is_empty() {
         count.remove();
         st.waiters.move_into(out);
+        // Under the lock: every owned slot of the list is void from here on.
+        half.releases.fetch_add(1, Relaxed);
     }
 }
 

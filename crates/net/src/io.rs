@@ -1,14 +1,12 @@
 //! A registered socket: the mio source, its poll descriptor, its registration with the
 //! runtime's poller and its deadline timers. Every socket type of this crate is one of these.
 
-use crate::desc::{Arm, Count, Edges, Fail, Half, Nanos, PollDesc, Wait};
+use crate::desc::{Arm, Count, Edges, Fail, Half, Nanos, PollDesc, Reg, Wait};
 use crate::wakers::Wakers;
 use gort_sched::net_api::{self, Ready, Registration, Waiters};
-use gort_sched::timer_api::modtimer_cell;
 use gort_time::Instant;
 use gort_timer::{nanotime, CellFire, CellRef, CellTimer};
 use mio::event::Source;
-use std::future::poll_fn;
 use std::io;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock, Weak};
@@ -133,37 +131,43 @@ impl<S: Source> Io<S> {
     /// Runs the non-blocking `op` until it does not say `WouldBlock`, waiting for the
     /// socket's readiness in `dir` between tries (Go's `fd.Read` loop with `pd.waitRead`).
     /// Cancel-safe: an operation that returned `WouldBlock` consumed nothing, and a dropped
-    /// future leaves at most a stale waker behind.
-    pub(crate) async fn op<R>(
-        &self,
+    /// future takes its waker back out of the descriptor ([`Half::cancel`]).
+    pub(crate) fn op<'a, R, F>(
+        &'a self,
         dir: Dir,
-        mut op: impl FnMut(&S) -> io::Result<R>,
-    ) -> io::Result<R> {
-        poll_fn(|cx| self.poll_op(dir, cx, &mut op)).await
-    }
-
-    pub(crate) fn poll_op<R>(
-        &self,
-        dir: Dir,
-        cx: &mut Context<'_>,
-        op: &mut impl FnMut(&S) -> io::Result<R>,
-    ) -> Poll<io::Result<R>> {
-        self.poll_op_after(dir, cx, &mut |s, _| op(s))
+        mut op: F,
+    ) -> Op<'a, S, impl FnMut(&S, Edges) -> io::Result<R> + 'a>
+    where
+        F: FnMut(&S) -> io::Result<R> + 'a,
+    {
+        Op::new(self, dir, move |s: &S, _: Edges| op(s))
     }
 
     /// A stream socket's read or write of up to `len` bytes, as [`Io::op`]; one shorter than
     /// asked leaves the direction drained (the receive queue empty, the send buffer full), so
     /// the next waits for an edge without trying the syscall ([`Half::drained_at`]): a
-    /// request/response connection makes one `EAGAIN` fewer per request.
-    pub(crate) async fn transfer(
-        &self,
+    /// request/response connection makes one `EAGAIN` fewer per request. A zero-length read
+    /// returns 0 at once, as Go's `Read` and std's contract: the kernel would make it wait
+    /// for data (a stream `recv` of 0 bytes says `EAGAIN` until some is queued).
+    pub(crate) fn transfer<'a, F>(
+        &'a self,
         dir: Dir,
         len: usize,
-        mut op: impl FnMut(&S) -> io::Result<usize>,
-    ) -> io::Result<usize> {
-        poll_fn(|cx| self.poll_transfer(dir, cx, len, &mut op)).await
+        mut op: F,
+    ) -> Op<'a, S, impl FnMut(&S, Edges) -> io::Result<usize> + 'a>
+    where
+        F: FnMut(&S) -> io::Result<usize> + 'a,
+    {
+        let half = self.desc.half(dir);
+        Op::new(self, dir, move |s: &S, seen: Edges| {
+            if len == 0 && dir == Dir::Read {
+                return Ok(0);
+            }
+            transfer_once(half, len, seen, || op(s))
+        })
     }
 
+    #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
     pub(crate) fn poll_transfer(
         &self,
         dir: Dir,
@@ -171,32 +175,33 @@ impl<S: Source> Io<S> {
         len: usize,
         op: &mut impl FnMut(&S) -> io::Result<usize>,
     ) -> Poll<io::Result<usize>> {
+        if len == 0 && dir == Dir::Read {
+            return Poll::Ready(Ok(0));
+        }
         let half = self.desc.half(dir);
-        self.poll_op_after(dir, cx, &mut |s, seen| {
-            if len > 0 && half.drained_at(seen) {
-                return Err(io::ErrorKind::WouldBlock.into());
-            }
-            let n = op(s)?;
-            if n > 0 && n < len {
-                half.note_drained(seen);
-            }
-            Ok(n)
-        })
+        self.poll_op_after(
+            dir,
+            cx,
+            &mut |s, seen| transfer_once(half, len, seen, || op(s)),
+            None,
+        )
     }
 
     /// The loop of [`Io::poll_op`], whose `op` also gets the edges seen before it, under the
     /// cooperative budget: an operation that completes (data, an error, a deadline passed)
     /// costs a unit, and on a spent budget the task yields before the syscall, so a read loop
     /// on a socket whose peer keeps writing still lets its P's other tasks and a `timeout`
-    /// around it run (gort-coop).
+    /// around it run (gort-coop). `reg` is the registration of an operation future that
+    /// gives its slot back when dropped ([`Op`]), `None` for a poll without one.
     #[inline]
     fn poll_op_after<R>(
         &self,
         dir: Dir,
         cx: &mut Context<'_>,
         op: &mut impl FnMut(&S, Edges) -> io::Result<R>,
+        reg: Option<&mut Option<Reg>>,
     ) -> Poll<io::Result<R>> {
-        gort_coop::poll_budgeted(cx, |cx| self.poll_op_unbudgeted(dir, cx, op))
+        gort_coop::poll_budgeted(cx, |cx| self.poll_op_unbudgeted(dir, cx, op, reg))
     }
 
     fn poll_op_unbudgeted<R>(
@@ -204,6 +209,7 @@ impl<S: Source> Io<S> {
         dir: Dir,
         cx: &mut Context<'_>,
         op: &mut impl FnMut(&S, Edges) -> io::Result<R>,
+        mut reg: Option<&mut Option<Reg>>,
     ) -> Poll<io::Result<R>> {
         let half = self.desc.half(dir);
         loop {
@@ -213,7 +219,12 @@ impl<S: Source> Io<S> {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 res => return Poll::Ready(res),
             }
-            match half.wait(seen, cx.waker(), &self.desc.waiters) {
+            let waiters = &self.desc.waiters;
+            let wait = match reg.as_deref_mut() {
+                Some(reg) => half.wait_as(seen, cx.waker(), waiters, reg),
+                None => half.wait(seen, cx.waker(), waiters),
+            };
+            match wait {
                 Wait::Retry => continue,
                 Wait::Pending => return Poll::Pending,
                 Wait::Fail(f) => return Poll::Ready(Err(error(f))),
@@ -296,6 +307,71 @@ impl<S: Source> Io<S> {
     }
 }
 
+/// One try of a stream transfer of `len` bytes ([`Io::transfer`]): skipped (`WouldBlock`)
+/// while the direction is drained at `seen`; one shorter than asked marks it drained.
+fn transfer_once(
+    half: &Half,
+    len: usize,
+    seen: Edges,
+    op: impl FnOnce() -> io::Result<usize>,
+) -> io::Result<usize> {
+    if len > 0 && half.drained_at(seen) {
+        return Err(io::ErrorKind::WouldBlock.into());
+    }
+    let n = op()?;
+    if n > 0 && n < len {
+        half.note_drained(seen);
+    }
+    Ok(n)
+}
+
+/// The future of an operation that waits for readiness ([`Io::op`], [`Io::transfer`]). It
+/// owns its registration in the descriptor and gives it back when dropped, given up or done
+/// ([`Half::cancel`]): a dropped future's waker left in the list until the next release kept
+/// its task's memory that long, without bound on an idle socket (100,000 reads given up
+/// under a `timeout` held 421 MiB; `tests/abuse_fds.rs`). A future whose registration a
+/// release took already (the usual end: readiness woke it) gives back nothing and takes no
+/// lock.
+pub(crate) struct Op<'a, S: Source, F> {
+    io: &'a Io<S>,
+    dir: Dir,
+    op: F,
+    reg: Option<Reg>,
+}
+
+impl<'a, S: Source, F> Op<'a, S, F> {
+    fn new(io: &'a Io<S>, dir: Dir, op: F) -> Op<'a, S, F> {
+        Op {
+            io,
+            dir,
+            op,
+            reg: None,
+        }
+    }
+}
+
+impl<S: Source, R, F: FnMut(&S, Edges) -> io::Result<R> + Unpin> std::future::Future
+    for Op<'_, S, F>
+{
+    type Output = io::Result<R>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<R>> {
+        let this = self.get_mut();
+        this.io
+            .poll_op_after(this.dir, cx, &mut this.op, Some(&mut this.reg))
+    }
+}
+
+impl<S: Source, F> Drop for Op<'_, S, F> {
+    fn drop(&mut self) {
+        if let Some(reg) = self.reg.take() {
+            let desc = &self.io.desc;
+            // The waker is dropped here, after the descriptor's lock.
+            drop(desc.half(self.dir).cancel(reg, &desc.waiters));
+        }
+    }
+}
+
 /// The pauses between the tries of an operation that the kernel sends no readiness for: a
 /// Unix connect into a full accept queue (`EAGAIN`, and no edge when room appears), a Unix
 /// datagram send into a full queue (no edge when room appears, and a spurious write edge for
@@ -339,7 +415,8 @@ fn arm(desc: &Arc<Desc>, dir: Dir, arm: Arm, now: Nanos) -> io::Result<()> {
             });
             // Deadlines tolerate what sleeps do: 1/16 of their distance (design/TIMERS.md).
             t.set_slack((when - now) / 16);
-            match modtimer_cell(t, when, 0) {
+            // On the socket's own runtime's heaps, whose poller a move earlier must wake.
+            match desc.waiters.modtimer_cell(t, when) {
                 Some(_) => Ok(()),
                 None => Err(outside_runtime()),
             }

@@ -25,6 +25,13 @@
 //! | `os.ErrDeadlineExceeded`             | `io::ErrorKind::TimedOut`                      |
 //! | `io.Copy(dst, src)`                  | a read/write loop, or (features below) `tokio::io::copy`, `futures::io::copy` |
 //!
+//! A socket belongs to the runtime it was made in, whose poller watches it. Tasks of another
+//! runtime may use it while that one lives (its readiness comes from its home poller, a
+//! deadline runs on the caller's timers). Once its runtime is dropped, nothing polls it: its
+//! operations fail at once with [`std::io::ErrorKind::NotConnected`] ("use of closed network
+//! connection"), as one blocked at the drop does, and its fd stays open until the socket is
+//! dropped (`tests/abuse_fds.rs`).
+//!
 //! An echo server that drops clients idle for 5 seconds (Go's idiom: a read deadline set
 //! before every read):
 //!

@@ -23,7 +23,7 @@ pub trait StreamSource: Source + AsRawFd + std::fmt::Debug + Send + Sync + 'stat
     fn read_some(&self, buf: &mut [u8]) -> io::Result<usize>;
     /// One `write`.
     fn write_some(&self, buf: &[u8]) -> io::Result<usize>;
-    /// One `writev`.
+    /// One gather write (a `sendmsg` with `MSG_NOSIGNAL`: never raises `SIGPIPE`).
     fn write_slices(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize>;
     /// `shutdown(2)`.
     fn shutdown(&self, how: Shutdown) -> io::Result<()>;
@@ -46,7 +46,7 @@ macro_rules! impl_stream_source {
                 (&mut &*self).write(buf)
             }
             fn write_slices(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-                (&mut &*self).write_vectored(bufs)
+                send_slices(self.as_raw_fd(), bufs)
             }
             fn shutdown(&self, how: Shutdown) -> io::Result<()> {
                 <$t>::shutdown(self, how)
@@ -62,6 +62,28 @@ macro_rules! impl_stream_source {
             }
         }
     };
+}
+
+/// One gather write of `bufs` to the stream socket `fd`: `sendmsg` with `MSG_NOSIGNAL`, so a
+/// peer that closed the connection gives `EPIPE` and never a `SIGPIPE` (which ends a process
+/// that keeps its default action: a CLI restoring it for `| head`, a library in a C host), as
+/// std's `write` (a `send` with that flag) and Go (which ignores the signal for sockets).
+/// std's `write_vectored` is a `writev`, which cannot take the flag (`tests/sigpipe.rs`).
+/// At most `IOV_MAX` slices go, as with std's.
+fn send_slices(fd: std::os::fd::RawFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    const IOV_MAX: usize = 1024; // Linux's `UIO_MAXIOV`
+                                 // SAFETY: an all-zero `msghdr` is valid (no address, no control data).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    // `IoSlice` is ABI-compatible with `iovec` on Unix (std guarantees it); `sendmsg` only
+    // reads the slices.
+    msg.msg_iov = bufs.as_ptr().cast_mut().cast::<libc::iovec>();
+    msg.msg_iovlen = bufs.len().min(IOV_MAX) as _;
+    // SAFETY: `msg` points at `msg_iovlen` valid `iovec`s borrowed for the call; `fd` is the
+    // caller's open socket.
+    match unsafe { libc::sendmsg(fd, &msg, libc::MSG_NOSIGNAL) } {
+        -1 => Err(io::Error::last_os_error()),
+        n => Ok(n as usize),
+    }
 }
 
 impl_stream_source!(mio::net::TcpStream, std::net::SocketAddr);
@@ -253,7 +275,9 @@ pub trait Stream: sealed::Sealed + std::fmt::Debug + Send + Sync + 'static {
 /// splits) are written beside it.
 macro_rules! stream_methods {
     ($addr:ty) => {
-        /// Reads into `buf`, waiting for data; `Ok(0)` at end of stream. Cancel-safe.
+        /// Reads into `buf`, waiting for data; `Ok(0)` at end of stream, or at once for an
+        /// empty `buf` (as Go's `Read`; the kernel would wait for data). Cancel-safe: a read
+        /// dropped while it waits takes its waker back out of the socket.
         ///
         /// # Errors
         ///

@@ -1,10 +1,10 @@
-//! A short list of wakers with its first kept inline: a socket direction nearly always has
+//! Short lists of wakers with their first kept inline: a socket direction nearly always has
 //! one waiting task or none, and an expiry, a deadline change or a close nearly always
-//! releases one or none. Used for both: the descriptor's waiter list (`desc.rs`), where a
+//! releases one or none. [`Waiting`] is the descriptor's waiter list (`desc.rs`), where a
 //! `Vec` cost an allocation per socket and direction, fresh memory on every new connection
-//! (design/PERFORMANCE-LOG.md, "N5's CPU, counted"), and what an operation on it released
-//! (`io.rs`), where a `Vec` allocated and freed a buffer at every expiry that found a task
-//! blocked (design/PERFORMANCE-LOG.md, "N5: no allocation per expiry").
+//! (design/PERFORMANCE-LOG.md, "N5's CPU, counted"); [`Wakers`] what an operation on it
+//! released (`io.rs`), where a `Vec` allocated and freed a buffer at every expiry that found
+//! a task blocked (design/PERFORMANCE-LOG.md, "N5: no allocation per expiry").
 
 use std::task::Waker;
 
@@ -17,29 +17,11 @@ pub(crate) struct Wakers {
 }
 
 impl Wakers {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.first.is_none()
-    }
-
-    /// Whether a waker that wakes the same task as `waker` is in the list.
-    pub(crate) fn holds(&self, waker: &Waker) -> bool {
-        self.first
-            .iter()
-            .chain(&self.more)
-            .any(|w| w.will_wake(waker))
-    }
-
     pub(crate) fn push(&mut self, waker: Waker) {
         match self.first {
             None => self.first = Some(waker),
             Some(_) => self.more.push(waker),
         }
-    }
-
-    /// Moves every waker into `out`, leaving none (and `more`'s capacity for the next).
-    pub(crate) fn move_into(&mut self, out: &mut impl Extend<Waker>) {
-        out.extend(self.first.take());
-        out.extend(self.more.drain(..));
     }
 }
 
@@ -55,5 +37,101 @@ impl IntoIterator for Wakers {
 
     fn into_iter(self) -> Self::IntoIter {
         self.first.into_iter().chain(self.more)
+    }
+}
+
+/// A direction's waiter list in the descriptor (`desc.rs`): wakers in slots, the first kept
+/// inline (most directions have one waiter or none, and a `Vec` cost an allocation per
+/// socket). An operation future that registered owns its slot (`owned`) and gives it back
+/// when dropped ([`Half::cancel`](crate::desc::Half::cancel)), so a read given up under a
+/// `timeout` does not keep its task until the next release; a poll without an owning future
+/// (the I/O trait impls) shares one slot per task (deduplicated with `will_wake`) until the
+/// release. A slot given back is reused by the next registration.
+#[derive(Debug, Default)]
+pub(crate) struct Waiting {
+    /// Slot 0.
+    first: Option<Entry>,
+    /// Slots 1 and up.
+    more: Vec<Option<Entry>>,
+    /// Occupied slots.
+    live: usize,
+}
+
+#[derive(Debug)]
+struct Entry {
+    waker: Waker,
+    /// Registered by an operation future that gives the slot back when dropped.
+    owned: bool,
+}
+
+impl Waiting {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    fn slot(&mut self, slot: usize) -> &mut Option<Entry> {
+        match slot {
+            0 => &mut self.first,
+            n => &mut self.more[n - 1],
+        }
+    }
+
+    /// Whether a slot no future owns holds a waker that wakes the same task as `waker`.
+    pub(crate) fn holds_unowned(&self, waker: &Waker) -> bool {
+        std::iter::once(&self.first)
+            .chain(&self.more)
+            .flatten()
+            .any(|e| !e.owned && e.waker.will_wake(waker))
+    }
+
+    /// Puts `waker` in a free slot and returns the slot.
+    pub(crate) fn push(&mut self, waker: Waker, owned: bool) -> usize {
+        let entry = Some(Entry { waker, owned });
+        self.live += 1;
+        if self.first.is_none() {
+            self.first = entry;
+            return 0;
+        }
+        if let Some(i) = self.more.iter().position(Option::is_none) {
+            self.more[i] = entry;
+            return i + 1;
+        }
+        self.more.push(entry);
+        self.more.len()
+    }
+
+    /// Makes the owned `slot` hold `waker` unless it holds one for the same task already;
+    /// returns the waker replaced, for the caller to drop outside the lock.
+    pub(crate) fn refresh(
+        &mut self,
+        slot: usize,
+        waker: &Waker,
+        mine: &mut Option<Waker>,
+    ) -> Option<Waker> {
+        let entry = self
+            .slot(slot)
+            .as_mut()
+            .expect("gort: an owned waiter slot is empty");
+        if entry.waker.will_wake(waker) {
+            return None;
+        }
+        mine.take().map(|w| std::mem::replace(&mut entry.waker, w))
+    }
+
+    /// Empties `slot`, returning its waker.
+    pub(crate) fn take(&mut self, slot: usize) -> Option<Waker> {
+        let entry = self.slot(slot).take()?;
+        self.live -= 1;
+        if self.live == 0 {
+            self.more.clear(); // capacity kept
+        }
+        Some(entry.waker)
+    }
+
+    /// Moves every waker into `out`, leaving none (and `more`'s capacity for the next).
+    pub(crate) fn move_into(&mut self, out: &mut impl Extend<Waker>) {
+        out.extend(self.first.take().map(|e| e.waker));
+        out.extend(self.more.drain(..).flatten().map(|e| e.waker));
+        self.live = 0;
     }
 }

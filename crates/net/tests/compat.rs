@@ -66,7 +66,7 @@ fn deadlines_apply_through_the_traits() {
     });
 }
 
-/// A vectored write is one `writev` taking every slice (tokio's `TcpStream` too), not a write
+/// A vectored write is one `sendmsg` taking every slice (tokio's `TcpStream`: a `writev`), not a write
 /// of the first slice only: hyper asks `is_write_vectored` to queue a response's head and
 /// body without copying them together.
 #[test]
@@ -104,6 +104,23 @@ fn vectored_writes_take_every_slice_at_once() {
         assert_eq!(&got, b"head body and more");
         c.read_exact(&mut got[..9]).await.unwrap();
         assert_eq!(&got[..9], b" and more");
+    });
+}
+
+/// A read with no room returns at once through both traits, as `TcpStream::read` does (a
+/// stream `recv` of 0 bytes would wait for data).
+#[test]
+fn reads_with_no_room_return_at_once() {
+    gort::Runtime::new().unwrap().block_on(async {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (_s, _) = l.accept().await.unwrap();
+        let n = tokio::io::AsyncReadExt::read(&mut c, &mut [])
+            .await
+            .unwrap();
+        assert_eq!(n, 0);
+        let n = futures::AsyncReadExt::read(&mut c, &mut []).await.unwrap();
+        assert_eq!(n, 0);
     });
 }
 

@@ -18,7 +18,7 @@
 
 use gort_loom::atomic::{AtomicBool, AtomicIsize, Ordering::SeqCst};
 use gort_loom::thread;
-use gort_net::desc::{Arm, Count, Fail, Half, Wait};
+use gort_net::desc::{Arm, Count, Fail, Half, Reg, Wait};
 use std::sync::Arc;
 use std::task::{Wake, Waker};
 
@@ -63,6 +63,31 @@ fn op(half: &Half, data: &AtomicBool, waker: &Waker, count: &Waiters) -> Outcome
             return Outcome::Done;
         }
         match half.wait(seen, waker, count) {
+            Wait::Retry => continue,
+            Wait::Pending => return Outcome::Pending,
+            Wait::Fail(f) => return Outcome::Failed(f),
+        }
+    }
+}
+
+/// One poll of an operation future that owns its registration (`Io::op`'s `Op`): as
+/// [`op`], registering as `reg`.
+fn op_as(
+    half: &Half,
+    data: &AtomicBool,
+    waker: &Waker,
+    count: &Waiters,
+    reg: &mut Option<Reg>,
+) -> Outcome {
+    loop {
+        let seen = match half.prepare() {
+            Ok(seen) => seen,
+            Err(f) => return Outcome::Failed(f),
+        };
+        if data.load(SeqCst) {
+            return Outcome::Done;
+        }
+        match half.wait_as(seen, waker, count, reg) {
             Wait::Retry => continue,
             Wait::Pending => return Outcome::Pending,
             Wait::Fail(f) => return Outcome::Failed(f),
@@ -462,5 +487,51 @@ fn setting_the_deadline_in_effect_again_races_its_fire() {
         } else {
             assert_eq!(armings, vec![Arm::At(10)], "cleared without re-arming");
         }
+    });
+}
+
+/// A task gives its blocked read up (its future dropped: `Half::cancel`) while another task
+/// registers on the same direction and the poller reports readiness: the other task is
+/// still woken (a cancel never empties a slot that a release handed to a later
+/// registration), and the waiter count ends at zero once both futures are gone.
+///
+/// Guards the release count in each registration: a cancel that went by slot alone, after
+/// a release, could take the waker of the task that reused the slot.
+#[test]
+fn a_waiter_giving_up_never_takes_another_tasks_wake_up() {
+    loom::model(|| {
+        let s = setup();
+        let a_waker = Waker::from(Arc::new(Flag::default()));
+        let mut a_reg = None;
+        let a = op_as(&s.half, &s.data, &a_waker, &s.count, &mut a_reg);
+        assert_eq!(a, Outcome::Pending);
+        let b = {
+            let s = s.clone();
+            thread::spawn(move || {
+                let flag = Arc::new(Flag::default());
+                let mut reg = None;
+                let first = op_as(
+                    &s.half,
+                    &s.data,
+                    &Waker::from(flag.clone()),
+                    &s.count,
+                    &mut reg,
+                );
+                (first, flag, reg)
+            })
+        };
+        let poller = spawn_poller(&s);
+        drop(s.half.cancel(a_reg.unwrap(), &s.count));
+        poller.join().unwrap();
+        let (first, flag, mut b_reg) = b.join().unwrap();
+        let waker = Waker::from(flag.clone());
+        let lost = "lost wake-up: a waiter that gave up took another's";
+        assert_goes_on(first, &flag, lost, || {
+            op_as(&s.half, &s.data, &waker, &s.count, &mut b_reg)
+        });
+        if let Some(r) = b_reg {
+            drop(s.half.cancel(r, &s.count));
+        }
+        assert_eq!(s.count.0.load(SeqCst), 0);
     });
 }

@@ -356,6 +356,23 @@ pub mod net_api {
         pub fn remove(&self) {
             self.shared.poller.net.waiters.fetch_sub(self.unit, SeqCst);
         }
+
+        /// Arms (or moves) a socket's deadline timer `t` at `when` on the heaps of the
+        /// socket's own runtime, whichever thread asks; `None` off every runtime. On a thread
+        /// of that runtime it is [`timer_api::modtimer_cell`](crate::timer_api::modtimer_cell)
+        /// (the caller's P). From a task of another runtime it goes to one of the socket's
+        /// runtime's heaps and wakes that runtime's poller: a timer left pending there and
+        /// moved earlier from elsewhere woke only the caller's runtime, and the deadline fired
+        /// at its old instant (`crates/net/tests/abuse_fds.rs`).
+        pub fn modtimer_cell(&self, t: &gort_timer::CellTimer, when: Nanos) -> Option<bool> {
+            let here = context::with_current(|s| s.map(|s| Arc::ptr_eq(s, &self.shared)))?;
+            if here {
+                return crate::timer_api::modtimer_cell(t, when, 0);
+            }
+            let home = self.shared.timer_home_without_p();
+            let host = crate::hosts::TimerHost(&self.shared);
+            Some(gort_timer::modify_cell(t, when, 0, home, &host))
+        }
     }
 
     /// Registers `source` edge-triggered for reading and writing with the current runtime's
