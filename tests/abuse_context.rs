@@ -1,0 +1,187 @@
+//! gort::context and runtime configuration misused the way user code does: an `after_func`
+//! whose captures cancel its own context when dropped, a callback that cancels its parent,
+//! `procs` of zero or too many, runtimes made and dropped in a loop or inside another's task.
+//! The rule each test checks: no hang, no leaked thread, and a clear panic for misuse.
+
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use gort::context::{self, CancelFn, Context};
+
+/// Generous: the machine may be loaded; a healthy run takes milliseconds.
+const WATCHDOG: Duration = Duration::from_secs(30);
+
+/// Runs `f` on its own thread; fails if it does not return within [`WATCHDOG`] (the thread is
+/// left behind, the test process exits anyway) and resumes its panic if it panicked.
+fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    let (tx, rx) = mpsc::channel();
+    let t = std::thread::spawn(move || {
+        let r = f();
+        let _ = tx.send(());
+        r
+    });
+    if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(WATCHDOG) {
+        panic!("still running after {WATCHDOG:?}: hung");
+    }
+    match t.join() {
+        Ok(r) => r,
+        Err(p) => std::panic::resume_unwind(p),
+    }
+}
+
+fn panic_of(f: impl FnOnce()) -> String {
+    let p = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("no panic");
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
+/// Cancels a context when dropped: captured by that context's own `after_func`.
+struct CancelOnDrop(Option<CancelFn>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            c.cancel();
+        }
+    }
+}
+
+#[test]
+fn an_after_func_whose_captures_cancel_its_own_context_when_dropped() {
+    within(|| {
+        let rt = gort::Runtime::new().unwrap();
+        rt.block_on(async {
+            // Dropped by `stop`.
+            let (ctx, cancel) = context::with_cancel(&Context::background());
+            let guard = CancelOnDrop(Some(cancel));
+            let af = context::after_func(&ctx, move || drop(guard));
+            assert!(af.stop());
+            assert!(ctx.err().is_some(), "the drop cancelled it");
+            // Run by the cancel, then dropped in its own task.
+            let (ctx, cancel) = context::with_cancel(&Context::background());
+            let (ctx2, cancel2) = context::with_cancel(&ctx);
+            let guard = CancelOnDrop(Some(cancel2));
+            let (tx, rx) = gort::chan::bounded(1);
+            let _af = context::after_func(&ctx, move || {
+                drop(guard);
+                let _ = tx.try_send(());
+            });
+            cancel.cancel();
+            rx.recv().await.unwrap();
+            assert!(ctx2.err().is_some());
+        });
+    });
+}
+
+#[test]
+fn callbacks_cancelling_their_parents_and_registering_more_callbacks_end() {
+    within(|| {
+        let rt = gort::Runtime::new().unwrap();
+        rt.block_on(async {
+            let (root, cancel_root) = context::with_cancel(&Context::background());
+            let cancel_root = Arc::new(cancel_root);
+            let runs = Arc::new(AtomicUsize::new(0));
+            let mut leaf = root.clone();
+            let mut keep = Vec::new();
+            for _ in 0..200 {
+                let (child, cancel) = context::with_cancel(&leaf);
+                keep.push(cancel);
+                leaf = child;
+            }
+            // The deepest child's callback cancels the root, whose callbacks register more.
+            let (r, c, l) = (runs.clone(), cancel_root.clone(), leaf.clone());
+            let _a = context::after_func(&leaf, move || {
+                r.fetch_add(1, SeqCst);
+                c.cancel();
+                let r = r.clone();
+                let _b = context::after_func(&l, move || {
+                    r.fetch_add(1, SeqCst);
+                });
+            });
+            let r = runs.clone();
+            let root2 = root.clone();
+            let _c = context::after_func(&root, move || {
+                r.fetch_add(1, SeqCst);
+                let (x, cancel_x) = context::with_cancel(&root2);
+                assert!(
+                    x.err().is_some(),
+                    "a child of a cancelled context is cancelled"
+                );
+                cancel_x.cancel();
+            });
+            keep.pop().unwrap().cancel();
+            let start = std::time::Instant::now();
+            while runs.load(SeqCst) < 3 {
+                assert!(start.elapsed() < WATCHDOG, "{}", runs.load(SeqCst));
+                gort::time::sleep(Duration::from_millis(1)).await;
+            }
+            root.done().recv().await;
+        });
+    });
+}
+
+#[test]
+fn zero_or_too_many_procs_panic_or_err_clearly() {
+    within(|| {
+        let msg = panic_of(|| drop(gort::Builder::new().procs(0).build()));
+        assert!(msg.contains("procs"), "{msg:?}");
+        let msg = panic_of(|| drop(gort::Builder::new().procs(gort::MAX_PROCS + 1).build()));
+        assert!(msg.contains("procs"), "{msg:?}");
+        let rt = gort::Builder::new().procs(2).build().unwrap();
+        let msg = panic_of(|| rt.set_procs(0));
+        assert!(msg.contains("procs"), "{msg:?}");
+        // Shrinking to one P from inside a task of a busy runtime.
+        let n = rt.block_on(async {
+            let mut set = gort::JoinSet::new();
+            for i in 0..100u64 {
+                set.spawn(async move {
+                    gort::time::sleep(Duration::from_millis(i % 5)).await;
+                    i
+                });
+            }
+            gort::Handle::current().clone();
+            let h = gort::spawn_blocking(|| ());
+            h.await.unwrap();
+            let mut sum = 0;
+            while let Some(r) = set.join_next().await {
+                sum += r.unwrap();
+            }
+            sum
+        });
+        assert_eq!(n, 4950);
+    });
+}
+
+fn threads_now() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
+}
+
+#[test]
+fn runtimes_made_and_dropped_in_a_loop_and_inside_each_other_leak_no_thread() {
+    within(|| {
+        let before = threads_now();
+        for i in 0..100u64 {
+            let rt = gort::Builder::new().procs(2).build().unwrap();
+            let got = rt.block_on(async move {
+                // Another runtime made, used through its handle, and dropped inside a task.
+                let inner = gort::Runtime::new().unwrap();
+                let h = inner.spawn(async move { i });
+                let v = h.await.unwrap();
+                gort::spawn_blocking(move || drop(inner)).await.unwrap();
+                v
+            });
+            assert_eq!(got, i);
+            drop(rt);
+        }
+        let after = threads_now();
+        // The watchdog thread and the test harness's own may come and go; 100 leaked
+        // runtimes would leave hundreds.
+        assert!(
+            after <= before + 4,
+            "threads: {before} before, {after} after"
+        );
+    });
+}
