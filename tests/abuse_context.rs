@@ -142,7 +142,6 @@ fn zero_or_too_many_procs_panic_or_err_clearly() {
                     i
                 });
             }
-            gort::Handle::current().clone();
             let h = gort::spawn_blocking(|| ());
             h.await.unwrap();
             let mut sum = 0;

@@ -386,3 +386,87 @@ fn thousands_of_blocking_closures_at_once_all_run() {
         drop(rt);
     });
 }
+
+/// A panic payload whose own `Drop` panics: whoever drops the payload (the runtime for a
+/// task nobody joins, the user for a `JoinError` it holds) runs user code that panics.
+struct PanicsWhenDropped;
+
+impl Drop for PanicsWhenDropped {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            panic!("test: this panic payload panics when dropped");
+        }
+    }
+}
+
+#[test]
+fn a_panic_payload_whose_drop_panics_kills_no_m_and_no_blocking_thread() {
+    within(|| {
+        let rt = gort::Builder::new().procs(1).build().unwrap();
+        for _ in 0..4 {
+            drop(rt.spawn(async { std::panic::panic_any(PanicsWhenDropped) }));
+            drop(rt.spawn_blocking(|| std::panic::panic_any(PanicsWhenDropped)));
+        }
+        let err = rt
+            .block_on(rt.spawn(async { std::panic::panic_any(PanicsWhenDropped) }))
+            .unwrap_err();
+        assert!(err.is_panic());
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(err)));
+        assert!(
+            r.is_err(),
+            "the user's drop of the payload panics on the user's thread"
+        );
+        let err = rt
+            .block_on(rt.spawn_blocking(|| std::panic::panic_any(PanicsWhenDropped)))
+            .unwrap_err();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(err)));
+        assert!(r.is_err());
+        // A task still runs, a blocking closure still runs, and the drop returns.
+        std::thread::sleep(Duration::from_millis(20));
+        for _ in 0..3 {
+            assert_eq!(rt.block_on(rt.spawn(async { 5 })).unwrap(), 5);
+            assert_eq!(rt.block_on(rt.spawn_blocking(|| 6)).unwrap(), 6);
+        }
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            drop(rt);
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(WATCHDOG).expect("the drop hung");
+    });
+}
+
+#[test]
+fn a_join_set_dropped_inside_one_of_its_own_tasks() {
+    within(|| {
+        let rt = gort::Builder::new().procs(2).build().unwrap();
+        let (tx, rx) = mpsc::channel();
+        rt.block_on(async move {
+            let set = Arc::new(Mutex::new(Some(gort::JoinSet::new())));
+            let (go_tx, go_rx) = gort::chan::bounded::<()>(1);
+            let inner = set.clone();
+            set.lock().unwrap().as_mut().unwrap().spawn(async move {
+                go_rx.recv().await;
+                // Aborts every task of the set, this one included; the drop itself runs on.
+                let taken = inner.lock().unwrap().take();
+                drop(taken);
+                let _ = tx.send(());
+                gort::task::yield_now().await;
+                unreachable!("aborted at its next await");
+            });
+            for _ in 0..10 {
+                set.lock()
+                    .unwrap()
+                    .as_mut()
+                    .unwrap()
+                    .spawn(std::future::pending::<()>());
+            }
+            go_tx.send(()).await.unwrap();
+            gort::time::sleep(Duration::from_millis(20)).await;
+        });
+        rx.recv_timeout(WATCHDOG)
+            .expect("the drop inside the set's task hung");
+        assert_eq!(rt.metrics().task_panics, 0, "{:?}", rt.metrics());
+        drop(rt);
+    });
+}

@@ -32,6 +32,11 @@ thread_local! {
     /// (`Shared::owe_timer_wakep`): paid before it runs another task, dropped when it goes
     /// idle, whose look at every heap covers the timer.
     static TIMER_WAKE_OWED: Cell<bool> = const { Cell::new(false) };
+    /// Whether this M is running a task (`Task::run` in the M loop), the one place where
+    /// `block_in_place` may hand the P away: the loop re-reads the P after each run. Between
+    /// tasks the M works on its P itself (a timer batch, a steal, a look at the sockets)
+    /// and the user code it calls there (a waker) must leave the P where it is.
+    static RUNNING_TASK: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Restores the previous context when dropped.
@@ -168,6 +173,30 @@ pub(crate) fn current_p() -> *const P {
 #[inline]
 pub(crate) fn set_current_p(p: *const P) {
     CURRENT_P.with(|c| c.set(p));
+}
+
+/// Marks this M as running a task until dropped (see `RUNNING_TASK`); restores the mark on
+/// unwinding too, so a panic that escapes a task leaves no M marked between tasks.
+pub(crate) struct RunningTask(bool);
+
+impl RunningTask {
+    #[inline]
+    pub(crate) fn enter() -> RunningTask {
+        RunningTask(RUNNING_TASK.with(|r| r.replace(true)))
+    }
+}
+
+impl Drop for RunningTask {
+    #[inline]
+    fn drop(&mut self) {
+        RUNNING_TASK.with(|r| r.set(self.0));
+    }
+}
+
+/// Whether this M is running a task (see `RUNNING_TASK`).
+#[inline]
+pub(crate) fn running_task() -> bool {
+    RUNNING_TASK.with(|r| r.get())
 }
 
 /// Starts a batch of wake-ups for `shared` on this thread (`Shared::wake_batch`); returns the

@@ -154,7 +154,10 @@ impl M {
                     // A timer this M armed while nobody polled: the task may run long.
                     shared.wakep();
                 }
-                task.run();
+                {
+                    let _running = context::RunningTask::enter();
+                    task.run();
+                }
                 self.sync_p_after_run(shared);
             }
         }
