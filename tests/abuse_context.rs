@@ -184,3 +184,64 @@ fn runtimes_made_and_dropped_in_a_loop_and_inside_each_other_leak_no_thread() {
         );
     });
 }
+
+/// A waker that changes the number of Ps when woken: it runs in a P's timer batch.
+struct ResizingWaker(Arc<gort::Runtime>, usize);
+
+impl std::task::Wake for ResizingWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.set_procs(self.1);
+    }
+}
+
+#[test]
+fn procs_changed_in_a_loop_from_a_thread_and_from_wakers_lose_no_task() {
+    within(|| {
+        let rt = Arc::new(gort::Builder::new().procs(3).build().unwrap());
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (rt2, stop2) = (rt.clone(), stop.clone());
+        let resizer = std::thread::spawn(move || {
+            let mut i = 0usize;
+            while !stop2.load(SeqCst) {
+                rt2.set_procs(1 + i % 3);
+                i += 1;
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        });
+        for round in 0..20usize {
+            let rt_w = rt.clone();
+            let sum = rt.block_on(async move {
+                let mut set = gort::JoinSet::new();
+                for i in 0..100u64 {
+                    let waker = std::task::Waker::from(Arc::new(ResizingWaker(
+                        rt_w.clone(),
+                        1 + (round + i as usize) % 3,
+                    )));
+                    set.spawn(async move {
+                        let mut s = std::pin::pin!(gort::time::sleep(Duration::from_micros(
+                            i % 5 * 200
+                        )));
+                        let _ = std::future::Future::poll(
+                            s.as_mut(),
+                            &mut std::task::Context::from_waker(&waker),
+                        );
+                        drop(waker);
+                        gort::time::sleep(Duration::from_millis(1)).await;
+                        gort::task::yield_now().await;
+                        i
+                    });
+                }
+                let mut sum = 0;
+                while let Some(r) = set.join_next().await {
+                    sum += r.unwrap();
+                }
+                sum
+            });
+            assert_eq!(sum, 4950);
+        }
+        stop.store(true, SeqCst);
+        resizer.join().unwrap();
+        let rt = Arc::try_unwrap(rt).ok();
+        drop(rt);
+    });
+}

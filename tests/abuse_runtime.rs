@@ -470,3 +470,61 @@ fn a_join_set_dropped_inside_one_of_its_own_tasks() {
         drop(rt);
     });
 }
+
+#[test]
+fn shutdown_timeout_abandons_a_spinning_task_which_then_ends_harmlessly() {
+    within(|| {
+        let rt = gort::Builder::new().procs(2).build().unwrap();
+        let (started_tx, started_rx) = mpsc::channel();
+        let ended = Arc::new(AtomicUsize::new(0));
+        let seen = ended.clone();
+        drop(rt.spawn(async move {
+            let _ = started_tx.send(());
+            let start = std::time::Instant::now();
+            while start.elapsed() < Duration::from_millis(500) {
+                std::hint::spin_loop();
+            }
+            // Runs after the shutdown gave up on this M: spawn and arm a timer on the
+            // runtime that is gone.
+            let r = std::panic::catch_unwind(|| {
+                drop(gort::spawn(async {}));
+                drop(gort::time::after_func(Duration::from_millis(1), || {}));
+            });
+            let _ = r;
+            seen.fetch_add(1, SeqCst);
+            gort::task::yield_now().await;
+            seen.fetch_add(1, SeqCst);
+        }));
+        started_rx.recv_timeout(WATCHDOG).unwrap();
+        let begun = std::time::Instant::now();
+        rt.shutdown_timeout(Duration::from_millis(20));
+        assert!(begun.elapsed() < Duration::from_secs(10));
+        let start = std::time::Instant::now();
+        while ended.load(SeqCst) == 0 {
+            assert!(start.elapsed() < WATCHDOG);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(ended.load(SeqCst), 1, "the task was polled again after the shutdown");
+    });
+}
+
+#[test]
+fn shutdown_timeout_from_inside_the_runtimes_own_task() {
+    within(|| {
+        let rt = slot(gort::Builder::new().procs(2).build().unwrap());
+        let inner = rt.clone();
+        let (done_tx, done_rx) = mpsc::channel();
+        let h = rt.lock().unwrap().as_ref().unwrap().handle().clone();
+        drop(h.spawn(async move {
+            gort::time::sleep(Duration::from_millis(2)).await;
+            let taken = inner.lock().unwrap().take().unwrap();
+            taken.shutdown_timeout(Duration::from_millis(50));
+            let _ = done_tx.send(());
+        }));
+        drop(h);
+        done_rx
+            .recv_timeout(WATCHDOG)
+            .expect("shutdown_timeout inside a task hung");
+    });
+}
