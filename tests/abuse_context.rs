@@ -218,9 +218,8 @@ fn procs_changed_in_a_loop_from_a_thread_and_from_wakers_lose_no_task() {
                         1 + (round + i as usize) % 3,
                     )));
                     set.spawn(async move {
-                        let mut s = std::pin::pin!(gort::time::sleep(Duration::from_micros(
-                            i % 5 * 200
-                        )));
+                        let mut s =
+                            std::pin::pin!(gort::time::sleep(Duration::from_micros(i % 5 * 200)));
                         let _ = std::future::Future::poll(
                             s.as_mut(),
                             &mut std::task::Context::from_waker(&waker),

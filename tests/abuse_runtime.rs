@@ -505,7 +505,11 @@ fn shutdown_timeout_abandons_a_spinning_task_which_then_ends_harmlessly() {
             std::thread::sleep(Duration::from_millis(5));
         }
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(ended.load(SeqCst), 1, "the task was polled again after the shutdown");
+        assert_eq!(
+            ended.load(SeqCst),
+            1,
+            "the task was polled again after the shutdown"
+        );
     });
 }
 

@@ -282,3 +282,26 @@ fn a_callback_resetting_and_stopping_its_own_timer_does_not_deadlock() {
         drop(rt);
     });
 }
+
+/// `advance(Duration::MAX)` used to wait for ever: its target saturated to `Instant::NEVER`,
+/// a deadline that never comes. It panics now, as Tokio's does, and the clock stays usable.
+#[test]
+fn advancing_a_paused_clock_past_its_end_panics_clearly() {
+    within(|| {
+        let rt = gort::Builder::new().procs(1).build().unwrap();
+        rt.block_on(async {
+            gort::time::pause();
+            let before = Instant::now();
+            let err = gort::spawn(gort::time::advance(Duration::MAX))
+                .await
+                .unwrap_err();
+            let msg = err.into_panic();
+            let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+            assert!(msg.contains("past its end"), "{msg:?}");
+            assert_eq!(Instant::now(), before, "a refused advance moved the clock");
+            gort::time::sleep(Duration::from_secs(5)).await; // auto-advance still works
+            gort::time::advance(Duration::from_secs(3600)).await;
+            assert!(Instant::now() - before >= Duration::from_secs(3605));
+        });
+    });
+}
