@@ -244,3 +244,81 @@ fn procs_changed_in_a_loop_from_a_thread_and_from_wakers_lose_no_task() {
         drop(rt);
     });
 }
+
+#[test]
+fn wait_groups_and_err_groups_misused_across_runtimes_threads_and_drops() {
+    within(|| {
+        let rt = gort::Builder::new().procs(2).build().unwrap();
+        // A WaitGroup whose `done` runs in the Drop of futures dropped by a shutdown, waited
+        // for from a plain thread through a foreign executor.
+        let wg = gort::sync::WaitGroup::new();
+        for _ in 0..10 {
+            wg.add(1);
+            let wg = wg.clone();
+            struct Done(gort::sync::WaitGroup);
+            impl Drop for Done {
+                fn drop(&mut self) {
+                    self.0.done();
+                }
+            }
+            let done = Done(wg);
+            drop(rt.spawn(async move {
+                let _d = done;
+                std::future::pending::<()>().await;
+            }));
+        }
+        let w = wg.clone();
+        let waiter = std::thread::spawn(move || futures::executor::block_on(w.wait()));
+        std::thread::sleep(Duration::from_millis(20));
+        drop(rt);
+        waiter.join().unwrap();
+        assert_eq!(wg.count(), 0);
+        let msg = panic_of(|| wg.done());
+        assert!(msg.contains("negative"), "{msg:?}");
+
+        // An ErrGroup whose wait is raced from two tasks, and one dropped inside its own task.
+        let rt = gort::Builder::new().procs(2).build().unwrap();
+        rt.block_on(async {
+            let group = Arc::new(gort::sync::ErrGroup::<String>::new());
+            for i in 0..20u32 {
+                group.spawn(async move {
+                    gort::time::sleep(Duration::from_millis(u64::from(i % 3))).await;
+                    if i == 7 {
+                        Err("seven".to_string())
+                    } else {
+                        Ok(())
+                    }
+                });
+            }
+            let (a, b) = (group.clone(), group.clone());
+            let wa = gort::spawn(async move { a.wait().await });
+            let wb = gort::spawn(async move { b.wait().await });
+            let (ra, rb) = (wa.await.unwrap(), wb.await.unwrap());
+            assert!(
+                ra.is_err() || rb.is_err(),
+                "neither wait saw the error: {ra:?} {rb:?}"
+            );
+
+            let slot = Arc::new(std::sync::Mutex::new(Some(gort::sync::ErrGroup::<()>::new())));
+            let inner = slot.clone();
+            let (tx, rx) = gort::chan::bounded(1);
+            slot.lock().unwrap().as_ref().unwrap().spawn(async move {
+                gort::time::sleep(Duration::from_millis(2)).await;
+                let taken = inner.lock().unwrap().take();
+                drop(taken); // aborts this task too, at its next await
+                let _ = tx.try_send(());
+                gort::task::yield_now().await;
+                Ok(())
+            });
+            for _ in 0..5 {
+                slot.lock()
+                    .unwrap()
+                    .as_ref()
+                    .unwrap()
+                    .spawn(std::future::pending::<Result<(), ()>>());
+            }
+            rx.recv().await.unwrap();
+        });
+        drop(rt);
+    });
+}

@@ -305,3 +305,41 @@ fn advancing_a_paused_clock_past_its_end_panics_clearly() {
         });
     });
 }
+
+#[test]
+fn a_paused_clock_advanced_far_past_tiny_periods_returns() {
+    within(|| {
+        let rt = gort::Builder::new().procs(2).start_paused(true).build().unwrap();
+        rt.block_on(async {
+            // Nobody receives: Go 1.23's channel timers stay out of the heaps.
+            let idle = gort::time::Ticker::new(Duration::from_nanos(1));
+            let begun = std::time::Instant::now();
+            gort::time::advance(Duration::from_secs(3600)).await;
+            assert!(idle.c().try_recv().is_ok());
+            // Somebody receives, and an interval and an after_func re-armed in a loop.
+            let busy = gort::time::Ticker::new(Duration::from_micros(1));
+            let receiver = gort::spawn(async move {
+                let mut n = 0u64;
+                while busy.c().recv().await.is_some() {
+                    n += 1;
+                    if n == 100 {
+                        break;
+                    }
+                }
+                n
+            });
+            let mut iv = gort::time::interval(Duration::from_nanos(1));
+            iv.set_missed_tick_behavior(gort::time::MissedTickBehavior::Burst);
+            let burst = gort::spawn(async move {
+                for _ in 0..1000 {
+                    iv.tick().await;
+                }
+            });
+            gort::time::advance(Duration::from_secs(1)).await;
+            assert_eq!(receiver.await.unwrap(), 100);
+            burst.await.unwrap();
+            let wall = begun.elapsed();
+            assert!(wall < Duration::from_secs(20), "{wall:?}");
+        });
+    });
+}
