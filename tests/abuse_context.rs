@@ -299,7 +299,9 @@ fn wait_groups_and_err_groups_misused_across_runtimes_threads_and_drops() {
                 "neither wait saw the error: {ra:?} {rb:?}"
             );
 
-            let slot = Arc::new(std::sync::Mutex::new(Some(gort::sync::ErrGroup::<()>::new())));
+            let slot = Arc::new(std::sync::Mutex::new(Some(
+                gort::sync::ErrGroup::<()>::new(),
+            )));
             let inner = slot.clone();
             let (tx, rx) = gort::chan::bounded(1);
             slot.lock().unwrap().as_ref().unwrap().spawn(async move {

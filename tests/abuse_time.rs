@@ -309,7 +309,11 @@ fn advancing_a_paused_clock_past_its_end_panics_clearly() {
 #[test]
 fn a_paused_clock_advanced_far_past_tiny_periods_returns() {
     within(|| {
-        let rt = gort::Builder::new().procs(2).start_paused(true).build().unwrap();
+        let rt = gort::Builder::new()
+            .procs(2)
+            .start_paused(true)
+            .build()
+            .unwrap();
         rt.block_on(async {
             // Nobody receives: Go 1.23's channel timers stay out of the heaps.
             let idle = gort::time::Ticker::new(Duration::from_nanos(1));
@@ -341,5 +345,31 @@ fn a_paused_clock_advanced_far_past_tiny_periods_returns() {
             let wall = begun.elapsed();
             assert!(wall < Duration::from_secs(20), "{wall:?}");
         });
+    });
+}
+
+#[test]
+fn a_sleep_and_timers_moved_to_another_runtime_after_theirs_is_dropped() {
+    within(|| {
+        let a = gort::Builder::new().procs(1).build().unwrap();
+        let b = gort::Builder::new().procs(1).build().unwrap();
+        // Armed on A's heap by a first poll, then A is dropped with it inside.
+        let (sleep, timer) = a.block_on(async {
+            let mut s = Box::pin(gort::time::sleep(Duration::from_millis(30)));
+            assert!(poll_once(s.as_mut()).is_pending());
+            let t = gort::time::Timer::new(Duration::from_millis(30));
+            (s, t)
+        });
+        drop(a);
+        let begun = std::time::Instant::now();
+        let timer_value = b.block_on(async move {
+            sleep.await;
+            gort::time::timeout(Duration::from_secs(5), timer.c().recv()).await
+        });
+        assert!(begun.elapsed() < Duration::from_secs(10));
+        // The channel timer's runtime is gone: documented to close its channel (no value),
+        // not to hang; a value is fine too if it fired first.
+        assert!(timer_value.is_ok(), "the receive hung: {timer_value:?}");
+        drop(b);
     });
 }
