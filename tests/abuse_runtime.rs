@@ -532,3 +532,30 @@ fn shutdown_timeout_from_inside_the_runtimes_own_task() {
             .expect("shutdown_timeout inside a task hung");
     });
 }
+
+#[test]
+fn a_handle_outliving_its_runtime_refuses_blocking_closures_and_entering_cleanly() {
+    within(|| {
+        let rt = one_p();
+        let handle = rt.handle().clone();
+        drop(rt);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let r = ran.clone();
+        let h = handle.spawn_blocking(move || {
+            r.fetch_add(1, SeqCst);
+        });
+        let out = handle.block_on(h);
+        assert!(out.is_err() || ran.load(SeqCst) == 1, "{out:?}");
+        let _g = handle.enter();
+        let h = gort::spawn(async { 1 });
+        assert!(handle.block_on(h).unwrap_err().is_cancelled());
+        let err = std::panic::catch_unwind(|| {
+            drop(gort::time::after_func(Duration::from_millis(1), || {}))
+        });
+        if let Err(p) = err {
+            let msg = panic_message(&*p);
+            assert!(msg.contains("shut down"), "unclear message: {msg:?}");
+        }
+        assert!(handle.block_on(async { 5 }) == 5);
+    });
+}

@@ -373,3 +373,68 @@ fn a_sleep_and_timers_moved_to_another_runtime_after_theirs_is_dropped() {
         drop(b);
     });
 }
+
+/// Futures first polled (armed, their waker registered) in one task, then moved to another
+/// that awaits them: the second task's waker must replace the first's, or the wake-up is lost.
+#[test]
+fn timer_futures_moved_to_another_task_after_their_first_poll_wake_it() {
+    within(|| {
+        let rt = gort::Builder::new().procs(2).build().unwrap();
+        rt.block_on(async {
+            for round in 0..50u64 {
+                let d = Duration::from_millis(1 + round % 3);
+                let (tx, rx) = gort::chan::bounded(1);
+                let first = gort::spawn(async move {
+                    let mut s = Box::pin(gort::time::sleep(d));
+                    let mut t = Box::pin(gort::time::timeout(d, std::future::pending::<()>()));
+                    let mut iv = gort::time::interval(d);
+                    iv.tick().await;
+                    std::future::poll_fn(|cx| {
+                        assert!(s.as_mut().poll(cx).is_pending());
+                        assert!(t.as_mut().poll(cx).is_pending());
+                        assert!(iv.poll_tick(cx).is_pending());
+                        Poll::Ready(())
+                    })
+                    .await;
+                    tx.send((s, t, iv)).await.unwrap();
+                    // This task ends: its waker, still in the timers, wakes nobody useful.
+                });
+                let second = gort::spawn(async move {
+                    let (s, t, mut iv) = rx.recv().await.unwrap();
+                    s.await;
+                    assert!(t.await.is_err());
+                    iv.tick().await;
+                });
+                first.await.unwrap();
+                gort::time::timeout(Duration::from_secs(5), second)
+                    .await
+                    .expect("a moved timer future lost its wake-up")
+                    .unwrap();
+            }
+        });
+    });
+}
+
+/// Documented in `after_func`: armed through a handle whose runtime is gone, it does not
+/// panic (nothing waits on it), and `f` is dropped unrun, at the latest with the handle.
+#[test]
+fn an_after_func_armed_on_a_dropped_runtime_drops_its_function_unrun() {
+    within(|| {
+        let rt = rt();
+        let handle = rt.handle().clone();
+        drop(rt);
+        let captured = Arc::new(AtomicUsize::new(0));
+        let c = captured.clone();
+        let f = {
+            let _g = handle.enter();
+            gort::time::after_func(Duration::from_millis(1), move || {
+                c.fetch_add(1, SeqCst);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(captured.load(SeqCst), 0, "ran on a dropped runtime");
+        drop(f);
+        drop(handle);
+        assert_eq!(Arc::strong_count(&captured), 1, "f outlived the handle");
+    });
+}
