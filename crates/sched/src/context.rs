@@ -13,6 +13,10 @@ thread_local! {
     /// The P this thread holds, or null. Ps live as long as their runtime (`Shared::allp`),
     /// which `SHARED` keeps alive, so the pointer stays valid while it is set.
     static CURRENT_P: Cell<*const P> = const { Cell::new(std::ptr::null()) };
+    /// The P this thread holds, also while another runtime is entered (which hides it from
+    /// `CURRENT_P`): what a worker takes back if a task leaves such an entry behind
+    /// (`restore_worker`). Set with `CURRENT_P` by `set_current_p`; `enter` leaves it alone.
+    static OWN_P: Cell<*const P> = const { Cell::new(std::ptr::null()) };
     /// Whether `block_on` may park this thread: true on a plain thread (a `Handle::enter`
     /// guard does not change it), on a blocking-pool thread, which run no tasks, and on an M
     /// inside `block_in_place`, which handed its P (and so its tasks) to another M; false on
@@ -173,6 +177,25 @@ pub(crate) fn current_p() -> *const P {
 #[inline]
 pub(crate) fn set_current_p(p: *const P) {
     CURRENT_P.with(|c| c.set(p));
+    OWN_P.with(|c| c.set(p));
+}
+
+/// Whether `shared` is this thread's current runtime.
+#[inline]
+pub(crate) fn is_current(shared: &Arc<Shared>) -> bool {
+    with_current(|c| c.is_some_and(|c| Arc::ptr_eq(c, shared)))
+}
+
+/// Puts a worker thread of `shared` back into it, holding its own P, as it was before the
+/// task it ran entered another runtime and left the entry behind (a `Handle::enter` guard
+/// forgotten, or guards dropped out of order: a guard cannot be held across an `.await`, so
+/// none is legitimately alive once a poll returns). Without this the worker went on in the
+/// other runtime's context with its P hidden, and the M loop dropped that P for good.
+pub(crate) fn restore_worker(shared: &Arc<Shared>) {
+    replace_shared(Some(shared.clone()));
+    CURRENT_P.with(|p| p.set(OWN_P.with(Cell::get)));
+    MAY_BLOCK_ON.with(|b| b.set(false));
+    THREAD_HOLD.with(|h| h.set(std::ptr::null()));
 }
 
 /// Marks this M as running a task until dropped (see `RUNNING_TASK`); restores the mark on

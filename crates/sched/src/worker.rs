@@ -92,6 +92,19 @@ pub(crate) fn m_main(shared: Arc<Shared>, handle: Arc<MHandle<P>>, p: Arc<P>, sp
     drop(m);
 }
 
+/// A task returned with another runtime entered on this worker: puts the worker back, then
+/// says so with a panic, which the M loop catches (counted in `Metrics::user_panics`).
+#[cold]
+#[inline(never)]
+fn left_entered(shared: &Arc<Shared>) -> ! {
+    context::restore_worker(shared);
+    panic!(
+        "gort: a task returned with another runtime entered on its worker thread (a \
+         `Handle::enter` guard leaked with `mem::forget`, or guards dropped out of order); \
+         the worker was put back into its own runtime"
+    );
+}
+
 impl M {
     fn acquire(&mut self, p: Arc<P>) {
         context::set_current_p(Arc::as_ptr(&p));
@@ -157,6 +170,9 @@ impl M {
                 {
                     let _running = context::RunningTask::enter();
                     task.run();
+                }
+                if !context::is_current(shared) {
+                    left_entered(shared);
                 }
                 self.sync_p_after_run(shared);
             }
