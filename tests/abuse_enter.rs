@@ -86,3 +86,29 @@ fn enter_guards_dropped_out_of_order_inside_a_task() {
         assert!(rt.metrics().user_panics >= 1, "the misuse went unreported");
     });
 }
+
+#[test]
+fn a_forgotten_enter_guard_in_a_blocking_closure_does_not_move_later_closures() {
+    within(|| {
+        let rt = gort::Builder::new()
+            .procs(1)
+            .max_blocking_threads(1)
+            .build()
+            .unwrap();
+        let other = gort::Builder::new().procs(2).build().unwrap();
+        let h = other.handle().clone();
+        rt.block_on(async move {
+            gort::spawn_blocking(move || std::mem::forget(h.enter()))
+                .await
+                .unwrap();
+            // The pool's one thread runs the next closure: it must be in this runtime.
+            let procs = gort::spawn_blocking(|| gort::Handle::current().procs())
+                .await
+                .unwrap();
+            assert_eq!(procs, 1, "a later closure ran in the other runtime");
+        });
+        assert!(rt.metrics().user_panics >= 1, "the misuse went unreported");
+        drop(rt);
+        drop(other);
+    });
+}

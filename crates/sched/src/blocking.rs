@@ -153,6 +153,13 @@ impl Blocking {
         // `Drop` of a panic's payload, say), so that `threads` stays true and shutdown does
         // not wait for a thread that is gone.
         catch_user_here(|| task.run());
+        // A closure that left another runtime entered (a leaked `Handle::enter` guard) would
+        // send the spawns of every later closure on this thread there: put the thread back,
+        // and say so (as the M loop does after a task, worker.rs).
+        if let Some(shared) = shared.filter(|s| !context::is_current(s)) {
+            context::restore_runtime(shared);
+            catch_user_here(|| panic!("{}", crate::worker::LEFT_ENTERED));
+        }
     }
 
     /// Stops accepting work and waits up to `deadline` for running closures to return, then

@@ -192,10 +192,17 @@ pub(crate) fn is_current(shared: &Arc<Shared>) -> bool {
 /// none is legitimately alive once a poll returns). Without this the worker went on in the
 /// other runtime's context with its P hidden, and the M loop dropped that P for good.
 pub(crate) fn restore_worker(shared: &Arc<Shared>) {
-    replace_shared(Some(shared.clone()));
-    CURRENT_P.with(|p| p.set(OWN_P.with(Cell::get)));
+    restore_runtime(shared);
     MAY_BLOCK_ON.with(|b| b.set(false));
     THREAD_HOLD.with(|h| h.set(std::ptr::null()));
+}
+
+/// [`restore_worker`] for a blocking-pool thread, after a closure: its runtime back (and no
+/// P, which it never holds). Whether it may `block_on` and its clock hold are its job's
+/// guard's to restore, and `Handle::enter` changes neither.
+pub(crate) fn restore_runtime(shared: &Arc<Shared>) {
+    replace_shared(Some(shared.clone()));
+    CURRENT_P.with(|p| p.set(OWN_P.with(Cell::get)));
 }
 
 /// Marks this M as running a task until dropped (see `RUNNING_TASK`); restores the mark on

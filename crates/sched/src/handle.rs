@@ -89,10 +89,11 @@ impl Handle {
     /// that [`spawn`](crate::spawn), `JoinSet::spawn`, [`Handle::current`] and the timers
     /// work on a plain thread. Guards must be dropped in the reverse order of their making.
     ///
-    /// Inside a task, a guard of another runtime that is still in force when the task's poll
-    /// returns (leaked with `mem::forget`, or guards dropped out of order) would leave the
-    /// worker thread in that runtime: the worker puts itself back into its own and panics
-    /// saying so (caught, counted in `Metrics::user_panics`); the task itself is unaffected.
+    /// Inside a task or a blocking closure, a guard of another runtime that is still in force
+    /// when the task's poll or the closure returns (leaked with `mem::forget`, or guards
+    /// dropped out of order) would leave the thread in that runtime: the thread puts itself
+    /// back into its own and panics saying so (caught, counted in `Metrics::user_panics`);
+    /// the task or closure itself is unaffected.
     ///
     /// # Examples
     ///

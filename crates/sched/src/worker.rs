@@ -98,12 +98,13 @@ pub(crate) fn m_main(shared: Arc<Shared>, handle: Arc<MHandle<P>>, p: Arc<P>, sp
 #[inline(never)]
 fn left_entered(shared: &Arc<Shared>) -> ! {
     context::restore_worker(shared);
-    panic!(
-        "gort: a task returned with another runtime entered on its worker thread (a \
-         `Handle::enter` guard leaked with `mem::forget`, or guards dropped out of order); \
-         the worker was put back into its own runtime"
-    );
+    panic!("{LEFT_ENTERED}");
 }
+
+/// The message of a worker or blocking thread put back into its own runtime.
+pub(crate) const LEFT_ENTERED: &str = "gort: a task or blocking closure returned with another \
+    runtime entered on its thread (a `Handle::enter` guard leaked with `mem::forget`, or \
+    guards dropped out of order); the thread was put back into its own runtime";
 
 impl M {
     fn acquire(&mut self, p: Arc<P>) {
