@@ -233,3 +233,31 @@ fn a_receiver_dropped_in_its_own_arms_body_closes_the_channel() {
         });
     });
 }
+
+/// Go before 1.23 leaked a `time.After` per loop turn until it fired. A select in a loop
+/// with an hour-long `after` arm that never wins leaves no pending timer behind, nor does a
+/// `timeout` or a `sleep` dropped unfired.
+#[test]
+fn abandoned_timer_arms_in_a_select_loop_leave_no_pending_timers() {
+    within(|| {
+        let rt = gort::Builder::new().procs(2).build().unwrap();
+        rt.block_on(async {
+            let (tx, rx) = bounded::<u32>(1);
+            for i in 0..50_000u32 {
+                tx.send(i).await.unwrap();
+                let hour = gort::time::after(Duration::from_secs(3600));
+                let got = select! {
+                    v = rx.recv() => v,
+                    _ = hour.recv() => None,
+                };
+                assert_eq!(got, Some(i));
+                let r = gort::time::timeout(Duration::from_secs(3600), rx.recv());
+                tx.send(i).await.unwrap();
+                assert_eq!(r.await, Ok(Some(i)));
+            }
+        });
+        let m = rt.metrics();
+        assert!(m.timers_pending < 1_000, "timers left pending: {m:?}");
+        drop(rt);
+    });
+}
