@@ -74,10 +74,10 @@ async fn busy_yielder(stop: Arc<AtomicBool>) {
     }
 }
 
-fn check(
-    name: &str,
-    busy: fn(Arc<AtomicBool>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
-) {
+/// A busy task's future, made from the flag that stops it.
+type Busy = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+fn check(name: &str, busy: fn(Arc<AtomicBool>) -> Busy) {
     let name = name.to_string();
     within(move || {
         let rt = gort::Builder::new().procs(1).build().unwrap();

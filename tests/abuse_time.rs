@@ -48,7 +48,7 @@ fn panic_of(f: impl FnOnce()) -> String {
 
 /// Polls `f` once with a no-op waker.
 fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {
-    f.poll(&mut Context::from_waker(std::task::Waker::noop()))
+    f.poll(&mut Context::from_waker(futures::task::noop_waker_ref()))
 }
 
 #[test]

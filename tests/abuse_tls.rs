@@ -11,16 +11,16 @@ use std::time::{Duration, Instant};
 
 const PATIENCE: Duration = Duration::from_secs(60);
 
-/// Everything a user might park in a thread-local.
+/// Everything a user might park in a thread-local (held only to be dropped there).
 #[derive(Default)]
 struct Stash {
-    sleep: Option<Pin<Box<gort::time::Sleep>>>,
-    timer: Option<gort::time::Timer>,
-    ticker: Option<gort::time::Ticker>,
-    after: Option<gort::time::AfterFunc>,
-    join: Option<gort::JoinHandle<()>>,
-    sender: Option<gort::chan::Sender<u8>>,
-    cancel: Option<gort::context::CancelGuard>,
+    _sleep: Option<Pin<Box<gort::time::Sleep>>>,
+    _timer: Option<gort::time::Timer>,
+    _ticker: Option<gort::time::Ticker>,
+    _after: Option<gort::time::AfterFunc>,
+    _join: Option<gort::JoinHandle<()>>,
+    _sender: Option<gort::chan::Sender<u8>>,
+    _cancel: Option<gort::context::CancelGuard>,
 }
 
 thread_local! {
@@ -30,7 +30,7 @@ thread_local! {
 /// Fills this thread's stash (in a task or a blocking closure of a runtime).
 fn stash_here() {
     let mut sleep = Box::pin(gort::time::sleep(Duration::from_secs(3600)));
-    let waker = std::task::Waker::noop();
+    let waker = futures::task::noop_waker_ref();
     let _ = std::future::Future::poll(sleep.as_mut(), &mut std::task::Context::from_waker(waker));
     let (tx, rx) = gort::chan::bounded::<u8>(0);
     drop(gort::spawn(async move {
@@ -39,13 +39,13 @@ fn stash_here() {
     let (ctx, cancel) = gort::context::with_cancel(&gort::context::Context::background());
     let _af = gort::context::after_func(&ctx, || {});
     let stash = Stash {
-        sleep: Some(sleep),
-        timer: Some(gort::time::Timer::new(Duration::from_secs(3600))),
-        ticker: Some(gort::time::Ticker::new(Duration::from_secs(3600))),
-        after: Some(gort::time::after_func(Duration::from_secs(3600), || {})),
-        join: Some(gort::spawn(std::future::pending())),
-        sender: Some(tx),
-        cancel: Some(cancel.drop_guard()),
+        _sleep: Some(sleep),
+        _timer: Some(gort::time::Timer::new(Duration::from_secs(3600))),
+        _ticker: Some(gort::time::Ticker::new(Duration::from_secs(3600))),
+        _after: Some(gort::time::after_func(Duration::from_secs(3600), || {})),
+        _join: Some(gort::spawn(std::future::pending())),
+        _sender: Some(tx),
+        _cancel: Some(cancel.drop_guard()),
     };
     STASH.with(|s| s.borrow_mut().push(stash));
 }
