@@ -438,3 +438,47 @@ fn an_after_func_armed_on_a_dropped_runtime_drops_its_function_unrun() {
         assert_eq!(Arc::strong_count(&captured), 1, "f outlived the handle");
     });
 }
+
+#[test]
+fn tickers_and_intervals_of_extreme_periods_neither_panic_nor_spin() {
+    within(|| {
+        let rt = rt();
+        rt.block_on(async {
+            use gort::time::MissedTickBehavior::*;
+            let t = gort::time::Ticker::new(Duration::MAX);
+            t.reset(Duration::from_nanos(u64::MAX));
+            t.reset(Duration::from_nanos(1));
+            t.c().recv().await.unwrap();
+            t.reset(Duration::MAX);
+            while t.c().try_recv().is_ok() {}
+            let r = gort::time::timeout(Duration::from_millis(5), t.c().recv()).await;
+            assert!(r.is_err(), "a ticker reset to Duration::MAX ticked");
+            for behavior in [Burst, Delay, Skip] {
+                for period in [
+                    Duration::MAX,
+                    Duration::from_nanos(i64::MAX as u64),
+                    Duration::from_secs(1 << 40),
+                ] {
+                    let mut iv = gort::time::interval(period);
+                    iv.set_missed_tick_behavior(behavior);
+                    iv.tick().await;
+                    iv.reset_at(Instant::from_nanos(i64::MIN));
+                    iv.tick().await;
+                    iv.reset_immediately();
+                    iv.tick().await;
+                    let r = gort::time::timeout(Duration::from_millis(2), iv.tick()).await;
+                    assert!(r.is_err(), "{behavior:?} {period:?}");
+                    iv.reset();
+                }
+                let mut iv = gort::time::interval_at(
+                    Instant::now() - Duration::from_secs(1 << 30),
+                    Duration::from_nanos(3),
+                );
+                iv.set_missed_tick_behavior(behavior);
+                for _ in 0..100 {
+                    iv.tick().await;
+                }
+            }
+        });
+    });
+}
