@@ -559,3 +559,26 @@ fn a_handle_outliving_its_runtime_refuses_blocking_closures_and_entering_cleanly
         assert!(handle.block_on(async { 5 }) == 5);
     });
 }
+
+#[test]
+fn a_task_aborting_itself_then_returning_without_an_await_completes() {
+    within(|| {
+        let rt = one_p();
+        let (htx, hrx) = gort::chan::bounded::<gort::task::AbortHandle>(1);
+        let h = rt.spawn(async move {
+            let own = hrx.recv().await.unwrap();
+            own.abort();
+            5
+        });
+        let abort = h.abort_handle();
+        let r = rt.block_on(async move {
+            htx.send(abort).await.unwrap();
+            h.await
+        });
+        assert_eq!(
+            r.unwrap(),
+            5,
+            "documented: an abort takes effect at the next Pending"
+        );
+    });
+}
