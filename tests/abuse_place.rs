@@ -188,3 +188,61 @@ fn block_in_place_in_after_func_callbacks() {
     check(1, callbacks);
     check(2, callbacks);
 }
+
+/// Everything above at once, with the number of Ps changing under it: tasks that block in
+/// place, wakers that block in place from timer batches, aborts, and a resizer thread.
+#[test]
+fn block_in_place_everywhere_while_procs_change() {
+    within(|| {
+        let rt = Arc::new(gort::Builder::new().procs(3).build().unwrap());
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (rt2, stop2) = (rt.clone(), stop.clone());
+        let resizer = std::thread::spawn(move || {
+            let mut i = 0usize;
+            while !stop2.load(SeqCst) {
+                rt2.set_procs(1 + i % 3);
+                i += 1;
+                std::thread::sleep(Duration::from_micros(300));
+            }
+        });
+        let runs = Arc::new(AtomicUsize::new(0));
+        for round in 0..10u64 {
+            let runs = runs.clone();
+            let sum = rt.block_on(async move {
+                let mut set = gort::JoinSet::new();
+                for i in 0..60u64 {
+                    let runs = runs.clone();
+                    set.spawn(async move {
+                        match (round + i) % 4 {
+                            0 => gort::block_in_place(|| {
+                                std::thread::sleep(Duration::from_micros(200))
+                            }),
+                            1 => {
+                                let waker = Waker::from(Arc::new(PlaceWaker(runs)));
+                                let mut s = pin!(gort::time::sleep(Duration::from_micros(300)));
+                                let _ = s.as_mut().poll(&mut Context::from_waker(&waker));
+                            }
+                            2 => {
+                                let h = gort::spawn(std::future::pending::<()>());
+                                h.abort();
+                                assert!(h.await.unwrap_err().is_cancelled());
+                            }
+                            _ => gort::task::yield_now().await,
+                        }
+                        gort::time::sleep(Duration::from_micros(i % 3 * 400)).await;
+                        i
+                    });
+                }
+                let mut sum = 0;
+                while let Some(r) = set.join_next().await {
+                    sum += r.unwrap();
+                }
+                sum
+            });
+            assert_eq!(sum, 59 * 60 / 2);
+        }
+        stop.store(true, SeqCst);
+        resizer.join().unwrap();
+        still_healthy(&rt);
+    });
+}
