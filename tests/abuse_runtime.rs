@@ -582,3 +582,37 @@ fn a_task_aborting_itself_then_returning_without_an_await_completes() {
         );
     });
 }
+
+/// The waker runs on sysmon: the only P is stuck in a loop when the timer comes due, so
+/// sysmon runs that P's timers, and the waker drops the last runtime there.
+#[test]
+fn the_last_runtime_dropped_inside_a_waker_that_sysmon_runs_shuts_down() {
+    within(|| {
+        let rt = slot(one_p());
+        let (done_tx, done_rx) = mpsc::channel();
+        let waker = Waker::from(Arc::new(DroppingWaker(rt.clone(), done_tx)));
+        let h = rt.lock().unwrap().as_ref().unwrap().handle().clone();
+        let (armed_tx, armed_rx) = mpsc::channel();
+        drop(h.spawn(async move {
+            let mut sleep = pin!(gort::time::sleep(Duration::from_millis(5)));
+            assert!(sleep
+                .as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending());
+            drop(waker);
+            let _ = armed_tx.send(());
+            // The only P is stuck here while the timer comes due.
+            let start = std::time::Instant::now();
+            while start.elapsed() < Duration::from_millis(300) {
+                std::hint::spin_loop();
+            }
+            std::future::pending::<()>().await;
+        }));
+        drop(h);
+        armed_rx.recv_timeout(WATCHDOG).unwrap();
+        done_rx
+            .recv_timeout(WATCHDOG)
+            .expect("the drop inside a waker run by sysmon hung");
+        wait_until_taken(&rt);
+    });
+}
