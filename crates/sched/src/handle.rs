@@ -155,7 +155,8 @@ impl Handle {
     ///
     /// In a task (outside [`block_in_place`](crate::block_in_place)) or inside another
     /// `block_on`: parking there would stall the tasks the thread should run. Use `.await`
-    /// there. Inside `block_in_place` the thread has handed its P to another M, so
+    /// there. Likewise in a `Drop` that a runtime's shutdown runs (a task's future, a timer's
+    /// payload): the message then says so. Inside `block_in_place` the thread has handed its P to another M, so
     /// `block_on` works there, as Tokio's `Handle::current().block_on` does (example in
     /// [`block_in_place`](crate::block_in_place)).
     ///
@@ -174,11 +175,9 @@ impl Handle {
     /// ```
     #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
-        assert!(
-            context::may_block_on(),
-            "gort: block_on called on a thread that runs tasks (or inside another block_on); \
-             use .await there instead, or call it from a blocking closure or block_in_place"
-        );
+        if !context::may_block_on() {
+            refuse_block_on();
+        }
         // Read before `enter`, which clears it for the future's polls.
         let lend_thread_hold = context::holds_clock_here(&self.shared);
         let _ctx = context::enter(self.shared.clone());
@@ -335,6 +334,25 @@ impl crate::Runtime {
 /// user code runs under its locks (Tokio's `Runtime` is unwind-safe for the same reason).
 impl std::panic::UnwindSafe for crate::Runtime {}
 impl std::panic::RefUnwindSafe for crate::Runtime {}
+
+/// The panic of a `block_on` where the thread may not park, naming the case: code a
+/// shutdown runs (its thread is in the runtime but runs no task, so "a thread that runs
+/// tasks" would mislead), or a task or another `block_on`.
+#[cold]
+#[track_caller]
+fn refuse_block_on() -> ! {
+    if context::with_current(|s| s.is_some_and(|s| s.is_shutdown())) {
+        panic!(
+            "gort: block_on called in code that a runtime's shutdown runs (the Drop of a task's \
+             future or of a timer's payload): no thread is left to run the future; finish \
+             that work before dropping the runtime"
+        );
+    }
+    panic!(
+        "gort: block_on called on a thread that runs tasks (or inside another block_on); \
+         use .await there instead, or call it from a blocking closure or block_in_place"
+    );
+}
 
 #[cfg(all(test, not(loom)))]
 mod tests {
