@@ -341,7 +341,10 @@ impl std::panic::RefUnwindSafe for crate::Runtime {}
 #[cold]
 #[track_caller]
 fn refuse_block_on() -> ! {
-    if context::with_current(|s| s.is_some_and(|s| s.is_shutdown())) {
+    // Without a P: an M finishing a task's poll while the shutdown begins keeps the
+    // task's message.
+    let shutting_down = context::with_current(|s| s.is_some_and(|s| s.is_shutdown()));
+    if shutting_down && context::current_p().is_null() {
         panic!(
             "gort: block_on called in code that a runtime's shutdown runs (the Drop of a task's \
              future or of a timer's payload): no thread is left to run the future; finish \
