@@ -362,8 +362,28 @@ fn a_sleep_and_timers_moved_to_another_runtime_after_theirs_is_dropped() {
         });
         drop(a);
         let begun = std::time::Instant::now();
+        let (mut sleep2, timer2) = {
+            let a2 = gort::Builder::new().procs(1).build().unwrap();
+            let pair = a2.block_on(async {
+                let mut s = Box::pin(gort::time::sleep(Duration::from_secs(3600)));
+                assert!(poll_once(s.as_mut()).is_pending());
+                let t = gort::time::Timer::new(Duration::from_secs(3600));
+                (s, t)
+            });
+            drop(a2);
+            pair
+        };
         let timer_value = b.block_on(async move {
             sleep.await;
+            // Reset (not just polled) on B after A is gone.
+            sleep2
+                .as_mut()
+                .reset(Instant::now() + Duration::from_millis(5));
+            sleep2.await;
+            timer2.reset(Duration::from_millis(5));
+            let _ = gort::time::timeout(Duration::from_secs(5), timer2.c().recv())
+                .await
+                .expect("a timer reset on another runtime never fired");
             gort::time::timeout(Duration::from_secs(5), timer.c().recv()).await
         });
         assert!(begun.elapsed() < Duration::from_secs(10));
@@ -480,5 +500,54 @@ fn tickers_and_intervals_of_extreme_periods_neither_panic_nor_spin() {
                 }
             }
         });
+    });
+}
+
+/// Captured by an `after_func`'s function: stops and resets that same timer when dropped.
+struct ReArmsOnDrop(
+    Arc<std::sync::OnceLock<gort::time::AfterFunc>>,
+    Arc<AtomicUsize>,
+);
+
+impl Drop for ReArmsOnDrop {
+    fn drop(&mut self) {
+        self.1.fetch_add(1, SeqCst);
+        if let Some(f) = self.0.get() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                f.reset(Duration::from_millis(1));
+                f.stop();
+                f.reset(Duration::from_secs(3600));
+            }));
+        }
+    }
+}
+
+/// The function's captures are dropped by `stop` (the payload rule: at once). Their `Drop`
+/// touching the same timer must find it in a settled status, not a transient one or a held
+/// lock, or it would spin or deadlock.
+#[test]
+fn an_after_funcs_captures_that_rearm_it_when_dropped() {
+    within(|| {
+        let rt = gort::Builder::new().procs(2).build().unwrap();
+        let _g = rt.handle().enter();
+        for _ in 0..50 {
+            let cell: Arc<std::sync::OnceLock<gort::time::AfterFunc>> = Arc::default();
+            let drops = Arc::new(AtomicUsize::new(0));
+            let guard = ReArmsOnDrop(cell.clone(), drops.clone());
+            let f = gort::time::after_func(Duration::from_secs(3600), move || {
+                let _keep = &guard;
+            });
+            assert!(cell.set(f).is_ok());
+            let f = cell.get().unwrap();
+            f.stop();
+            f.reset(Duration::from_millis(1));
+            std::thread::sleep(Duration::from_millis(3));
+            f.stop();
+            // The cycle (the cell holds the handle, the function holds the cell) is the
+            // test's own; break it.
+            drop(cell);
+        }
+        drop(_g);
+        drop(rt);
     });
 }
