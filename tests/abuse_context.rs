@@ -324,3 +324,53 @@ fn wait_groups_and_err_groups_misused_across_runtimes_threads_and_drops() {
         drop(rt);
     });
 }
+
+#[test]
+fn a_singleflight_work_calling_its_own_key_waits_alone_and_shutdown_frees_its_callers() {
+    use gort::sync::singleflight::{CallError, Group};
+    within(|| {
+        let rt = gort::Builder::new().procs(2).build().unwrap();
+        let group: Group<u32, u32> = Group::new();
+        let g = group.clone();
+        let (outer_tx, outer_rx) = mpsc::channel();
+        let g2 = g.clone();
+        drop(rt.spawn(async move {
+            // The work joins its own run: it waits for itself (Go's Do deadlocks the same).
+            let r = g2
+                .call(1, move || {
+                    let g3 = g.clone();
+                    async move {
+                        match gort::time::timeout(
+                            Duration::from_millis(50),
+                            g3.call(1, || async { 0 }),
+                        )
+                        .await
+                        {
+                            Ok(Ok((v, _))) => v + 100,
+                            Ok(Err(_)) => 200,
+                            Err(_) => 300, // timed out waiting for itself
+                        }
+                    }
+                })
+                .await;
+            let _ = outer_tx.send(r);
+        }));
+        let r = outer_rx
+            .recv_timeout(WATCHDOG)
+            .expect("the outer call hung");
+        assert_eq!(r, Ok((300, true)));
+        // A run in flight when the runtime is dropped: a caller on a plain thread is freed.
+        let (go_tx, go_rx) = gort::chan::bounded::<()>(0);
+        let pending = rt.block_on(async {
+            group.call(2, move || async move {
+                go_rx.recv().await;
+                1
+            })
+        });
+        let waiter = std::thread::spawn(move || futures::executor::block_on(pending));
+        std::thread::sleep(Duration::from_millis(20));
+        drop(rt);
+        assert_eq!(waiter.join().unwrap(), Err(CallError::Shutdown));
+        drop(go_tx);
+    });
+}
