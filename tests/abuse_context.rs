@@ -361,12 +361,14 @@ fn a_singleflight_work_calling_its_own_key_waits_alone_and_shutdown_frees_its_ca
         assert_eq!(r, Ok((300, true)));
         // A run in flight when the runtime is dropped: a caller on a plain thread is freed.
         let (go_tx, go_rx) = gort::chan::bounded::<()>(0);
-        let pending = rt.block_on(async {
+        let pending = {
+            // Registered (its work spawned) now, inside the runtime.
+            let _g = rt.handle().enter();
             group.call(2, move || async move {
                 go_rx.recv().await;
                 1
             })
-        });
+        };
         let waiter = std::thread::spawn(move || futures::executor::block_on(pending));
         std::thread::sleep(Duration::from_millis(20));
         drop(rt);
