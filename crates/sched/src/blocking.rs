@@ -103,17 +103,37 @@ impl Blocking {
             self.cv.notify_one();
         } else if s.threads < self.threads.max_blocking {
             s.threads += 1;
-            let pool = self.clone();
-            let runtime = self.runtime.lock().clone();
-            let handle = self
-                .threads
-                .spawn(|| "gort-blocking".into(), runtime, move || pool.worker())
-                .unwrap_or_else(|e| panic!("gort: cannot start a blocking thread: {e}"));
-            // Threads that left on their keep-alive are forgotten here, keeping the list short.
-            s.handles.retain(|t| !t.is_finished());
-            s.handles.push(handle);
+            drop(s);
+            self.start_thread();
         }
         // Else every thread is busy and the pool is full: the task waits in the queue.
+    }
+
+    /// Starts a thread, counted in `threads` by the caller. Outside the pool's lock: naming
+    /// it runs the user's `thread_name_fn`, which may itself spawn a blocking closure.
+    fn start_thread(self: &Arc<Self>) {
+        let pool = self.clone();
+        let runtime = self.runtime.lock().clone();
+        match self
+            .threads
+            .spawn(|| "gort-blocking".into(), runtime, move || pool.worker())
+        {
+            Ok(handle) => {
+                let mut s = self.state.lock();
+                // Threads that left on their keep-alive are forgotten here, keeping the list
+                // short.
+                s.handles.retain(|t| !t.is_finished());
+                s.handles.push(handle);
+            }
+            Err(e) => {
+                // Uncounted, or shutdown would wait for a thread that never ran.
+                let mut s = self.state.lock();
+                s.threads -= 1;
+                self.all_exited.notify_all();
+                drop(s);
+                panic!("gort: cannot start a blocking thread: {e}")
+            }
+        }
     }
 
     fn worker(self: Arc<Self>) {
@@ -153,6 +173,13 @@ impl Blocking {
         // `Drop` of a panic's payload, say), so that `threads` stays true and shutdown does
         // not wait for a thread that is gone.
         catch_user_here(|| task.run());
+        // A closure that left another runtime entered (a leaked `Handle::enter` guard) would
+        // send the spawns of every later closure on this thread there: put the thread back,
+        // and say so (as the M loop does after a task, worker.rs).
+        if let Some(shared) = shared.filter(|s| !context::is_current(s)) {
+            context::restore_runtime(shared);
+            catch_user_here(|| panic!("{}", crate::worker::LEFT_ENTERED));
+        }
     }
 
     /// Stops accepting work and waits up to `deadline` for running closures to return, then

@@ -24,7 +24,9 @@ impl Builder {
         self
     }
 
-    /// Names each new thread of the runtime by calling `f` (on the thread that starts it).
+    /// Names each new thread of the runtime by calling `f` (on the thread that starts it,
+    /// under no lock of the runtime's: `f` may spawn). A panic in `f` is caught (after the
+    /// panic hook reported it): that thread gets the default name.
     ///
     /// # Examples
     ///

@@ -13,6 +13,10 @@ thread_local! {
     /// The P this thread holds, or null. Ps live as long as their runtime (`Shared::allp`),
     /// which `SHARED` keeps alive, so the pointer stays valid while it is set.
     static CURRENT_P: Cell<*const P> = const { Cell::new(std::ptr::null()) };
+    /// The P this thread holds, also while another runtime is entered (which hides it from
+    /// `CURRENT_P`): what a worker takes back if a task leaves such an entry behind
+    /// (`restore_worker`). Set with `CURRENT_P` by `set_current_p`; `enter` leaves it alone.
+    static OWN_P: Cell<*const P> = const { Cell::new(std::ptr::null()) };
     /// Whether `block_on` may park this thread: true on a plain thread (a `Handle::enter`
     /// guard does not change it), on a blocking-pool thread, which run no tasks, and on an M
     /// inside `block_in_place`, which handed its P (and so its tasks) to another M; false on
@@ -32,6 +36,11 @@ thread_local! {
     /// (`Shared::owe_timer_wakep`): paid before it runs another task, dropped when it goes
     /// idle, whose look at every heap covers the timer.
     static TIMER_WAKE_OWED: Cell<bool> = const { Cell::new(false) };
+    /// Whether this M is running a task (`Task::run` in the M loop), the one place where
+    /// `block_in_place` may hand the P away: the loop re-reads the P after each run. Between
+    /// tasks the M works on its P itself (a timer batch, a steal, a look at the sockets)
+    /// and the user code it calls there (a waker) must leave the P where it is.
+    static RUNNING_TASK: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Restores the previous context when dropped.
@@ -168,6 +177,56 @@ pub(crate) fn current_p() -> *const P {
 #[inline]
 pub(crate) fn set_current_p(p: *const P) {
     CURRENT_P.with(|c| c.set(p));
+    OWN_P.with(|c| c.set(p));
+}
+
+/// Whether `shared` is this thread's current runtime.
+#[inline]
+pub(crate) fn is_current(shared: &Arc<Shared>) -> bool {
+    with_current(|c| c.is_some_and(|c| Arc::ptr_eq(c, shared)))
+}
+
+/// Puts a worker thread of `shared` back into it, holding its own P, as it was before the
+/// task it ran entered another runtime and left the entry behind (a `Handle::enter` guard
+/// forgotten, or guards dropped out of order: a guard cannot be held across an `.await`, so
+/// none is legitimately alive once a poll returns). Without this the worker went on in the
+/// other runtime's context with its P hidden, and the M loop dropped that P for good.
+pub(crate) fn restore_worker(shared: &Arc<Shared>) {
+    restore_runtime(shared);
+    MAY_BLOCK_ON.with(|b| b.set(false));
+    THREAD_HOLD.with(|h| h.set(std::ptr::null()));
+}
+
+/// [`restore_worker`] for a blocking-pool thread, after a closure: its runtime back (and no
+/// P, which it never holds). Whether it may `block_on` and its clock hold are its job's
+/// guard's to restore, and `Handle::enter` changes neither.
+pub(crate) fn restore_runtime(shared: &Arc<Shared>) {
+    replace_shared(Some(shared.clone()));
+    CURRENT_P.with(|p| p.set(OWN_P.with(Cell::get)));
+}
+
+/// Marks this M as running a task until dropped (see `RUNNING_TASK`); restores the mark on
+/// unwinding too, so a panic that escapes a task leaves no M marked between tasks.
+pub(crate) struct RunningTask(bool);
+
+impl RunningTask {
+    #[inline]
+    pub(crate) fn enter() -> RunningTask {
+        RunningTask(RUNNING_TASK.with(|r| r.replace(true)))
+    }
+}
+
+impl Drop for RunningTask {
+    #[inline]
+    fn drop(&mut self) {
+        RUNNING_TASK.with(|r| r.set(self.0));
+    }
+}
+
+/// Whether this M is running a task (see `RUNNING_TASK`).
+#[inline]
+pub(crate) fn running_task() -> bool {
+    RUNNING_TASK.with(|r| r.get())
 }
 
 /// Starts a batch of wake-ups for `shared` on this thread (`Shared::wake_batch`); returns the

@@ -89,6 +89,12 @@ impl Handle {
     /// that [`spawn`](crate::spawn), `JoinSet::spawn`, [`Handle::current`] and the timers
     /// work on a plain thread. Guards must be dropped in the reverse order of their making.
     ///
+    /// Inside a task or a blocking closure, a guard of another runtime that is still in force
+    /// when the task's poll or the closure returns (leaked with `mem::forget`, or guards
+    /// dropped out of order) would leave the thread in that runtime: the thread puts itself
+    /// back into its own and panics saying so (caught, counted in `Metrics::user_panics`);
+    /// the task or closure itself is unaffected.
+    ///
     /// # Examples
     ///
     /// ```
@@ -149,7 +155,8 @@ impl Handle {
     ///
     /// In a task (outside [`block_in_place`](crate::block_in_place)) or inside another
     /// `block_on`: parking there would stall the tasks the thread should run. Use `.await`
-    /// there. Inside `block_in_place` the thread has handed its P to another M, so
+    /// there. Likewise in a `Drop` that a runtime's shutdown runs (a task's future, a timer's
+    /// payload): the message then says so. Inside `block_in_place` the thread has handed its P to another M, so
     /// `block_on` works there, as Tokio's `Handle::current().block_on` does (example in
     /// [`block_in_place`](crate::block_in_place)).
     ///
@@ -168,11 +175,9 @@ impl Handle {
     /// ```
     #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
-        assert!(
-            context::may_block_on(),
-            "gort: block_on called on a thread that runs tasks (or inside another block_on); \
-             use .await there instead, or call it from a blocking closure or block_in_place"
-        );
+        if !context::may_block_on() {
+            refuse_block_on();
+        }
         // Read before `enter`, which clears it for the future's polls.
         let lend_thread_hold = context::holds_clock_here(&self.shared);
         let _ctx = context::enter(self.shared.clone());
@@ -329,6 +334,28 @@ impl crate::Runtime {
 /// user code runs under its locks (Tokio's `Runtime` is unwind-safe for the same reason).
 impl std::panic::UnwindSafe for crate::Runtime {}
 impl std::panic::RefUnwindSafe for crate::Runtime {}
+
+/// The panic of a `block_on` where the thread may not park, naming the case: code a
+/// shutdown runs (its thread is in the runtime but runs no task, so "a thread that runs
+/// tasks" would mislead), or a task or another `block_on`.
+#[cold]
+#[track_caller]
+fn refuse_block_on() -> ! {
+    // Without a P: an M finishing a task's poll while the shutdown begins keeps the
+    // task's message.
+    let shutting_down = context::with_current(|s| s.is_some_and(|s| s.is_shutdown()));
+    if shutting_down && context::current_p().is_null() {
+        panic!(
+            "gort: block_on called in code that a runtime's shutdown runs (the Drop of a task's \
+             future or of a timer's payload): no thread is left to run the future; finish \
+             that work before dropping the runtime"
+        );
+    }
+    panic!(
+        "gort: block_on called on a thread that runs tasks (or inside another block_on); \
+         use .await there instead, or call it from a blocking closure or block_in_place"
+    );
+}
 
 #[cfg(all(test, not(loom)))]
 mod tests {

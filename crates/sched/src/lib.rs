@@ -160,7 +160,10 @@ where
 /// the calling task goes on; if `f` panics, the thread does the same before the panic goes
 /// on unwinding the task.
 ///
-/// Outside a worker thread (in `block_on`, a blocking closure) it simply runs `f`.
+/// Outside a worker thread (in `block_on`, a blocking closure) it simply runs `f`. So it
+/// does on a worker thread outside a task's poll: in a waker that the runtime wakes between
+/// tasks (a timer firing, a socket becoming ready), `f` blocks that thread and its P, and the
+/// P's other tasks wait for it, as they do for any waker that blocks.
 ///
 /// `f` may call [`Handle::block_on`] (Tokio's bridge from sync code back to async): the
 /// thread runs no tasks while it holds no P. Under a paused clock (`gort::time::pause`) `f`
@@ -185,7 +188,14 @@ where
 /// ```
 pub fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
     let p = context::current_p();
-    let Some(shared) = context::current().filter(|_| !p.is_null()) else {
+    // Only a task's run may give the P away: the M loop re-reads its P after the run. User
+    // code the M calls between tasks (a waker a timer batch wakes) runs `f` with the P held:
+    // handing it off there let two Ms run one P's queue and leaked the P taken back
+    // (tests/abuse_place.rs).
+    if p.is_null() || !context::running_task() {
+        return f();
+    }
+    let Some(shared) = context::current() else {
         return f();
     };
     // SAFETY: a non-null context P is a live P of the current runtime.

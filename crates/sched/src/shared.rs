@@ -220,6 +220,7 @@ impl Shared {
         let shared = self.clone();
         *self.live_ms.lock() += 1;
         let handle = Arc::new(MHandle::default());
+        let kept = p.clone();
         let spawned = self.m_threads.spawn(
             || format!("gort-m{n}"),
             Arc::downgrade(self),
@@ -234,9 +235,15 @@ impl Shared {
                 threads.push(h);
             }
             Err(e) => {
-                // The M never ran: uncount it, or shutdown would wait for it for ever.
+                // The M never ran: uncount it, or shutdown would wait for it for ever, and
+                // give its P back (and its spinning count, as `startm` does at shutdown), or
+                // the P's tasks and timers would wait for ever.
                 *self.live_ms.lock() -= 1;
                 self.ms_exited.notify_all();
+                self.idle.pidleput(kept);
+                if spinning {
+                    self.idle.dec_spinning();
+                }
                 panic!("gort: cannot start a worker thread: {e}")
             }
         }

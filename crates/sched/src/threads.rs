@@ -67,8 +67,13 @@ impl ThreadConfig {
         runtime: Weak<Shared>,
         body: impl FnOnce() + Send + 'static,
     ) -> io::Result<JoinHandle<()>> {
+        // The user's name function is user code: its panic (the panic hook has reported it)
+        // gives the thread the default name instead of unwinding through the scheduler
+        // code that starts threads, which would lose the P or the thread count it had taken.
         let name = match &self.name {
-            Some(make) => make(),
+            Some(make) => {
+                catch_unwind(AssertUnwindSafe(|| make())).unwrap_or_else(|_| default_name())
+            }
             None => default_name(),
         };
         let mut builder = std::thread::Builder::new().name(name);

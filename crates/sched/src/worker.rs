@@ -92,6 +92,20 @@ pub(crate) fn m_main(shared: Arc<Shared>, handle: Arc<MHandle<P>>, p: Arc<P>, sp
     drop(m);
 }
 
+/// A task returned with another runtime entered on this worker: puts the worker back, then
+/// says so with a panic, which the M loop catches (counted in `Metrics::user_panics`).
+#[cold]
+#[inline(never)]
+fn left_entered(shared: &Arc<Shared>) -> ! {
+    context::restore_worker(shared);
+    panic!("{LEFT_ENTERED}");
+}
+
+/// The message of a worker or blocking thread put back into its own runtime.
+pub(crate) const LEFT_ENTERED: &str = "gort: a task or blocking closure returned with another \
+    runtime entered on its thread (a `Handle::enter` guard leaked with `mem::forget`, or \
+    guards dropped out of order); the thread was put back into its own runtime";
+
 impl M {
     fn acquire(&mut self, p: Arc<P>) {
         context::set_current_p(Arc::as_ptr(&p));
@@ -154,7 +168,13 @@ impl M {
                     // A timer this M armed while nobody polled: the task may run long.
                     shared.wakep();
                 }
-                task.run();
+                {
+                    let _running = context::RunningTask::enter();
+                    task.run();
+                }
+                if !context::is_current(shared) {
+                    left_entered(shared);
+                }
                 self.sync_p_after_run(shared);
             }
         }

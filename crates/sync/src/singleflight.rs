@@ -250,7 +250,10 @@ where
     /// `DoChan` channel, and dropping it cancels only this caller's wait, never the run (see
     /// the module docs). Called outside one (`rt.block_on(group.call(k, w))` builds the
     /// future before `block_on` enters the runtime), it registers at its first poll instead.
-    /// The key is free again once the work ends: a later call starts a new run.
+    /// The key is free again once the work ends: a later call starts a new run. A `work`
+    /// that calls its own key joins its own run and waits for itself, as Go's `Do`
+    /// deadlocks: nothing detects it, only that run's callers wait (a timeout around the
+    /// inner call ends it).
     ///
     /// # Errors
     ///

@@ -51,6 +51,9 @@ impl<F: Fn() + Send + Sync + 'static> gort_sched::timer_api::Callback for Spawne
 ///   made later on another runtime arms it there. (A channel [`Timer`](crate::Timer) or a
 ///   [`sleep`](crate::sleep) is armed again by the wait on it, on the waiter's runtime; a
 ///   `gort::context` deadline is kept by a thread of its own until it comes.)
+/// - Armed under an entered `gort::Handle` whose runtime is already gone, it does not panic
+///   (nothing waits on it; a `sleep` or a `Timer` would wait for ever, so they panic there):
+///   `f` never runs, and is dropped at the latest with that runtime's last handle.
 ///
 /// # Panics
 ///

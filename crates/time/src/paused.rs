@@ -113,7 +113,9 @@ pub fn is_paused() -> bool {
 ///
 /// # Panics
 ///
-/// When first polled, outside a gort runtime or if the clock is not paused.
+/// When first polled, outside a gort runtime, if the clock is not paused, or if `now + d`
+/// reaches the end of the clock ([`Instant::NEVER`], about 292 years after the clock's
+/// epoch): `advance(Duration::MAX)` panics, as Tokio's does, instead of waiting for ever.
 ///
 /// # Examples
 ///
@@ -137,7 +139,11 @@ pub fn advance(d: Duration) -> impl Future<Output = ()> + Send {
             is_paused(),
             "gort::time::advance (called at {caller}): the clock is not paused"
         );
-        let target = Instant::now() + d;
+        // A target at or past the end of the clock is a deadline that never comes: the
+        // sleep below would never end (Tokio's `advance` panics on the overflow too).
+        let Some(target) = Instant::now().checked_add(d).filter(|t| !t.is_never()) else {
+            panic!("gort::time::advance (called at {caller}): {d:?} takes the clock past its end");
+        };
         let advancing = clock_api::advance_begin(target.as_nanos());
         sleep_until(target).await;
         Quiescent {

@@ -150,8 +150,10 @@ impl Sleep {
         // next check, whose wake-up finds the sleep due, as a poll would have. The slack
         // needs the clock: 0 (as precise as the runtime can) until the next poll sets it.
         // Otherwise (fired, or a deadline that never comes) stop it; the next poll registers
-        // again if it has to wait.
-        if deadline != NEVER && move_pending(t, deadline) {
+        // again if it has to wait. The heaps take only deadlines > 0 (Go's `when` is never
+        // negative either: its `when(d)` clamps): a user's instant at or before the clock's
+        // epoch (`Instant::from_nanos(0)`, `Instant::now() - Duration::MAX`) is due as 1 is.
+        if deadline != NEVER && move_pending(t, deadline.max(1)) {
             self.slack_unset = true;
             return;
         }

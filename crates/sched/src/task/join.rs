@@ -17,6 +17,16 @@ use std::task::{Context, Poll};
 /// Dropping it detaches the task: the task keeps running, and its output is dropped when it
 /// completes (or at once, if it has).
 ///
+/// It can be awaited from anywhere: another task, another gort runtime, a foreign executor
+/// (`futures::executor::block_on` on a plain thread); if the task's runtime is dropped
+/// first, the await ends with a cancelled [`JoinError`]. A task that awaits its own handle
+/// waits for ever: nothing detects that deadlock (Go reports "all goroutines are asleep"
+/// only when every goroutine is), but it stalls that task alone; the runtime runs the
+/// others, an [`AbortHandle`](crate::task::AbortHandle) still cancels it, and dropping the
+/// runtime drops it. An [`abort`](JoinHandle::abort) from inside the task itself takes
+/// effect at its next `.await` that returns `Pending`; a task that returns before one
+/// completes with its output.
+///
 /// # Examples
 ///
 /// ```

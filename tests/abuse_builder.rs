@@ -1,0 +1,151 @@
+//! The user code a `Builder` hands the runtime, misbehaving: a thread-name function that
+//! panics, start and stop hooks that panic, block, spawn or block on the runtime, a stack
+//! size no thread can get. The rule: no hang and no abort; the runtime runs its tasks or
+//! fails with a clear error.
+
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+/// Generous: the machine may be loaded; a healthy run takes milliseconds.
+const WATCHDOG: Duration = Duration::from_secs(30);
+
+fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    let (tx, rx) = mpsc::channel();
+    let t = std::thread::spawn(move || {
+        let r = f();
+        let _ = tx.send(());
+        r
+    });
+    if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(WATCHDOG) {
+        panic!("still running after {WATCHDOG:?}: hung");
+    }
+    match t.join() {
+        Ok(r) => r,
+        Err(p) => std::panic::resume_unwind(p),
+    }
+}
+
+/// Runs a little of everything: tasks on every P, timers, blocking closures.
+fn workload(rt: &gort::Runtime) -> u64 {
+    rt.block_on(async {
+        let mut set = gort::JoinSet::new();
+        for i in 0..50u64 {
+            set.spawn(async move {
+                gort::time::sleep(Duration::from_micros(i * 20)).await;
+                gort::spawn_blocking(move || i).await.unwrap()
+            });
+        }
+        let mut sum = 0;
+        while let Some(r) = set.join_next().await {
+            sum += r.unwrap();
+        }
+        sum
+    })
+}
+
+#[test]
+fn a_thread_name_function_that_panics_sometimes_or_always() {
+    within(|| {
+        for every in [1usize, 3] {
+            let calls = Arc::new(AtomicUsize::new(0));
+            let c = calls.clone();
+            let rt = gort::Builder::new()
+                .procs(2)
+                .thread_name_fn(move || {
+                    if c.fetch_add(1, SeqCst) % every == 0 {
+                        panic!("test: this thread name function panics");
+                    }
+                    "named".to_string()
+                })
+                .build()
+                .unwrap();
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| workload(&rt)));
+            if let Ok(sum) = r {
+                assert_eq!(sum, 49 * 50 / 2);
+            }
+            let (tx, rx) = mpsc::channel();
+            std::thread::spawn(move || {
+                drop(rt);
+                let _ = tx.send(());
+            });
+            rx.recv_timeout(WATCHDOG).expect("the drop hung");
+        }
+    });
+}
+
+#[test]
+fn start_and_stop_hooks_that_panic_block_spawn_and_block_on() {
+    within(|| {
+        let rt = gort::Builder::new()
+            .procs(2)
+            .on_thread_start(|| {
+                drop(gort::spawn(async {}));
+                let r = std::panic::catch_unwind(|| gort::Handle::current().block_on(async { 1 }));
+                let _ = r;
+                std::thread::sleep(Duration::from_millis(2));
+                panic!("test: this start hook panics");
+            })
+            .on_thread_stop(|| {
+                drop(gort::spawn(async {}));
+                std::thread::sleep(Duration::from_millis(2));
+                panic!("test: this stop hook panics");
+            })
+            .thread_keep_alive(Duration::from_millis(1))
+            .build()
+            .unwrap();
+        assert_eq!(workload(&rt), 49 * 50 / 2);
+        std::thread::sleep(Duration::from_millis(20)); // idle blocking threads exit
+        assert_eq!(workload(&rt), 49 * 50 / 2);
+        drop(rt);
+    });
+}
+
+#[test]
+fn a_stack_size_no_thread_can_get_fails_clearly() {
+    within(|| {
+        let rt = gort::Builder::new()
+            .procs(1)
+            .thread_stack_size(usize::MAX / 2)
+            .build();
+        let Ok(rt) = rt else { return };
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            rt.block_on(rt.spawn(async { 1 })).unwrap()
+        }));
+        if let Err(p) = r {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            assert!(msg.contains("thread"), "unclear: {msg:?}");
+        }
+        drop(rt);
+    });
+}
+
+/// The name function ran under the blocking pool's lock: one that spawns a blocking closure
+/// (user code may do anything) deadlocked on that lock.
+#[test]
+fn a_thread_name_function_that_spawns_blocking_closures() {
+    within(|| {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let c = calls.clone();
+        let rt = gort::Builder::new()
+            .procs(2)
+            .max_blocking_threads(4)
+            .thread_name_fn(move || {
+                if c.fetch_add(1, SeqCst) < 3 {
+                    if let Ok(h) = gort::runtime::Handle::try_current() {
+                        drop(h.spawn_blocking(|| ()));
+                        drop(h.spawn(async {}));
+                    }
+                }
+                "named".to_string()
+            })
+            .build()
+            .unwrap();
+        assert_eq!(workload(&rt), 49 * 50 / 2);
+        drop(rt);
+    });
+}
