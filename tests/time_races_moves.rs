@@ -32,7 +32,7 @@ impl Rng {
     }
 }
 
-/// Runs `ROUNDS` rounds of `round(seed)` under the watchdog; a failure or a hang names the
+/// Runs `ROUNDS` rounds (`GORT_TIME_RACES_ROUNDS` overrides) of `round(seed)` under the watchdog; a failure or a hang names the
 /// seed that replays it.
 fn rounds(name: &'static str, round: fn(u64)) {
     let first = match std::env::var("GORT_TIME_RACES_SEED") {
@@ -47,7 +47,8 @@ fn rounds(name: &'static str, round: fn(u64)) {
     };
     let (tx, rx) = mpsc::channel();
     let t = std::thread::spawn(move || {
-        for i in 0..ROUNDS {
+        let n = std::env::var("GORT_TIME_RACES_ROUNDS").map_or(ROUNDS, |s| s.parse().unwrap());
+        for i in 0..n {
             let s = first.wrapping_add(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1;
             let _ = tx.send(s);
             round(s);
