@@ -285,6 +285,9 @@ fn receivers(
             while !shared.done.load(SeqCst) {
                 let e = shared.epoch.load(SeqCst);
                 if let Ok(v) = rx.try_recv() {
+                    if let (true, Some(&(_, last))) = (increasing, got.last()) {
+                        assert!(v > last, "tick {v:?} after tick {last:?}");
+                    }
                     got.push((e, v));
                 }
                 std::thread::sleep(Duration::from_micros(50));
@@ -292,12 +295,9 @@ fn receivers(
             got
         })
     };
-    if increasing {
-        // Ticks taken by several receivers interleave; one receiver sees them in order.
-        vec![awaiting(a), polling]
-    } else {
-        vec![awaiting(a), awaiting(b), polling]
-    }
+    // Ticks are sent in increasing order on a FIFO channel: however receivers interleave,
+    // each sees its own in order.
+    vec![awaiting(a), awaiting(b), polling]
 }
 
 fn timer_round(seed: u64) {

@@ -319,3 +319,84 @@ fn hour_sleep_round(seed: u64) {
 fn hour_sleeps_moved_earlier_from_anywhere_end_at_their_new_deadline() {
     rounds("hour sleep", hour_sleep_round);
 }
+
+/// Under a paused clock, `after_func`s of random delays and a ticker, while another task
+/// advances the clock by random steps and this one advances, sleeps and receives: after an
+/// `advance` returns, every `f` due by then has run, once, and none due later; each ran at
+/// or after its due instant (virtual clock); each tick received is on the ticker's phase,
+/// not after the clock, and later than the one before.
+fn paused_round(seed: u64) {
+    use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::SeqCst};
+    use std::sync::Arc;
+    let rt = gort::Builder::new().procs(2).build().unwrap();
+    rt.block_on(async move {
+        gort::time::pause();
+        let mut rng = Rng(seed);
+        let start = Instant::now();
+        let funcs: Vec<(Instant, Arc<AtomicI64>, Arc<AtomicI64>, gort::time::AfterFunc)> = (0
+            ..30)
+            .map(|_| {
+                let d = Duration::from_micros(rng.below(200_000));
+                let (runs, at) = (Arc::new(AtomicI64::new(0)), Arc::new(AtomicI64::new(0)));
+                let (r, a) = (runs.clone(), at.clone());
+                let f = gort::time::after_func(d, move || {
+                    a.store(Instant::now().as_nanos(), SeqCst);
+                    r.fetch_add(1, SeqCst);
+                });
+                (start + d, runs, at, f)
+            })
+            .collect();
+        let period = Duration::from_micros(100 + rng.below(10_000));
+        let ticker = gort::time::Ticker::new(period);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (stop2, mut other_rng) = (stop.clone(), Rng(rng.next()));
+        let other = gort::spawn(async move {
+            while !stop2.load(SeqCst) {
+                gort::time::advance(Duration::from_micros(other_rng.below(5_000))).await;
+                gort::yield_now().await;
+            }
+        });
+        let mut last_tick = None;
+        for _ in 0..100 {
+            match rng.below(3) {
+                0 => {
+                    gort::time::advance(Duration::from_micros(rng.below(10_000))).await;
+                    let now = Instant::now();
+                    for (due, runs, at, _) in &funcs {
+                        let n = runs.load(SeqCst);
+                        if *due <= now {
+                            assert_eq!(n, 1, "f due {due:?} ran {n} times by {now:?}");
+                            let at = Instant::from_nanos(at.load(SeqCst));
+                            assert!(at >= *due, "f due {due:?} ran at {at:?}");
+                        }
+                    }
+                }
+                1 => gort::time::sleep(Duration::from_micros(rng.below(3_000))).await,
+                _ => {
+                    let v = ticker.c().recv().await.unwrap();
+                    let now = Instant::now();
+                    assert!(v <= now, "tick {v:?} received at {now:?}");
+                    let k = (v - start).as_nanos() % period.as_nanos();
+                    assert_eq!(k, 0, "tick {v:?} off the phase of {start:?} + n * {period:?}");
+                    if let Some(last) = last_tick {
+                        assert!(v > last, "tick {v:?} after {last:?}");
+                    }
+                    last_tick = Some(v);
+                }
+            }
+        }
+        stop.store(true, SeqCst);
+        other.await.unwrap();
+        let now = Instant::now();
+        for (due, runs, _, _) in &funcs {
+            let n = runs.load(SeqCst);
+            assert!(n <= 1, "f due {due:?} ran {n} times");
+            assert!(*due > now || n == 1, "f due {due:?} has not run by {now:?}");
+        }
+    });
+}
+
+#[test]
+fn after_funcs_and_a_ticker_under_a_paused_clock_advanced_from_two_tasks() {
+    rounds("paused", paused_round);
+}
