@@ -400,3 +400,42 @@ fn paused_round(seed: u64) {
 fn after_funcs_and_a_ticker_under_a_paused_clock_advanced_from_two_tasks() {
     rounds("paused", paused_round);
 }
+
+/// Sleeps armed on runtime `a` (polled once there), `a` dropped at a random moment (its
+/// shutdown wakes the sleeps still in its heaps), then the sleeps awaited on runtime `b`:
+/// each still ends at or after its deadline, never early because its first runtime went.
+fn orphaned_sleep_round(seed: u64) {
+    let mut rng = Rng(seed);
+    let a = gort::Builder::new().procs(2).build().unwrap();
+    let b = gort::Builder::new().procs(1).build().unwrap();
+    let sleeps: Vec<Pin<Box<Sleep>>> = a.block_on(async {
+        let mut v = Vec::new();
+        for _ in 0..10 {
+            let mut s = Box::pin(gort::time::sleep(Duration::from_micros(rng.below(60_000))));
+            let _ = poll_once(&mut s).await;
+            v.push(s);
+        }
+        v
+    });
+    std::thread::sleep(Duration::from_micros(rng.below(30_000)));
+    drop(a);
+    let joins: Vec<_> = sleeps
+        .into_iter()
+        .map(|mut s| {
+            b.spawn(async move {
+                let due = s.deadline();
+                s.as_mut().await;
+                let now = Instant::now();
+                assert!(now >= due, "a sleep whose runtime was dropped ended {:?} early", due - now);
+            })
+        })
+        .collect();
+    for j in joins {
+        b.block_on(j).unwrap();
+    }
+}
+
+#[test]
+fn sleeps_whose_runtime_was_dropped_still_end_no_earlier_than_their_deadline_elsewhere() {
+    rounds("orphaned sleep", orphaned_sleep_round);
+}
