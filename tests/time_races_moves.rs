@@ -333,8 +333,12 @@ fn paused_round(seed: u64) {
         gort::time::pause();
         let mut rng = Rng(seed);
         let start = Instant::now();
-        let funcs: Vec<(Instant, Arc<AtomicI64>, Arc<AtomicI64>, gort::time::AfterFunc)> = (0
-            ..30)
+        let funcs: Vec<(
+            Instant,
+            Arc<AtomicI64>,
+            Arc<AtomicI64>,
+            gort::time::AfterFunc,
+        )> = (0..30)
             .map(|_| {
                 let d = Duration::from_micros(rng.below(200_000));
                 let (runs, at) = (Arc::new(AtomicI64::new(0)), Arc::new(AtomicI64::new(0)));
@@ -377,7 +381,10 @@ fn paused_round(seed: u64) {
                     let now = Instant::now();
                     assert!(v <= now, "tick {v:?} received at {now:?}");
                     let k = (v - start).as_nanos() % period.as_nanos();
-                    assert_eq!(k, 0, "tick {v:?} off the phase of {start:?} + n * {period:?}");
+                    assert_eq!(
+                        k, 0,
+                        "tick {v:?} off the phase of {start:?} + n * {period:?}"
+                    );
                     if let Some(last) = last_tick {
                         assert!(v > last, "tick {v:?} after {last:?}");
                     }
@@ -426,7 +433,11 @@ fn orphaned_sleep_round(seed: u64) {
                 let due = s.deadline();
                 s.as_mut().await;
                 let now = Instant::now();
-                assert!(now >= due, "a sleep whose runtime was dropped ended {:?} early", due - now);
+                assert!(
+                    now >= due,
+                    "a sleep whose runtime was dropped ended {:?} early",
+                    due - now
+                );
             })
         })
         .collect();
