@@ -3,72 +3,18 @@
 //! property-style, many random rounds on real threads, the seed printed on failure
 //! (`GORT_TIME_RACES_SEED=<seed>` replays one).
 
+mod time_races_common;
+
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
-use std::sync::mpsc;
 use std::task::Poll;
 use std::time::Duration;
 
 use gort::time::{Instant, MissedTickBehavior, Sleep};
+use time_races_common::{rounds, Rng};
 
-/// Generous: a healthy run of a test takes a second or two.
-const WATCHDOG: Duration = Duration::from_secs(20);
-const ROUNDS: u64 = 20;
 /// `Interval`'s: a tick returned later than this after its due instant counts as missed.
 const TOLERANCE: Duration = Duration::from_millis(5);
-
-/// xorshift64*: reproducible from its seed, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-/// Runs `ROUNDS` rounds (`GORT_TIME_RACES_ROUNDS` overrides) of `round(seed)` under the watchdog; a failure or a hang names the
-/// seed that replays it.
-fn rounds(name: &'static str, round: fn(u64)) {
-    let first = match std::env::var("GORT_TIME_RACES_SEED") {
-        Ok(s) => s.parse().expect("GORT_TIME_RACES_SEED: a u64"),
-        Err(_) => {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        }
-    };
-    let (tx, rx) = mpsc::channel();
-    let t = std::thread::spawn(move || {
-        let n = std::env::var("GORT_TIME_RACES_ROUNDS").map_or(ROUNDS, |s| s.parse().unwrap());
-        for i in 0..n {
-            let s = first.wrapping_add(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1;
-            let _ = tx.send(s);
-            round(s);
-        }
-    });
-    let mut last = first;
-    loop {
-        match rx.recv_timeout(WATCHDOG) {
-            Ok(s) => last = s,
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                panic!("{name}: round of seed {last} still running after {WATCHDOG:?}: hung")
-            }
-        }
-    }
-    if let Err(p) = t.join() {
-        eprintln!("{name}: failed in the round of seed {last} (GORT_TIME_RACES_SEED={last})");
-        std::panic::resume_unwind(p);
-    }
-}
 
 /// Polls `f` once with the current task's waker.
 async fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
