@@ -220,3 +220,50 @@ fn unordered_after_func_round(seed: u64) {
 fn after_func_stopped_and_reset_from_everywhere_at_once_runs_once_per_arming_ended_false() {
     rounds("unordered after_func", unordered_after_func_round);
 }
+
+/// An `after_func` reset while its `f` is still running (blocked here until told): the new
+/// arming runs `f` again alongside the first run, as Go starts a goroutine per firing; it is
+/// neither lost nor held back until the first run returns. The reset reports false (the
+/// timer had fired).
+fn overlapping_after_func_round(seed: u64) {
+    let a = gort::Builder::new().procs(2).build().unwrap();
+    let mut rng = Rng(seed);
+    let runs = Arc::new(AtomicU64::new(0));
+    let release = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let af = {
+        let _g = a.handle().enter();
+        let (runs, release) = (runs.clone(), release.clone());
+        gort::time::after_func(short(&mut rng), move || {
+            if runs.fetch_add(1, SeqCst) == 0 {
+                let start = std::time::Instant::now();
+                while !release.load(SeqCst) && start.elapsed() < Duration::from_secs(10) {
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+            }
+        })
+    };
+    let wait_for = |n: u64| {
+        let start = std::time::Instant::now();
+        while runs.load(SeqCst) < n && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        runs.load(SeqCst)
+    };
+    assert_eq!(wait_for(1), 1, "the first firing never ran f");
+    let was = {
+        let _g = a.handle().enter();
+        af.reset(short(&mut rng))
+    };
+    assert!(!was, "reset of a fired after_func returned true");
+    let n = wait_for(2);
+    release.store(true, SeqCst);
+    assert_eq!(
+        n, 2,
+        "the second firing did not run f while the first run was going"
+    );
+}
+
+#[test]
+fn an_after_func_reset_while_f_runs_runs_f_again_alongside() {
+    rounds("overlapping after_func", overlapping_after_func_round);
+}
