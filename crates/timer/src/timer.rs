@@ -51,7 +51,7 @@ pub trait Host {
     /// A timer now wants to run at `when`.
     fn wake_netpoller(&self, when: Nanos);
 
-    /// Which runtime this host wakes, compared with a heap's [`OwnerHost::key`]: a timer
+    /// Which runtime this host wakes, compared with the key of a heap's [`OwnerHost`]: a timer
     /// left pending in a heap of another runtime and moved earlier must wake that runtime,
     /// not this one. 0 (the default) for a host of no particular runtime.
     fn key(&self) -> usize {
