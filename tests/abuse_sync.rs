@@ -337,3 +337,108 @@ fn spawn_limited_cut_off_by_timeouts_loses_no_slot() {
         })
     });
 }
+
+/// A task spinning on `select!` with `default` against a full channel, on a runtime of one P:
+/// the select yields on a spent cooperative budget, so the receiver that frees the room gets
+/// to run (Go preempts such a loop; here the budget does it).
+#[test]
+fn a_select_default_spin_on_one_p_lets_the_receiver_run() {
+    within(|| {
+        let rt = gort::Builder::new().procs(1).build().unwrap();
+        rt.block_on(async {
+            let (tx, rx) = bounded::<u32>(1);
+            tx.try_send(0).unwrap();
+            let spinner = gort::spawn(async move {
+                let mut spins = 0u64;
+                loop {
+                    select! {
+                        r = tx.send(1) => { r.unwrap(); break spins; }
+                        default => spins += 1,
+                    }
+                }
+            });
+            let receiver = gort::spawn(async move {
+                assert_eq!(rx.recv().await, Some(0));
+                assert_eq!(rx.recv().await, Some(1));
+            });
+            spinner.await.unwrap();
+            receiver.await.unwrap();
+        })
+    });
+}
+
+/// The same with `Stream::next` in a select arm beside a timer, and `recv` between the
+/// selects, from several receivers on 2 Ps: every value is received exactly once.
+#[test]
+fn stream_arms_cut_off_by_timers_and_recv_mixed_deliver_each_value_once() {
+    within(|| {
+        rt().block_on(async {
+            const N: usize = 2_000;
+            let (tx, rx) = bounded::<usize>(0);
+            let seen: Arc<Vec<AtomicUsize>> =
+                Arc::new((0..N).map(|_| AtomicUsize::new(0)).collect());
+            let mut receivers = Vec::new();
+            for r in 0..3u64 {
+                let (mut rx, seen) = (rx.clone(), seen.clone());
+                receivers.push(gort::spawn(async move {
+                    let mut turn = 0u64;
+                    loop {
+                        turn += 1;
+                        let v = if turn % 3 == r {
+                            rx.recv().await
+                        } else {
+                            select! {
+                                v = rx.next() => v,
+                                _ = sleep(Duration::from_micros(turn % 40)) => continue,
+                            }
+                        };
+                        match v {
+                            Some(v) => {
+                                seen[v].fetch_add(1, SeqCst);
+                            }
+                            None => break,
+                        }
+                    }
+                }));
+            }
+            drop(rx);
+            for v in 0..N {
+                tx.send(v).await.unwrap();
+            }
+            drop(tx);
+            for r in receivers {
+                r.await.unwrap();
+            }
+            for (v, n) in seen.iter().enumerate() {
+                assert_eq!(n.load(SeqCst), 1, "value {v}");
+            }
+        })
+    });
+}
+
+/// A loop over a `select!` whose only arm is disabled takes `else` every time; on one P it
+/// still lets the task that ends the loop run.
+#[test]
+fn a_select_else_spin_on_one_p_lets_other_tasks_run() {
+    within(|| {
+        let rt = gort::Builder::new().procs(1).build().unwrap();
+        rt.block_on(async {
+            let (_tx, rx) = bounded::<u32>(1);
+            let stop = Arc::new(AtomicUsize::new(0));
+            let spinner = {
+                let stop = stop.clone();
+                gort::spawn(async move {
+                    while stop.load(SeqCst) == 0 {
+                        select! {
+                            v = rx.recv(), if false => drop(v),
+                            else => {}
+                        }
+                    }
+                })
+            };
+            let stopper = gort::spawn(async move { stop.store(1, SeqCst) });
+            spinner.await.unwrap();
+            stopper.await.unwrap();
+        })
+    });
+}

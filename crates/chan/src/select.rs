@@ -307,10 +307,24 @@ impl<A: Arms + Unpin> Future for Select<A> {
         this.group = entered.leave();
         match found {
             Found::Arm(out) => this.finish(Out::Arm(out)),
-            Found::Default => this.finish(Out::Default),
-            Found::AllDisabled if this.flags.has_else => this.finish(Out::Else),
+            // `default` and `else` are the select's own completions, which no arm's
+            // operation paid for: each spends a unit, so that a loop polling a full channel
+            // with `default` yields once its budget is spent instead of holding its P for
+            // good (on one P, the receiver that would free the room never ran;
+            // `tests/abuse_sync.rs`). Go preempts such a loop.
+            Found::Default => {
+                gort_coop::spend();
+                this.finish(Out::Default)
+            }
+            Found::AllDisabled if this.flags.has_else => {
+                gort_coop::spend();
+                this.finish(Out::Else)
+            }
             // No arm can ever be ready: as good as none ready now.
-            Found::AllDisabled if this.flags.default => this.finish(Out::Default),
+            Found::AllDisabled if this.flags.default => {
+                gort_coop::spend();
+                this.finish(Out::Default)
+            }
             // The group is finished by `Drop` as the panic unwinds.
             Found::AllDisabled => panic!("{ALL_DISABLED}"),
             Found::Nothing { polling } => {

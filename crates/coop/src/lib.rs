@@ -113,6 +113,15 @@ pub fn poll_budgeted<T>(
     out
 }
 
+/// Spends one unit of the current poll's budget, if one is left: for a composite that
+/// returns `Ready` although none of its parts completed (a `select!` taking its `default` or
+/// `else`), so that a loop around it yields as a loop of ready operations does. Outside a
+/// budget it spends from the unconstrained count, which no thread exhausts. Not a user API.
+#[inline]
+pub fn spend() {
+    LEFT.with(|l| l.set(l.get().saturating_sub(1)));
+}
+
 /// `Ready` if the current poll has budget left, else `Pending` after waking the task, as
 /// [`poll_budgeted`] without spending: for a composite (a `select!`) that must not start
 /// polling its parts on a spent budget.
