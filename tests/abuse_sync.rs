@@ -442,3 +442,28 @@ fn a_select_else_spin_on_one_p_lets_other_tasks_run() {
         })
     });
 }
+
+/// `wait` on a group already at zero is ready every time: a loop around it (waiting for
+/// something else to happen between rounds) spends the budget like a loop of ready channel
+/// operations, so on one P the task it waits for runs.
+#[test]
+fn a_loop_over_a_ready_wait_group_wait_on_one_p_lets_other_tasks_run() {
+    within(|| {
+        let rt = gort::Builder::new().procs(1).build().unwrap();
+        rt.block_on(async {
+            let wg = WaitGroup::new();
+            let stop = Arc::new(AtomicUsize::new(0));
+            let spinner = {
+                let (wg, stop) = (wg.clone(), stop.clone());
+                gort::spawn(async move {
+                    while stop.load(SeqCst) == 0 {
+                        wg.wait().await;
+                    }
+                })
+            };
+            let stopper = gort::spawn(async move { stop.store(1, SeqCst) });
+            spinner.await.unwrap();
+            stopper.await.unwrap();
+        })
+    });
+}
