@@ -467,3 +467,30 @@ fn a_loop_over_a_ready_wait_group_wait_on_one_p_lets_other_tasks_run() {
         })
     });
 }
+
+/// A `select!` loop whose timer arm has a deadline already past (a flush deadline never
+/// moved forward): every round completes by that arm, which no channel operation paid for;
+/// on one P the task that ends the loop still runs.
+#[test]
+fn a_select_loop_on_a_past_deadline_on_one_p_lets_other_tasks_run() {
+    within(|| {
+        let rt = gort::Builder::new().procs(1).build().unwrap();
+        rt.block_on(async {
+            let (tx, rx) = bounded::<u32>(1);
+            let spinner = gort::spawn(async move {
+                let deadline = gort::time::Instant::now();
+                let mut flushes = 0u64;
+                loop {
+                    select! {
+                        v = rx.recv() => break (v, flushes),
+                        _ = gort::time::sleep_until(deadline) => flushes += 1,
+                    }
+                }
+            });
+            let sender = gort::spawn(async move { tx.send(5).await.unwrap() });
+            let (v, _) = spinner.await.unwrap();
+            assert_eq!(v, Some(5));
+            sender.await.unwrap();
+        })
+    });
+}
