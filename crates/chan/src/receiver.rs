@@ -59,10 +59,18 @@ impl<T> Receiver<T> {
     /// the stream's slot for a stream poll that may never come: `recv` on this receiver
     /// would wait for the next value (or for ever), and the other receivers of a closed
     /// channel would never see the end (`tests/abuse_sync.rs`).
+    #[inline]
     fn reclaim_stream(&self) {
-        if self.stream.load(Relaxed) == NO_STREAM {
-            return;
+        if self.stream.load(Relaxed) != NO_STREAM {
+            self.reclaim_stream_slow();
         }
+    }
+
+    /// [`reclaim_stream`](Receiver::reclaim_stream) with a stream receive parked: out of
+    /// line, so that a `recv` pays one load and a branch.
+    #[cold]
+    #[inline(never)]
+    fn reclaim_stream_slow(&self) {
         let taken = self.stream.swap(NO_STREAM, Relaxed);
         if taken == NO_STREAM {
             return; // another `recv` on a shared `&Receiver` took it first
