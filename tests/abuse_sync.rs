@@ -489,3 +489,21 @@ fn a_select_loop_on_a_past_deadline_on_one_p_lets_other_tasks_run() {
         })
     });
 }
+
+/// A `Sink` send cut off by a `timeout` stays in flight and offered: a receiver that comes
+/// later takes it, and the next flush finds it delivered. Dropped unflushed, it is withdrawn.
+#[test]
+fn a_sink_send_cut_off_by_a_timeout_stays_offered_until_the_sender_drops() {
+    within(|| {
+        rt().block_on(async {
+            let (mut tx, rx) = bounded::<u32>(0);
+            assert!(timeout(MS, SinkExt::send(&mut tx, 1)).await.is_err());
+            assert_eq!(rx.recv().await, Some(1), "still offered");
+            tx.flush().await.unwrap();
+
+            assert!(timeout(MS, SinkExt::send(&mut tx, 2)).await.is_err());
+            drop(tx);
+            assert_eq!(rx.recv().await, None, "withdrawn with the sender");
+        })
+    });
+}
