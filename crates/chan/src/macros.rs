@@ -30,6 +30,12 @@
 ///    arm received and its pattern rejected has been consumed and is dropped.)
 /// 5. With `default`, if no arm is ready on the first poll, `default`'s body runs instead
 ///    (channel operations are only tried, never parked, as in Go).
+///
+/// Under gort's scheduler a select that completes spends at least one unit of the task's
+/// cooperative budget, as a completed channel operation does, whatever completed it (an arm
+/// that spends nothing, such as a timer past its deadline, or `default`, or `else`): a loop
+/// polling a full channel with `default`, or racing a deadline that has passed, yields every
+/// 128 rounds instead of holding its thread (Go preempts such a loop).
 /// 6. Once every arm is disabled, `else`'s body runs; without `else` (and without
 ///    `default`), the select panics with "all branches are disabled and there is no else
 ///    branch", as Tokio's does. `select! {}` never completes, like Go's `select {}`.

@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
+use gort_loom::atomic::{AtomicU32, Ordering::Relaxed};
 
 use crate::core::OpCtx;
 use crate::error::TryRecvError;
@@ -33,14 +34,50 @@ use crate::select_ctx;
 /// ```
 pub struct Receiver<T> {
     pub(crate) chan: ChanRef<T>,
-    /// The parked slot of the `Stream` implementation: a `u32`, as every slot index is
-    /// (`core/waiters.rs`), so that a receiver is two words, not three.
-    stream: Option<u32>,
+    /// The parked slot of the `Stream` implementation ([`NO_STREAM`] for none): a `u32`, as
+    /// every slot index is (`core/waiters.rs`), so that a receiver is two words, not three.
+    /// Atomic because [`recv`](Receiver::recv) and [`try_recv`](Receiver::try_recv) take it
+    /// back through `&self` ([`Receiver::reclaim_stream`]); the slot itself is the core's,
+    /// under the channel lock, so `Relaxed` suffices.
+    stream: AtomicU32,
 }
+
+/// No parked `Stream` receive (slot indices are below `u32::MAX`).
+const NO_STREAM: u32 = u32::MAX;
 
 impl<T> Receiver<T> {
     pub(crate) fn new(chan: ChanRef<T>) -> Self {
-        Receiver { chan, stream: None }
+        Receiver {
+            chan,
+            stream: AtomicU32::new(NO_STREAM),
+        }
+    }
+
+    /// Withdraws the receive that a `Stream` poll left parked (its future, `next()`, was
+    /// dropped: a `timeout` or a `select!` cut it off), putting back a value a sender handed
+    /// to it, before this receiver receives another way. Otherwise that value would wait in
+    /// the stream's slot for a stream poll that may never come: `recv` on this receiver
+    /// would wait for the next value (or for ever), and the other receivers of a closed
+    /// channel would never see the end (`tests/abuse_sync.rs`).
+    #[inline]
+    fn reclaim_stream(&self) {
+        if self.stream.load(Relaxed) != NO_STREAM {
+            self.reclaim_stream_slow();
+        }
+    }
+
+    /// [`reclaim_stream`](Receiver::reclaim_stream) with a stream receive parked: out of
+    /// line, so that a `recv` pays one load and a branch.
+    #[cold]
+    #[inline(never)]
+    fn reclaim_stream_slow(&self) {
+        let taken = self.stream.swap(NO_STREAM, Relaxed);
+        if taken == NO_STREAM {
+            return; // another `recv` on a shared `&Receiver` took it first
+        }
+        let mut slot = Some(widen(taken));
+        self.chan.with(|core, d| core.cancel_recv(&mut slot, d));
+        self.chan.unparked();
     }
 
     /// Receives the next value, waiting for one; `None` once the channel is closed and every
@@ -66,6 +103,7 @@ impl<T> Receiver<T> {
     /// });
     /// ```
     pub fn recv(&self) -> RecvFuture<'_, T> {
+        self.reclaim_stream();
         RecvFuture {
             rx: self,
             slot: None,
@@ -87,6 +125,7 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.try_recv(), Ok('x'));
     /// ```
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        self.reclaim_stream();
         self.chan.before_recv();
         self.chan.with(|core, d| core.try_recv(None, d))
     }
@@ -133,7 +172,9 @@ impl<T> Clone for Receiver<T> {
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
-        let mut stream = self.stream.take().map(widen);
+        let mut stream = Some(self.stream.swap(NO_STREAM, Relaxed))
+            .filter(|&s| s != NO_STREAM)
+            .map(widen);
         let parked = stream.is_some();
         let (unreceivable, last) = self.chan.with(|core, d| {
             core.cancel_recv(&mut stream, d);
@@ -158,13 +199,19 @@ impl<T> fmt::Debug for Receiver<T> {
 impl<T> Stream for Receiver<T> {
     type Item = T;
 
-    /// Cancel-safe like [`Receiver::recv`]: a value handed to the stream while it waits is
-    /// kept for its next poll, or put back when the receiver is dropped.
+    /// Cancel-safe like [`Receiver::recv`]: a value handed to the stream while it waits
+    /// (its `next()` future cut off by a `timeout` or a `select!`) is kept for its next poll,
+    /// or put back for everyone when this receiver is dropped or receives by
+    /// [`recv`](Receiver::recv) or [`try_recv`](Receiver::try_recv). Until then, as with a
+    /// [`RecvFuture`] neither polled nor dropped, the other receivers of a closed channel
+    /// wait for that value rather than report the end.
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let this = self.get_mut();
-        let mut slot = this.stream.map(widen);
+        let mut slot = Some(this.stream.load(Relaxed))
+            .filter(|&s| s != NO_STREAM)
+            .map(widen);
         let out = poll_recv(&this.chan, &mut slot, cx);
-        this.stream = slot.map(narrow);
+        this.stream.store(slot.map_or(NO_STREAM, narrow), Relaxed);
         out
     }
 }

@@ -302,9 +302,18 @@ impl<A: Arms + Unpin> Future for Select<A> {
         let committed = this.group.as_ref().and_then(|g| g.begin_poll());
         // Kept only on the (wake-up) path where a committed arm may turn out disabled.
         let reopen = committed.and(this.group.clone());
+        let mark = gort_coop::left();
         let entered = select_ctx::enter(this.group.take());
         let found = this.poll_arms(committed, reopen, cx);
         this.group = entered.leave();
+        // A select that completes costs at least one unit: a channel arm pays its own, but
+        // an arm that spends nothing (a timer past its deadline, any plain future), or
+        // `default` or `else`, would let a loop around the select hold its P for good (on
+        // one P the task that would end the loop never ran; `tests/abuse_sync.rs`). Go
+        // preempts such a loop.
+        if !matches!(found, Found::Nothing { .. }) {
+            gort_coop::spend_unless_spent_since(mark);
+        }
         match found {
             Found::Arm(out) => this.finish(Out::Arm(out)),
             Found::Default => this.finish(Out::Default),

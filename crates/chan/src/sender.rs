@@ -203,6 +203,14 @@ impl<T> Drop for Sender<T> {
 /// use; the channel closes when every `Sender` is dropped or on [`close`](Sender::close).
 /// A value not yet flushed when the `Sender` is dropped is withdrawn, never delivered.
 ///
+/// A flush cut off (its future dropped by a `timeout`, or a `select!` arm that lost) does not
+/// take the value back, unlike dropping a [`SendFuture`]: it stays in flight. Cut off by a
+/// `timeout` it stays offered, so a receiver that comes later may still take it; a losing
+/// `select!` arm's offer is withdrawn until the next `poll_ready` or `poll_flush`, which
+/// offers it again. Either way the next flush completes it, or the sender's drop withdraws
+/// it; a value that must not arrive late goes through [`send`](Sender::send) (its future
+/// withdraws the value when dropped, and [`SendFuture::cancel`] gives it back).
+///
 /// # Examples
 ///
 /// ```

@@ -199,3 +199,24 @@ fn two_senders_one_receiver() {
         });
     }
 }
+
+/// A stream receive left parked (its `next()` given up) races an unbuffered send; `recv` on
+/// the same receiver withdraws it first (`Receiver::reclaim_stream`), so the value arrives
+/// exactly once, by whichever of the two got it, and the end after it.
+#[test]
+fn a_parked_stream_receive_withdrawn_by_recv_races_a_send() {
+    use futures::StreamExt;
+    loom::model(|| {
+        let (tx, mut rx) = bounded(0);
+        let t = thread::spawn(move || block_on(tx.send(1)).unwrap());
+        let mut next = rx.next();
+        let first = poll_once(&mut next);
+        drop(next);
+        match first {
+            Poll::Ready(v) => assert_eq!(v, Some(1)),
+            Poll::Pending => assert_eq!(block_on(rx.recv()), Some(1)),
+        }
+        t.join().unwrap();
+        assert_eq!(block_on(rx.recv()), None, "the sender is gone");
+    });
+}

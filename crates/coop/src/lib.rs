@@ -113,6 +113,28 @@ pub fn poll_budgeted<T>(
     out
 }
 
+/// The units left to the current poll: a mark for [`spend_unless_spent_since`]. Not a user
+/// API.
+#[inline]
+pub fn left() -> u64 {
+    LEFT.with(Cell::get)
+}
+
+/// Spends one unit unless the budget changed since `mark` (a [`left`] taken earlier in the
+/// same poll): for a composite that returns `Ready` (a `select!`), so that it costs at least
+/// one operation whatever completed it (an arm that spends nothing, such as a timer past its
+/// deadline, or its `default`), and a loop around it yields as a loop of ready operations
+/// does. Outside a budget it spends from the unconstrained count, which no thread exhausts.
+/// Not a user API.
+#[inline]
+pub fn spend_unless_spent_since(mark: u64) {
+    LEFT.with(|l| {
+        if l.get() == mark {
+            l.set(mark.saturating_sub(1));
+        }
+    });
+}
+
 /// `Ready` if the current poll has budget left, else `Pending` after waking the task, as
 /// [`poll_budgeted`] without spending: for a composite (a `select!`) that must not start
 /// polling its parts on a spent budget.

@@ -150,6 +150,8 @@ impl WaitGroup {
     /// Resolves once the counter is zero (at once if it is zero now).
     ///
     /// Cancel-safe: dropping the future before it resolves leaves the group unchanged.
+    /// Under gort's scheduler a wait that resolves spends a unit of the task's cooperative
+    /// budget, as a channel receive does, so a loop over a ready `wait` still yields.
     ///
     /// # Examples
     ///
@@ -237,8 +239,21 @@ struct Wait {
 impl Future for Wait {
     type Output = ();
 
+    /// Under gort's cooperative budget, as a channel receive: a wait that finds the counter
+    /// at zero spends a unit, so a loop around a ready `wait` yields every 128 rounds (it
+    /// held its only P for good; `tests/abuse_sync.rs`), and on a spent budget the wait
+    /// yields before it looks (a parked one stays parked, its generation still counts).
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
+        gort_coop::poll_budgeted(cx, |cx| this.poll_counter(cx))
+    }
+}
+
+impl Wait {
+    /// Ready if the counter is zero (or the generation this wait parked in ended), else
+    /// parks with the task's waker.
+    fn poll_counter(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self;
         let mut s = this.inner.lock();
         let done = match this.parked {
             Some((generation, _)) => generation != s.generation,
