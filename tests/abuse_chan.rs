@@ -3,32 +3,15 @@
 //! receiver dropped in the body of the arm that received from it. The rule each test checks:
 //! no user `Drop` runs under a channel lock (a re-entrant send would deadlock), no hang.
 
+mod support;
+
+use support::within;
+
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::Duration;
 
 use gort::chan::{bounded, select, unbounded, Sender};
-
-/// Generous: the machine may be loaded; a healthy run takes milliseconds.
-const WATCHDOG: Duration = Duration::from_secs(30);
-
-/// Runs `f` on its own thread; fails if it does not return within [`WATCHDOG`] (the thread is
-/// left behind, the test process exits anyway) and resumes its panic if it panicked.
-fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
-    let (tx, rx) = mpsc::channel();
-    let t = std::thread::spawn(move || {
-        let r = f();
-        let _ = tx.send(());
-        r
-    });
-    if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(WATCHDOG) {
-        panic!("still running after {WATCHDOG:?}: hung (a Drop run under a channel lock?)");
-    }
-    match t.join() {
-        Ok(r) => r,
-        Err(p) => std::panic::resume_unwind(p),
-    }
-}
 
 fn rt() -> gort::Runtime {
     gort::Builder::new().procs(2).build().unwrap()

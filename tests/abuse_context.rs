@@ -3,32 +3,15 @@
 //! `procs` of zero or too many, runtimes made and dropped in a loop or inside another's task.
 //! The rule each test checks: no hang, no leaked thread, and a clear panic for misuse.
 
+mod support;
+
+use support::{within, WATCHDOG};
+
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use gort::context::{self, CancelFn, Context};
-
-/// Generous: the machine may be loaded; a healthy run takes milliseconds.
-const WATCHDOG: Duration = Duration::from_secs(30);
-
-/// Runs `f` on its own thread; fails if it does not return within [`WATCHDOG`] (the thread is
-/// left behind, the test process exits anyway) and resumes its panic if it panicked.
-fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
-    let (tx, rx) = mpsc::channel();
-    let t = std::thread::spawn(move || {
-        let r = f();
-        let _ = tx.send(());
-        r
-    });
-    if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(WATCHDOG) {
-        panic!("still running after {WATCHDOG:?}: hung");
-    }
-    match t.join() {
-        Ok(r) => r,
-        Err(p) => std::panic::resume_unwind(p),
-    }
-}
 
 fn panic_of(f: impl FnOnce()) -> String {
     let p = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("no panic");

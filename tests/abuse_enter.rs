@@ -4,31 +4,11 @@
 //! to put itself back. The rule: the worker's runtime and P survive a task, and the misuse
 //! panics saying what went wrong (on the worker, counted in `Metrics::user_panics`).
 
-use std::sync::mpsc;
+mod support;
+
+use support::{one_p, within};
+
 use std::time::Duration;
-
-/// Generous: the machine may be loaded; a healthy run takes milliseconds.
-const WATCHDOG: Duration = Duration::from_secs(30);
-
-fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
-    let (tx, rx) = mpsc::channel();
-    let t = std::thread::spawn(move || {
-        let r = f();
-        let _ = tx.send(());
-        r
-    });
-    if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(WATCHDOG) {
-        panic!("still running after {WATCHDOG:?}: hung");
-    }
-    match t.join() {
-        Ok(r) => r,
-        Err(p) => std::panic::resume_unwind(p),
-    }
-}
-
-fn one_p() -> gort::Runtime {
-    gort::Builder::new().procs(1).build().unwrap()
-}
 
 /// The runtime still runs its tasks, and a task spawned from its task lands on it.
 fn still_healthy(rt: &gort::Runtime) {

@@ -3,34 +3,19 @@
 //! forth (each wake-up takes Go's `runnext` slot), a loop of `yield_now`. The rule: timers
 //! still fire, tasks spawned from outside still run, and the runtime's drop returns.
 
+mod support;
+
+use support::within;
+
 use std::future::poll_fn;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{mpsc, Arc};
 use std::task::Poll;
 use std::time::Duration;
 
-/// Generous: the machine may be loaded; a healthy run takes milliseconds.
-const WATCHDOG: Duration = Duration::from_secs(30);
-
 /// How late a 10 ms sleep or a spawned task may be behind the busy tasks: far more than any
 /// fair scheduler needs, far less than starvation.
 const LATE: Duration = Duration::from_secs(5);
-
-fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
-    let (tx, rx) = mpsc::channel();
-    let t = std::thread::spawn(move || {
-        let r = f();
-        let _ = tx.send(());
-        r
-    });
-    if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(WATCHDOG) {
-        panic!("still running after {WATCHDOG:?}: hung");
-    }
-    match t.join() {
-        Ok(r) => r,
-        Err(p) => std::panic::resume_unwind(p),
-    }
-}
 
 fn busy_self_waker(stop: Arc<AtomicBool>) -> impl std::future::Future<Output = ()> {
     poll_fn(move |cx| {

@@ -4,44 +4,16 @@
 //! hangs, nothing aborts the process, and misuse panics with a message that names it.
 //! Every test runs under a watchdog that fails it instead of hanging CI.
 
+mod support;
+
+use support::{one_p, panic_text, within, WATCHDOG};
+
 use std::future::{poll_fn, Future};
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
-
-/// Generous: the machine may be loaded; a healthy run takes milliseconds.
-const WATCHDOG: Duration = Duration::from_secs(30);
-
-/// Runs `f` on its own thread; fails if it does not return within [`WATCHDOG`] (the thread is
-/// left behind, the test process exits anyway) and resumes its panic if it panicked.
-fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
-    let (tx, rx) = mpsc::channel();
-    let t = std::thread::spawn(move || {
-        let r = f();
-        let _ = tx.send(());
-        r
-    });
-    if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(WATCHDOG) {
-        panic!("still running after {WATCHDOG:?}: hung");
-    }
-    match t.join() {
-        Ok(r) => r,
-        Err(p) => std::panic::resume_unwind(p),
-    }
-}
-
-fn one_p() -> gort::Runtime {
-    gort::Builder::new().procs(1).build().unwrap()
-}
-
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_default()
-}
 
 /// A slot for the runtime, so user code can take it and drop it wherever it runs.
 type Slot = Arc<Mutex<Option<gort::Runtime>>>;
@@ -150,7 +122,7 @@ fn block_on_inside_an_after_func_callback_panics_clearly_and_kills_no_m() {
                 let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     h.block_on(async { 1 })
                 }));
-                let _ = tx.send(r.map_err(|p| panic_message(&*p)));
+                let _ = tx.send(r.map_err(|p| panic_text(&*p)));
             })
         };
         // Either it works (the callback runs where blocking is allowed) or it panics saying

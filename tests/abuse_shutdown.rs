@@ -4,44 +4,16 @@
 //! shutdown, a task aborting itself. (The rest of the runtime's misuse probes are in
 //! `tests/abuse_runtime.rs`.) Every test runs under a watchdog.
 
+mod support;
+
+use support::{one_p, panic_text, within, WATCHDOG};
+
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Wake, Waker};
 use std::time::Duration;
-
-/// Generous: the machine may be loaded; a healthy run takes milliseconds.
-const WATCHDOG: Duration = Duration::from_secs(30);
-
-/// Runs `f` on its own thread; fails if it does not return within [`WATCHDOG`] (the thread is
-/// left behind, the test process exits anyway) and resumes its panic if it panicked.
-fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
-    let (tx, rx) = mpsc::channel();
-    let t = std::thread::spawn(move || {
-        let r = f();
-        let _ = tx.send(());
-        r
-    });
-    if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(WATCHDOG) {
-        panic!("still running after {WATCHDOG:?}: hung");
-    }
-    match t.join() {
-        Ok(r) => r,
-        Err(p) => std::panic::resume_unwind(p),
-    }
-}
-
-fn one_p() -> gort::Runtime {
-    gort::Builder::new().procs(1).build().unwrap()
-}
-
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_default()
-}
 
 /// A slot for the runtime, so user code can take it and drop it wherever it runs.
 type Slot = Arc<Mutex<Option<gort::Runtime>>>;
@@ -151,7 +123,7 @@ fn a_handle_outliving_its_runtime_refuses_blocking_closures_and_entering_cleanly
             drop(gort::time::after_func(Duration::from_millis(1), || {}))
         });
         if let Err(p) = err {
-            let msg = panic_message(&*p);
+            let msg = panic_text(&*p);
             assert!(msg.contains("shut down"), "unclear message: {msg:?}");
         }
         assert!(handle.block_on(async { 5 }) == 5);
@@ -230,7 +202,7 @@ impl Drop for BlocksOnDrop {
         }));
         let what = match r {
             Ok(()) => "slept".to_string(),
-            Err(p) => panic_message(&*p),
+            Err(p) => panic_text(&*p),
         };
         self.1.lock().unwrap().push(what);
     }

@@ -4,35 +4,18 @@
 //! `WaitGroup` misuse and waits cut off by timeouts, `spawn_limited` cut off by timeouts.
 //! The rule each test checks: no value, slot or wake-up is lost, nothing hangs.
 
+mod support;
+
+use support::within;
+
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use gort::chan::{bounded, select, TryRecvError};
 use gort::sync::{ErrGroup, WaitGroup};
 use gort::time::{sleep, timeout};
-
-/// Generous: the machine may be loaded; a healthy run takes milliseconds.
-const WATCHDOG: Duration = Duration::from_secs(20);
-
-/// Runs `f` on its own thread; fails if it does not return within [`WATCHDOG`] (the thread is
-/// left behind, the test process exits anyway) and resumes its panic if it panicked.
-fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
-    let (tx, rx) = mpsc::channel();
-    let t = std::thread::spawn(move || {
-        let r = f();
-        let _ = tx.send(());
-        r
-    });
-    if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(WATCHDOG) {
-        panic!("still running after {WATCHDOG:?}: hung (a lost value or wake-up?)");
-    }
-    match t.join() {
-        Ok(r) => r,
-        Err(p) => std::panic::resume_unwind(p),
-    }
-}
 
 fn rt() -> gort::Runtime {
     gort::Builder::new().procs(2).build().unwrap()

@@ -3,6 +3,10 @@
 //! threads, a callback that panics every time it runs. The rule each test checks: no hang, no
 //! spin, no abort, and a clear panic where Go or Tokio panic.
 
+mod support;
+
+use support::{within, WATCHDOG};
+
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
@@ -11,27 +15,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use gort::time::Instant;
-
-/// Generous: the machine may be loaded; a healthy run takes milliseconds.
-const WATCHDOG: Duration = Duration::from_secs(30);
-
-/// Runs `f` on its own thread; fails if it does not return within [`WATCHDOG`] (the thread is
-/// left behind, the test process exits anyway) and resumes its panic if it panicked.
-fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
-    let (tx, rx) = mpsc::channel();
-    let t = std::thread::spawn(move || {
-        let r = f();
-        let _ = tx.send(());
-        r
-    });
-    if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(WATCHDOG) {
-        panic!("still running after {WATCHDOG:?}: hung");
-    }
-    match t.join() {
-        Ok(r) => r,
-        Err(p) => std::panic::resume_unwind(p),
-    }
-}
 
 fn rt() -> gort::Runtime {
     gort::Builder::new().procs(2).build().unwrap()
