@@ -8,7 +8,7 @@ mod support;
 use support::{within, WATCHDOG};
 
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Runs a little of everything: tasks on every P, timers, blocking closures.
@@ -49,12 +49,7 @@ fn a_thread_name_function_that_panics_sometimes_or_always() {
             if let Ok(sum) = r {
                 assert_eq!(sum, 49 * 50 / 2);
             }
-            let (tx, rx) = mpsc::channel();
-            std::thread::spawn(move || {
-                drop(rt);
-                let _ = tx.send(());
-            });
-            rx.recv_timeout(WATCHDOG).expect("the drop hung");
+            support::drop_within(rt, WATCHDOG, "the drop hung");
         }
     });
 }

@@ -181,16 +181,7 @@ impl std::task::Wake for ResizingWaker {
 fn procs_changed_in_a_loop_from_a_thread_and_from_wakers_lose_no_task() {
     within(|| {
         let rt = Arc::new(gort::Builder::new().procs(3).build().unwrap());
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (rt2, stop2) = (rt.clone(), stop.clone());
-        let resizer = std::thread::spawn(move || {
-            let mut i = 0usize;
-            while !stop2.load(SeqCst) {
-                rt2.set_procs(1 + i % 3);
-                i += 1;
-                std::thread::sleep(Duration::from_micros(200));
-            }
-        });
+        let resizer = support::Resizer::start(rt.clone(), Duration::from_micros(200));
         for round in 0..20usize {
             let rt_w = rt.clone();
             let sum = rt.block_on(async move {
@@ -221,8 +212,7 @@ fn procs_changed_in_a_loop_from_a_thread_and_from_wakers_lose_no_task() {
             });
             assert_eq!(sum, 4950);
         }
-        stop.store(true, SeqCst);
-        resizer.join().unwrap();
+        resizer.stop();
         let rt = Arc::try_unwrap(rt).ok();
         drop(rt);
     });

@@ -178,16 +178,7 @@ fn block_in_place_in_after_func_callbacks() {
 fn block_in_place_everywhere_while_procs_change() {
     within(|| {
         let rt = Arc::new(gort::Builder::new().procs(3).build().unwrap());
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (rt2, stop2) = (rt.clone(), stop.clone());
-        let resizer = std::thread::spawn(move || {
-            let mut i = 0usize;
-            while !stop2.load(SeqCst) {
-                rt2.set_procs(1 + i % 3);
-                i += 1;
-                std::thread::sleep(Duration::from_micros(300));
-            }
-        });
+        let resizer = support::Resizer::start(rt.clone(), Duration::from_micros(300));
         let runs = Arc::new(AtomicUsize::new(0));
         for round in 0..10u64 {
             let runs = runs.clone();
@@ -224,8 +215,7 @@ fn block_in_place_everywhere_while_procs_change() {
             });
             assert_eq!(sum, 59 * 60 / 2);
         }
-        stop.store(true, SeqCst);
-        resizer.join().unwrap();
+        resizer.stop();
         still_healthy(&rt);
     });
 }

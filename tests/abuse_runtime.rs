@@ -399,12 +399,7 @@ fn a_panic_payload_whose_drop_panics_kills_no_m_and_no_blocking_thread() {
             assert_eq!(rt.block_on(rt.spawn(async { 5 })).unwrap(), 5);
             assert_eq!(rt.block_on(rt.spawn_blocking(|| 6)).unwrap(), 6);
         }
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            drop(rt);
-            let _ = tx.send(());
-        });
-        rx.recv_timeout(WATCHDOG).expect("the drop hung");
+        support::drop_within(rt, WATCHDOG, "the drop hung");
     });
 }
 

@@ -6,8 +6,9 @@
 
 use std::cell::RefCell;
 use std::pin::Pin;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+mod support;
 
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -87,27 +88,17 @@ fn tls_child() {
 
 #[test]
 fn gort_objects_in_thread_locals_of_runtime_threads_drop_without_aborting() {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["tls_child", "--exact", "--ignored", "--nocapture"])
-        .env("GORT_ABUSE_TLS_CHILD", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > PATIENCE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the child hung");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let out = std::io::read_to_string(child.stdout.take().unwrap()).unwrap();
-    let err = std::io::read_to_string(child.stderr.take().unwrap()).unwrap();
-    assert!(status.success(), "child failed: {status}\n{out}\n{err}");
+    let run = support::run_child(
+        "tls_child",
+        "GORT_ABUSE_TLS_CHILD",
+        PATIENCE,
+        "the child hung",
+    );
+    let (out, err) = (&run.stdout, &run.stderr);
+    assert!(
+        run.status.success(),
+        "child failed: {}\n{out}\n{err}",
+        run.status
+    );
     assert!(out.contains("child ok"), "{out}\n{err}");
 }

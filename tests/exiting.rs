@@ -5,7 +5,6 @@
 mod support;
 
 use std::panic::AssertUnwindSafe;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -132,13 +131,11 @@ fn a_blocking_closure_sleeping_in_block_on_lets_the_drop_return() {
     wait_for(&parked, "the first blocking closure to start");
     wait_for(&late, "the second blocking closure to start");
     std::thread::sleep(Duration::from_millis(20)); // the first one parks
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        drop(rt);
-        let _ = tx.send(());
-    });
-    rx.recv_timeout(PATIENCE)
-        .expect("the drop hung on a blocking closure waiting for a timer");
+    support::drop_within(
+        rt,
+        PATIENCE,
+        "the drop hung on a blocking closure waiting for a timer",
+    );
     let outcomes = outcomes.lock().unwrap();
     assert_eq!(outcomes.len(), 2);
     for outcome in outcomes.iter() {
@@ -172,13 +169,11 @@ fn a_blocking_closure_receiving_from_a_timer_lets_the_drop_return() {
     }));
     wait_for(&started, "the blocking closure to start");
     std::thread::sleep(Duration::from_millis(20)); // it parks
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        drop(rt);
-        let _ = tx.send(());
-    });
-    rx.recv_timeout(PATIENCE)
-        .expect("the drop hung on a blocking closure receiving from a timer");
+    support::drop_within(
+        rt,
+        PATIENCE,
+        "the drop hung on a blocking closure receiving from a timer",
+    );
     let received = received.lock().unwrap();
     assert_eq!(received.len(), 1, "the receive ended");
     let (once, tick) = received[0];
@@ -212,13 +207,11 @@ fn a_blocking_closure_reading_a_socket_lets_the_drop_return() {
     let (_peer, _) = listener.accept().unwrap(); // connected; it sends nothing
     wait_for(&connected, "the blocking closure to connect");
     std::thread::sleep(Duration::from_millis(20)); // it parks in the read
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        drop(rt);
-        let _ = tx.send(());
-    });
-    rx.recv_timeout(PATIENCE)
-        .expect("the drop hung on a blocking closure reading a socket");
+    support::drop_within(
+        rt,
+        PATIENCE,
+        "the drop hung on a blocking closure reading a socket",
+    );
     let results = results.lock().unwrap();
     let (read, again) = &results[0];
     assert!(read.is_err(), "the peer sent nothing: {read:?}");
@@ -267,12 +260,7 @@ fn a_long_chain_of_spawns_from_drops_at_shutdown_is_dropped_whole() {
         let _first = first;
         std::future::pending::<()>().await;
     }));
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        drop(rt);
-        let _ = tx.send(());
-    });
-    rx.recv_timeout(PATIENCE).expect("the drop hung");
+    support::drop_within(rt, PATIENCE, "the drop hung");
     assert_eq!(dropped.load(SeqCst), LINKS as usize + 1);
 }
 
@@ -315,27 +303,14 @@ fn gort_main_child() {
 /// never ended. The child is this test binary running `gort_main_child`.
 #[test]
 fn a_gort_main_that_returns_ends_the_program() {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["gort_main_child", "--exact", "--ignored", "--nocapture"])
-        .env("GORT_EXITING_CHILD", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > PATIENCE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the program did not end after its #[gort::main] returned");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let out = std::io::read_to_string(child.stdout.take().unwrap()).unwrap();
-    assert!(status.success(), "child failed: {status}\n{out}");
+    let run = support::run_child(
+        "gort_main_child",
+        "GORT_EXITING_CHILD",
+        PATIENCE,
+        "the program did not end after its #[gort::main] returned",
+    );
+    let out = &run.stdout;
+    assert!(run.status.success(), "child failed: {}\n{out}", run.status);
     assert!(out.contains("main returns"), "the child did not run: {out}");
     assert!(
         out.contains("1 passed"),

@@ -10,6 +10,9 @@ use std::sync::{mpsc, Arc};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
+mod support;
+use support::one_p;
+
 /// Generous: the machine may be loaded; a healthy run takes milliseconds.
 const PATIENCE: Duration = Duration::from_secs(60);
 
@@ -35,19 +38,13 @@ impl Drop for PanicOnDrop {
     }
 }
 
-fn one_p() -> gort::Runtime {
-    gort::Builder::new().procs(1).build().unwrap()
-}
-
 /// Drops `rt` on another thread and fails (instead of hanging) if that takes too long.
 fn drop_within(rt: gort::Runtime) {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        drop(rt);
-        let _ = tx.send(());
-    });
-    rx.recv_timeout(PATIENCE)
-        .expect("dropping the runtime hung (an M died, or shutdown waited for one)");
+    support::drop_within(
+        rt,
+        PATIENCE,
+        "dropping the runtime hung (an M died, or shutdown waited for one)",
+    );
 }
 
 /// The runtime still runs a new task: its only P was not lost with a dead M.

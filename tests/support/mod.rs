@@ -48,3 +48,89 @@ pub fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
         .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_default()
 }
+
+/// What a child test process left: how it ended and what it printed.
+pub struct ChildRun {
+    pub status: std::process::ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs the ignored test `name` of this test binary in a child process with `env` set to "1"
+/// (the child checks it, so a plain `--ignored` run does nothing); panics with `hung` if the
+/// child has not ended within `patience` (it is killed first).
+pub fn run_child(name: &str, env: &str, patience: Duration, hung: &str) -> ChildRun {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--ignored", "--nocapture"])
+        .env(env, "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read the pipes on their own threads so that a chatty child never blocks on a full pipe.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || std::io::read_to_string(&mut out).unwrap_or_default());
+    let err = std::thread::spawn(move || std::io::read_to_string(&mut err).unwrap_or_default());
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > patience {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{hung}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    ChildRun {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// Drops `x` on a thread of its own and waits for that up to `patience`; panics with `hung`
+/// if the drop has not returned by then (a runtime's drop that waits for ever).
+pub fn drop_within<T: Send + 'static>(x: T, patience: Duration, hung: &str) {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        drop(x);
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(patience).expect(hung);
+}
+
+/// A thread that changes a runtime's number of Ps in a loop (1, 2, 3, 1, ...) every `every`
+/// until [`Resizer::stop`].
+pub struct Resizer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Resizer {
+    pub fn start(rt: std::sync::Arc<gort::Runtime>, every: Duration) -> Resizer {
+        use std::sync::atomic::Ordering::SeqCst;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut i = 0usize;
+            while !stopped.load(SeqCst) {
+                rt.set_procs(1 + i % 3);
+                i += 1;
+                std::thread::sleep(every);
+            }
+        });
+        Resizer { stop, thread }
+    }
+
+    /// Stops the loop and waits for the thread (resuming its panic, if any).
+    pub fn stop(self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Err(p) = self.thread.join() {
+            std::panic::resume_unwind(p);
+        }
+    }
+}

@@ -44,6 +44,14 @@ fn assert_back_to(baseline: usize, what: &str) {
     panic!("{what}: {} fds open, {baseline} before", open_fds());
 }
 
+/// A connected loopback pair: (the client, the accepted side).
+async fn tcp_pair() -> (TcpStream, TcpStream) {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    let (s, _) = l.accept().await.unwrap();
+    (c, s)
+}
+
 fn far() -> Instant {
     Instant::now() + Duration::from_secs(60)
 }
@@ -97,9 +105,7 @@ fn a_socket_that_outlives_its_runtime_fails_at_once_and_closes_its_fd() {
     watchdog("the socket after its runtime", || {
         let rt = gort::Runtime::new().unwrap();
         let (c, s) = rt.block_on(async {
-            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
-            let (s, _) = l.accept().await.unwrap();
+            let (c, s) = tcp_pair().await;
             c.set_read_deadline(Some(far())).unwrap();
             (c, s)
         });
@@ -130,9 +136,7 @@ fn sockets_made_on_one_runtime_serve_tasks_of_another_while_it_lives() {
     watchdog("the second runtime's tasks", || {
         let home = gort::Runtime::new().unwrap();
         let (c, s) = home.block_on(async {
-            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
-            let (s, _) = l.accept().await.unwrap();
+            let (c, s) = tcp_pair().await;
             (Arc::new(c), s)
         });
         let other = gort::Runtime::new().unwrap();
@@ -214,9 +218,7 @@ fn a_deadline_armed_on_one_runtime_and_moved_earlier_from_another_fires_on_time(
     watchdog("the moved deadline", || {
         let home = gort::Runtime::new().unwrap();
         let (c, s) = home.block_on(async {
-            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
-            let (s, _) = l.accept().await.unwrap();
+            let (c, s) = tcp_pair().await;
             c.set_read_deadline(Some(far())).unwrap();
             (Arc::new(c), s)
         });
