@@ -6,40 +6,14 @@
 
 mod support;
 
-use support::{one_p, panic_text, within, WATCHDOG};
+use support::{one_p, panic_text, slot, wait_until_taken, within, DroppingWaker, WATCHDOG};
 
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{mpsc, Arc, Mutex};
-use std::task::{Context, Wake, Waker};
+use std::task::{Context, Waker};
 use std::time::Duration;
-
-/// A slot for the runtime, so user code can take it and drop it wherever it runs.
-type Slot = Arc<Mutex<Option<gort::Runtime>>>;
-
-fn slot(rt: gort::Runtime) -> Slot {
-    Arc::new(Mutex::new(Some(rt)))
-}
-
-fn wait_until_taken(slot: &Slot) {
-    let start = std::time::Instant::now();
-    while slot.lock().unwrap().is_some() {
-        assert!(start.elapsed() < WATCHDOG, "the callback never ran");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-/// A waker that drops the runtime it holds when woken.
-struct DroppingWaker(Slot, mpsc::Sender<()>);
-
-impl Wake for DroppingWaker {
-    fn wake(self: Arc<Self>) {
-        let taken = self.0.lock().unwrap().take();
-        drop(taken);
-        let _ = self.1.send(());
-    }
-}
 
 #[test]
 fn shutdown_timeout_abandons_a_spinning_task_which_then_ends_harmlessly() {

@@ -134,3 +134,31 @@ impl Resizer {
         }
     }
 }
+
+/// A slot for a runtime, so that user code can take it and drop it wherever it runs.
+pub type Slot = std::sync::Arc<std::sync::Mutex<Option<gort::Runtime>>>;
+
+pub fn slot(rt: gort::Runtime) -> Slot {
+    std::sync::Arc::new(std::sync::Mutex::new(Some(rt)))
+}
+
+/// Waits (up to [`WATCHDOG`]) until user code took the runtime out of `slot`.
+pub fn wait_until_taken(slot: &Slot) {
+    let start = std::time::Instant::now();
+    while slot.lock().unwrap().is_some() {
+        assert!(start.elapsed() < WATCHDOG, "the callback never ran");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A waker that drops the runtime in its slot when woken (a timer fired: `wake` runs on an
+/// M), then says so on its channel.
+pub struct DroppingWaker(pub Slot, pub mpsc::Sender<()>);
+
+impl std::task::Wake for DroppingWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        let taken = self.0.lock().unwrap().take();
+        drop(taken);
+        let _ = self.1.send(());
+    }
+}
