@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::{within, WATCHDOG};
+use support::{panic_text, within, WATCHDOG};
 
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
@@ -127,5 +127,47 @@ fn a_thread_name_function_that_spawns_blocking_closures() {
             .unwrap();
         assert_eq!(workload(&rt), 49 * 50 / 2);
         drop(rt);
+    });
+}
+
+/// std's thread builder panics on a name with a NUL byte; gort passed on what the user gave,
+/// so that panic unwound through the code that starts Ms and blocking threads, with the M
+/// counted: the runtime's drop then waited for ever (this test hung before).
+#[test]
+fn a_thread_name_with_a_nul_byte_is_refused_at_once() {
+    let r = std::panic::catch_unwind(|| {
+        gort::Builder::new().thread_name("a\0b");
+    });
+    let msg = panic_text(&*r.unwrap_err());
+    assert!(msg.contains("NUL"), "unclear: {msg:?}");
+}
+
+/// A name function's name with a NUL byte is as one that panicked: the default name.
+#[test]
+fn a_name_function_giving_a_nul_byte_leaves_the_default_name() {
+    within(|| {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let c = calls.clone();
+        let rt = gort::Builder::new()
+            .procs(2)
+            .thread_name_fn(move || {
+                c.fetch_add(1, SeqCst);
+                "bad\0name".into()
+            })
+            .build()
+            .unwrap();
+        let (m, b) = rt.block_on(async {
+            let name = || std::thread::current().name().map(String::from);
+            let m = gort::spawn(async move { name() }).await.unwrap();
+            let b = gort::spawn_blocking(name).await.unwrap();
+            (m, b)
+        });
+        assert!(calls.load(SeqCst) >= 1);
+        assert!(
+            m.as_deref().is_some_and(|m| m.starts_with("gort-m")),
+            "{m:?}"
+        );
+        assert_eq!(b.as_deref(), Some("gort-blocking"));
+        support::drop_within(rt, WATCHDOG, "the drop hung");
     });
 }

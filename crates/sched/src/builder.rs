@@ -18,15 +18,24 @@ impl Builder {
     /// }));
     /// assert_eq!(name.unwrap().as_deref(), Some("app-worker"));
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `name` contains a NUL byte (no OS thread can carry it).
     pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Builder {
         let name: String = name.into();
+        assert!(
+            !name.contains('\0'),
+            "gort: a thread name may not contain a NUL byte: {name:?}"
+        );
         self.threads.name = Some(Arc::new(move || name.clone()));
         self
     }
 
     /// Names each new thread of the runtime by calling `f` (on the thread that starts it,
     /// under no lock of the runtime's: `f` may spawn). A panic in `f` is caught (after the
-    /// panic hook reported it): that thread gets the default name.
+    /// panic hook reported it): that thread gets the default name, as it does when `f`
+    /// returns a name with a NUL byte.
     ///
     /// # Examples
     ///

@@ -70,10 +70,13 @@ impl ThreadConfig {
         // The user's name function is user code: its panic (the panic hook has reported it)
         // gives the thread the default name instead of unwinding through the scheduler
         // code that starts threads, which would lose the P or the thread count it had taken.
+        // A name with a NUL byte would make std's thread builder panic here, unwinding the
+        // same way: that thread gets the default name too.
         let name = match &self.name {
-            Some(make) => {
-                catch_unwind(AssertUnwindSafe(|| make())).unwrap_or_else(|_| default_name())
-            }
+            Some(make) => catch_unwind(AssertUnwindSafe(|| make()))
+                .ok()
+                .filter(|name| !name.contains('\0'))
+                .unwrap_or_else(default_name),
             None => default_name(),
         };
         let mut builder = std::thread::Builder::new().name(name);
