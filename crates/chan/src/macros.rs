@@ -144,6 +144,28 @@
 ///     assert_eq!(got, 0);
 /// });
 /// ```
+///
+/// A malformed select is a compile error that says what was expected; `biased;` must come
+/// first:
+///
+/// ```compile_fail
+/// # futures::executor::block_on(async {
+/// let (_tx, rx) = gort::chan::unbounded::<u32>();
+/// gort::select! {
+///     v = rx.recv() => drop(v),
+///     biased; // error: `biased;` must come before the first arm
+/// }
+/// # });
+/// ```
+///
+/// ```compile_fail
+/// # futures::executor::block_on(async {
+/// let (_tx, rx) = gort::chan::unbounded::<u32>();
+/// gort::select! {
+///     rx.recv() => {} // error: an arm is `pattern = future => body`
+/// }
+/// # });
+/// ```
 #[macro_export]
 macro_rules! select {
     (biased; $($tokens:tt)*) => {
@@ -191,6 +213,10 @@ macro_rules! __select_parse {
         $crate::__select_parse!(@biased $b @arms $a @default $d @else [$body]
             @rest $($($rest)*)?)
     };
+    // `biased;` anywhere but first
+    (@biased $b:tt @arms $a:tt @default $d:tt @else $e:tt @rest biased ; $($rest:tt)*) => {
+        ::core::compile_error!("select!: `biased;` must come before the first arm")
+    };
     // `pattern = expression, if guard => body`
     (@biased $b:tt @arms [$($arms:tt)*] @default $d:tt @else $e:tt @rest
         $p:pat = $f:expr, if $c:expr => $body:block $(, $($rest:tt)*)?) => {
@@ -222,6 +248,13 @@ macro_rules! __select_parse {
         $p:pat = $f:expr => $body:expr $(, $($rest:tt)*)?) => {
         $crate::__select_parse!(@biased $b @arms [$($arms)* [($p) ($f) (true) ($body)]]
             @default $d @else $e @rest $($($rest)*)?)
+    };
+    // Anything else.
+    (@biased $b:tt @arms $a:tt @default $d:tt @else $e:tt @rest $($rest:tt)+) => {
+        ::core::compile_error!(
+            "select!: expected `pattern = future => body` (with an optional `, if guard` \
+             before the `=>`), `default => body` or `else => body`, arms separated by commas"
+        )
     };
 }
 
