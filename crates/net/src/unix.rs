@@ -75,7 +75,7 @@ impl UnixListener {
         // mio listens with a backlog of -1, which Linux caps at `net.core.somaxconn`.
         let listener = mio::net::UnixListener::bind_addr(addr)?;
         Ok(UnixListener {
-            io: Io::new(listener)?,
+            io: register_bound(listener, addr)?,
         })
     }
 
@@ -380,4 +380,18 @@ impl UnixStream {
     pub(crate) fn source(&self) -> &mio::net::UnixStream {
         self.conn.source()
     }
+}
+
+/// Registers a socket just bound to `addr` with the runtime's poller. If that fails (outside
+/// a runtime, or in one shut down), the file the bind made is removed: the failed call made
+/// it, and left behind it would fail the program's next bind of the path with `AddrInUse`.
+pub(crate) fn register_bound<S: mio::event::Source>(
+    socket: S,
+    addr: &SocketAddr,
+) -> io::Result<Io<S>> {
+    Io::new(socket).inspect_err(|_| {
+        if let Some(path) = addr.as_pathname() {
+            let _ = std::fs::remove_file(path);
+        }
+    })
 }

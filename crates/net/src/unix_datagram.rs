@@ -46,7 +46,7 @@ impl UnixDatagram {
     ///
     /// The OS's (`AddrInUse` while `path` exists), or outside a gort runtime.
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixDatagram> {
-        UnixDatagram::register(mio::net::UnixDatagram::bind(path)?)
+        UnixDatagram::bind_addr(&SocketAddr::from_pathname(path)?)
     }
 
     /// Binds a socket to `addr`: for a name in Linux's abstract namespace
@@ -75,7 +75,10 @@ impl UnixDatagram {
     /// # }
     /// ```
     pub fn bind_addr(addr: &SocketAddr) -> io::Result<UnixDatagram> {
-        UnixDatagram::register(mio::net::UnixDatagram::bind_addr(addr)?)
+        let socket = mio::net::UnixDatagram::bind_addr(addr)?;
+        Ok(UnixDatagram {
+            io: crate::unix::register_bound(socket, addr)?,
+        })
     }
 
     /// A socket bound to no path: it can send (to a path, or after
@@ -205,7 +208,8 @@ impl UnixDatagram {
         }
     }
 
-    /// Receives one datagram (from the connected peer, once connected). Cancel-safe.
+    /// Receives one datagram into `buf` (from the connected peer, once connected; the excess
+    /// of a longer one is lost, as in Go). Cancel-safe.
     ///
     /// # Errors
     ///
