@@ -1,0 +1,348 @@
+//! Adversarial probes of `gort::signal`: subscriptions made and dropped in a loop, hundreds
+//! of listeners of one signal, listeners on two runtimes (one shut down), signals raised
+//! while nobody waits in `recv`, storms of `SIGCHLD` and `SIGUSR1` sent with `kill` from
+//! other threads, and subscriptions made by tasks of a runtime being shut down (after which
+//! the signal's default action must be back).
+//!
+//! Signals are process-wide: each test of this binary uses signals of its own, and those
+//! whose default action ends the process are only sent while a subscription certainly
+//! listens; the cases that check the default action run in a child process.
+
+#[path = "support/watchdog.rs"]
+mod watchdog;
+
+use gort::chan::Receiver;
+use gort::signal::{self, Signal};
+use std::os::unix::process::ExitStatusExt;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use watchdog::{open_fds, within};
+
+/// Which case `child` runs, in a child process.
+const CHILD: &str = "GORT_ABUSE_SIGNAL_CHILD";
+
+fn runtime() -> gort::Runtime {
+    gort::Builder::new().procs(2).build().unwrap()
+}
+
+/// A real-time signal of this binary's own (`SIGRTMIN + n`); its default ends the process.
+fn rt_signal(n: i32) -> Signal {
+    Signal::from_raw(libc::SIGRTMIN() + n)
+}
+
+/// Sends `signal` to this process (any thread may take it), as `kill -SIG pid` does.
+fn kill_self(signal: Signal) {
+    // SAFETY: kill sends a signal to this process; the caller listens for it.
+    assert_eq!(unsafe { libc::kill(libc::getpid(), signal.as_raw()) }, 0);
+}
+
+/// `rx.recv()` with a generous bound, so that a lost signal fails instead of hanging.
+async fn recv(rx: &Receiver<Signal>) -> Option<Signal> {
+    gort::time::timeout(Duration::from_secs(20), rx.recv())
+        .await
+        .expect("no signal delivered within 20 s")
+}
+
+/// Whether `rx` holds no signal for `quiet` (after a storm: what was pending has come).
+async fn drain(rx: &Receiver<Signal>, quiet: Duration) -> usize {
+    let mut n = 0;
+    while let Ok(Some(_)) = gort::time::timeout(quiet, rx.recv()).await {
+        n += 1;
+    }
+    n
+}
+
+/// Waits (up to 10 s) for the fd count to come back to `before`: a dropped subscription's
+/// task closes its pipe once it runs.
+async fn fds_back_to(before: usize) {
+    for _ in 0..1000 {
+        if open_fds() <= before {
+            return;
+        }
+        gort::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{} fds open, {before} before", open_fds());
+}
+
+/// 2,000 subscriptions made and dropped (half of them after a signal was delivered to
+/// them) leave no fd, and a subscription made after them still gets its signal.
+#[test]
+fn subscriptions_made_and_dropped_in_a_loop_leak_nothing() {
+    within(|| {
+        runtime().block_on(async {
+            let sig = rt_signal(1);
+            drop(signal::notify(&[sig]).unwrap());
+            fds_back_to(open_fds()).await;
+            let before = open_fds();
+            for i in 0..2_000 {
+                let rx = signal::notify(&[sig, Signal::WINDOW_CHANGE]).unwrap();
+                if i % 2 == 0 {
+                    kill_self(sig);
+                    assert_eq!(recv(&rx).await, Some(sig));
+                }
+                drop(rx);
+            }
+            fds_back_to(before).await;
+            let rx = signal::notify(&[sig]).unwrap();
+            kill_self(sig);
+            assert_eq!(recv(&rx).await, Some(sig));
+        })
+    });
+}
+
+/// 300 subscriptions of one signal each get it, every time, over 20 rounds.
+#[test]
+fn hundreds_of_listeners_of_one_signal_each_get_it() {
+    within(|| {
+        runtime().block_on(async {
+            let sig = rt_signal(2);
+            let rxs: Vec<_> = (0..300).map(|_| signal::notify(&[sig]).unwrap()).collect();
+            for _ in 0..20 {
+                kill_self(sig);
+                for rx in &rxs {
+                    assert_eq!(recv(rx).await, Some(sig));
+                }
+            }
+        })
+    });
+}
+
+/// Listeners on two runtimes both get a signal; the one whose runtime shut down sees its
+/// channel closed, and the other still gets the next ones. A subscription made on one
+/// runtime may be received from on the other.
+#[test]
+fn listeners_on_two_runtimes_and_one_shut_down() {
+    within(|| {
+        let sig = rt_signal(3);
+        let a = runtime();
+        let b = runtime();
+        let rx_a = a.block_on(async { signal::notify(&[sig]).unwrap() });
+        let rx_b = b.block_on(async { signal::notify(&[sig]).unwrap() });
+        for _ in 0..50 {
+            kill_self(sig);
+            // Each received on the other runtime.
+            assert_eq!(b.block_on(recv(&rx_a)), Some(sig));
+            assert_eq!(a.block_on(recv(&rx_b)), Some(sig));
+        }
+        drop(a);
+        assert_eq!(b.block_on(recv(&rx_a)), None, "a's channel closes with a");
+        for _ in 0..50 {
+            kill_self(sig);
+            assert_eq!(b.block_on(recv(&rx_b)), Some(sig));
+        }
+    });
+}
+
+/// Signals raised while no task waits in `recv` wait in the channel, one per listed signal
+/// (the documented coalescing): five of each of two signals give one of each, then nothing.
+#[test]
+fn signals_raised_while_nobody_receives_coalesce_to_one_per_signal() {
+    within(|| {
+        runtime().block_on(async {
+            let (s1, s2) = (rt_signal(4), rt_signal(5));
+            let rx = signal::notify(&[s1, s2]).unwrap();
+            for _ in 0..5 {
+                kill_self(s1);
+                kill_self(s2);
+            }
+            gort::time::sleep(Duration::from_millis(200)).await;
+            let mut got = vec![recv(&rx).await.unwrap(), recv(&rx).await.unwrap()];
+            got.sort();
+            assert_eq!(got, [s1, s2]);
+            assert_eq!(drain(&rx, Duration::from_millis(200)).await, 0);
+            // The next signal after that comes through.
+            kill_self(s2);
+            assert_eq!(recv(&rx).await, Some(s2));
+        })
+    });
+}
+
+/// A storm of `SIGCHLD` while the program is busy (nobody receives), then one signal of
+/// another kind (a `SIGTERM` asking for a graceful shutdown, say): the storm merges into one
+/// `SIGCHLD` and the other signal still finds its slot. Before, each wake-up of the storm
+/// sent one more `SIGCHLD`, they filled both slots, and the other signal was dropped.
+#[test]
+fn a_storm_of_one_signal_never_crowds_out_another() {
+    within(|| {
+        runtime().block_on(async {
+            let term = rt_signal(7);
+            let rx = signal::notify(&[Signal::CHILD, term]).unwrap();
+            for _ in 0..20 {
+                for _ in 0..50 {
+                    kill_self(Signal::CHILD);
+                }
+                // Let the delivering task run: the next kills come in a wake-up of their own.
+                gort::time::sleep(Duration::from_millis(2)).await;
+            }
+            kill_self(term);
+            gort::time::sleep(Duration::from_millis(50)).await;
+            let mut got = vec![recv(&rx).await.unwrap(), recv(&rx).await.unwrap()];
+            got.sort();
+            assert_eq!(
+                got,
+                [Signal::CHILD, term],
+                "the storm crowded the other signal out"
+            );
+            assert_eq!(drain(&rx, Duration::from_millis(100)).await, 0);
+        })
+    });
+}
+
+/// Storms of `SIGCHLD` and `SIGUSR1` sent by four threads with `kill` (and `SIGCHLD` from
+/// real children exiting) while the task receives: it keeps up (no hang, the M is not
+/// stuck draining the pipe), and after the storm every signal sent after the receiver's
+/// last one is followed by one more delivery: nothing is lost beyond coalescing.
+#[test]
+fn storms_of_sigchld_and_sigusr1_lose_nothing_beyond_coalescing() {
+    within(|| {
+        runtime().block_on(async {
+            let rx = signal::notify(&[Signal::CHILD, Signal::USER_DEFINED1]).unwrap();
+            let stop = Arc::new(AtomicBool::new(false));
+            let storm: Vec<_> = (0..4)
+                .map(|t| {
+                    let stop = stop.clone();
+                    std::thread::spawn(move || {
+                        let mut sent = 0u64;
+                        while !stop.load(Ordering::Relaxed) && sent < 50_000 {
+                            kill_self(if t % 2 == 0 {
+                                Signal::CHILD
+                            } else {
+                                Signal::USER_DEFINED1
+                            });
+                            sent += 1;
+                        }
+                        sent
+                    })
+                })
+                .collect();
+            let children = std::thread::spawn(|| {
+                for _ in 0..50 {
+                    Command::new("true").status().unwrap();
+                }
+            });
+            let mut got = [0u64; 2];
+            let start = std::time::Instant::now();
+            while start.elapsed() < Duration::from_millis(500) {
+                match recv(&rx).await {
+                    Some(Signal::CHILD) => got[0] += 1,
+                    Some(Signal::USER_DEFINED1) => got[1] += 1,
+                    other => panic!("{other:?}"),
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+            let sent: u64 = storm.into_iter().map(|t| t.join().unwrap()).sum();
+            children.join().unwrap();
+            assert!(got[0] > 0 && got[1] > 0, "{got:?} of {sent} sent");
+            drain(&rx, Duration::from_millis(300)).await;
+            // Ping-pong after the storm: each signal sent on an empty channel comes.
+            for i in 0..500 {
+                let sig = if i % 2 == 0 {
+                    Signal::CHILD
+                } else {
+                    Signal::USER_DEFINED1
+                };
+                kill_self(sig);
+                assert_eq!(recv(&rx).await, Some(sig));
+            }
+            // Keep listening a while: no SIGUSR1 may arrive once nobody listens.
+            drain(&rx, Duration::from_millis(300)).await;
+        })
+    });
+}
+
+/// The cases that may end their process, run by the parent tests below in a child each.
+#[test]
+fn child() {
+    let Ok(case) = std::env::var(CHILD) else {
+        return;
+    };
+    let sig = rt_signal(6);
+    match case.as_str() {
+        "shutdown_race" => {
+            // Tasks subscribe in a loop while their runtime is dropped under them.
+            for round in 0..20 {
+                let rt = runtime();
+                for _ in 0..16 {
+                    rt.spawn(async move {
+                        loop {
+                            match signal::notify(&[sig, Signal::USER_DEFINED2]) {
+                                Ok(rx) => {
+                                    gort::yield_now().await;
+                                    drop(rx);
+                                }
+                                Err(_) => return,
+                            }
+                            let keep = signal::notify(&[sig]);
+                            gort::yield_now().await;
+                            drop(keep);
+                        }
+                    });
+                }
+                std::thread::sleep(Duration::from_millis(5 + round % 5));
+                drop(rt);
+            }
+            println!("runtimes dropped");
+            // Nobody listens any more: the default action (the process ends) is back.
+            kill_self(sig);
+            std::thread::sleep(Duration::from_secs(20));
+            println!("survived a signal nobody listens for");
+        }
+        "storm_then_default" => {
+            runtime().block_on(async {
+                let rx = signal::notify(&[Signal::USER_DEFINED1]).unwrap();
+                for _ in 0..10_000 {
+                    kill_self(Signal::USER_DEFINED1);
+                }
+                assert_eq!(recv(&rx).await, Some(Signal::USER_DEFINED1));
+                drain(&rx, Duration::from_millis(300)).await;
+                println!("survived the storm while listening");
+                drop(rx);
+            });
+            kill_self(Signal::USER_DEFINED1);
+            std::thread::sleep(Duration::from_secs(20));
+            println!("survived a SIGUSR1 after the receiver was dropped");
+        }
+        other => panic!("unknown case {other}"),
+    }
+}
+
+/// Runs `child` with `case`: its exit status and standard output.
+fn run_child(case: &str) -> (std::process::ExitStatus, String) {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
+        .env(CHILD, case)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status, text)
+}
+
+/// Subscriptions made by tasks of runtimes dropped under them: no hang, and once every
+/// runtime is gone nobody listens, so the signal's default action ends the process.
+#[test]
+fn subscriptions_made_while_the_runtime_shuts_down_give_the_default_back() {
+    let (status, out) = within(|| run_child("shutdown_race"));
+    assert!(out.contains("runtimes dropped"), "{status:?}: {out}");
+    assert!(!out.contains("survived a signal"), "{out}");
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGRTMIN() + 6),
+        "{status:?}: {out}"
+    );
+}
+
+/// After a storm of 10,000 `SIGUSR1` while listening, dropping the receiver gives the
+/// default action back.
+#[test]
+fn a_storm_while_listening_then_the_default_action() {
+    let (status, out) = within(|| run_child("storm_then_default"));
+    assert!(
+        out.contains("survived the storm while listening"),
+        "{status:?}: {out}"
+    );
+    assert!(!out.contains("after the receiver was dropped"), "{out}");
+    assert_eq!(status.signal(), Some(libc::SIGUSR1), "{status:?}: {out}");
+}
