@@ -18,7 +18,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use watchdog::{open_fds, within};
+use watchdog::{open_fds, serial};
 
 /// Which case `child` runs, in a child process.
 const CHILD: &str = "GORT_ABUSE_SIGNAL_CHILD";
@@ -70,7 +70,7 @@ async fn fds_back_to(before: usize) {
 /// them) leave no fd, and a subscription made after them still gets its signal.
 #[test]
 fn subscriptions_made_and_dropped_in_a_loop_leak_nothing() {
-    within(|| {
+    serial(|| {
         runtime().block_on(async {
             let sig = rt_signal(1);
             drop(signal::notify(&[sig]).unwrap());
@@ -95,7 +95,7 @@ fn subscriptions_made_and_dropped_in_a_loop_leak_nothing() {
 /// 300 subscriptions of one signal each get it, every time, over 20 rounds.
 #[test]
 fn hundreds_of_listeners_of_one_signal_each_get_it() {
-    within(|| {
+    serial(|| {
         runtime().block_on(async {
             let sig = rt_signal(2);
             let rxs: Vec<_> = (0..300).map(|_| signal::notify(&[sig]).unwrap()).collect();
@@ -114,7 +114,7 @@ fn hundreds_of_listeners_of_one_signal_each_get_it() {
 /// runtime may be received from on the other.
 #[test]
 fn listeners_on_two_runtimes_and_one_shut_down() {
-    within(|| {
+    serial(|| {
         let sig = rt_signal(3);
         let a = runtime();
         let b = runtime();
@@ -139,7 +139,7 @@ fn listeners_on_two_runtimes_and_one_shut_down() {
 /// (the documented coalescing): five of each of two signals give one of each, then nothing.
 #[test]
 fn signals_raised_while_nobody_receives_coalesce_to_one_per_signal() {
-    within(|| {
+    serial(|| {
         runtime().block_on(async {
             let (s1, s2) = (rt_signal(4), rt_signal(5));
             let rx = signal::notify(&[s1, s2]).unwrap();
@@ -165,7 +165,7 @@ fn signals_raised_while_nobody_receives_coalesce_to_one_per_signal() {
 /// sent one more `SIGCHLD`, they filled both slots, and the other signal was dropped.
 #[test]
 fn a_storm_of_one_signal_never_crowds_out_another() {
-    within(|| {
+    serial(|| {
         runtime().block_on(async {
             let term = rt_signal(7);
             let rx = signal::notify(&[Signal::CHILD, term]).unwrap();
@@ -196,7 +196,7 @@ fn a_storm_of_one_signal_never_crowds_out_another() {
 /// last one is followed by one more delivery: nothing is lost beyond coalescing.
 #[test]
 fn storms_of_sigchld_and_sigusr1_lose_nothing_beyond_coalescing() {
-    within(|| {
+    serial(|| {
         runtime().block_on(async {
             let rx = signal::notify(&[Signal::CHILD, Signal::USER_DEFINED1]).unwrap();
             let stop = Arc::new(AtomicBool::new(false));
@@ -224,11 +224,14 @@ fn storms_of_sigchld_and_sigusr1_lose_nothing_beyond_coalescing() {
             });
             let mut got = [0u64; 2];
             let start = std::time::Instant::now();
+            // Receive for 500 ms, or until the storm is over (each thread stops after 50,000).
             while start.elapsed() < Duration::from_millis(500) {
-                match recv(&rx).await {
-                    Some(Signal::CHILD) => got[0] += 1,
-                    Some(Signal::USER_DEFINED1) => got[1] += 1,
-                    other => panic!("{other:?}"),
+                match gort::time::timeout(Duration::from_millis(100), rx.recv()).await {
+                    Ok(Some(Signal::CHILD)) => got[0] += 1,
+                    Ok(Some(Signal::USER_DEFINED1)) => got[1] += 1,
+                    Ok(other) => panic!("{other:?}"),
+                    Err(_) if storm.iter().all(|t| t.is_finished()) => break,
+                    Err(_) => {}
                 }
             }
             stop.store(true, Ordering::Relaxed);
@@ -324,7 +327,7 @@ fn run_child(case: &str) -> (std::process::ExitStatus, String) {
 /// runtime is gone nobody listens, so the signal's default action ends the process.
 #[test]
 fn subscriptions_made_while_the_runtime_shuts_down_give_the_default_back() {
-    let (status, out) = within(|| run_child("shutdown_race"));
+    let (status, out) = serial(|| run_child("shutdown_race"));
     assert!(out.contains("runtimes dropped"), "{status:?}: {out}");
     assert!(!out.contains("survived a signal"), "{out}");
     assert_eq!(
@@ -338,7 +341,7 @@ fn subscriptions_made_while_the_runtime_shuts_down_give_the_default_back() {
 /// default action back.
 #[test]
 fn a_storm_while_listening_then_the_default_action() {
-    let (status, out) = within(|| run_child("storm_then_default"));
+    let (status, out) = serial(|| run_child("storm_then_default"));
     assert!(
         out.contains("survived the storm while listening"),
         "{status:?}: {out}"

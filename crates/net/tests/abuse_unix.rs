@@ -14,7 +14,7 @@ use std::os::unix::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use temp_dir::TempDir;
-use watchdog::{open_fds, within};
+use watchdog::{open_fds, serial};
 
 fn run<F: std::future::Future>(f: F) -> F::Output {
     gort::Runtime::new().unwrap().block_on(f)
@@ -25,7 +25,7 @@ fn run<F: std::future::Future>(f: F) -> F::Output {
 /// `recv` gets the next datagram, not the tail of this one.
 #[test]
 fn a_datagram_larger_than_the_buffer_is_truncated_and_the_next_one_is_whole() {
-    within(|| {
+    serial(|| {
         run(async {
             let (a, b) = UnixDatagram::pair().unwrap();
             a.send(&[7; 1000]).await.unwrap();
@@ -56,7 +56,7 @@ fn a_datagram_larger_than_the_buffer_is_truncated_and_the_next_one_is_whole() {
 /// and 2,000 datagram pairs, opened and dropped: every descriptor comes back.
 #[test]
 fn ten_thousand_pairs_opened_and_dropped_leave_no_fd() {
-    within(|| {
+    serial(|| {
         run(async {
             // Warm up what the runtime opens once (its poller, timerfd, pools).
             drop(UnixStream::pair().unwrap());
@@ -109,7 +109,7 @@ fn ten_thousand_pairs_opened_and_dropped_leave_no_fd() {
 #[test]
 fn bad_paths_and_names_fail_with_an_error() {
     use std::os::linux::net::SocketAddrExt;
-    within(|| {
+    serial(|| {
         run(async {
             let dir = TempDir::new("abuse-unix-paths");
             let long = dir.join(&"x".repeat(200));
@@ -139,7 +139,7 @@ fn bad_paths_and_names_fail_with_an_error() {
 #[test]
 fn a_path_reused_by_a_new_listener_keeps_old_connections_apart() {
     use std::os::linux::net::SocketAddrExt;
-    within(|| {
+    serial(|| {
         run(async {
             let dir = TempDir::new("abuse-unix-reuse");
             let path = dir.join("sock");
@@ -178,7 +178,7 @@ fn a_path_reused_by_a_new_listener_keeps_old_connections_apart() {
 /// behind: no fd, and no file at the path (a retry inside a runtime binds it).
 #[test]
 fn sockets_made_outside_a_runtime_fail_and_leave_no_fd_nor_file() {
-    within(|| {
+    serial(|| {
         let dir = TempDir::new("abuse-unix-outside");
         let before = open_fds();
         let e = UnixStream::pair().unwrap_err();
@@ -206,7 +206,7 @@ fn sockets_made_outside_a_runtime_fail_and_leave_no_fd_nor_file() {
 /// blocks its task, not the one M of the runtime; the listener accepts the same way.
 #[test]
 fn from_std_of_blocking_sockets_never_blocks_an_m() {
-    within(|| {
+    serial(|| {
         let dir = TempDir::new("abuse-unix-fromstd");
         let rt = gort::Builder::new().procs(1).build().unwrap();
         rt.block_on(async {
@@ -253,7 +253,7 @@ fn from_std_of_blocking_sockets_never_blocks_an_m() {
 /// blocked: the read ends with an error instead of waiting for a poller that is gone.
 #[test]
 fn halves_used_from_two_runtimes_and_the_owners_shutdown_ends_a_blocked_read() {
-    within(|| {
+    serial(|| {
         let a = gort::Runtime::new().unwrap();
         let b = gort::Runtime::new().unwrap();
         let (peer, r, w) = a.block_on(async {
@@ -304,7 +304,7 @@ fn halves_used_from_two_runtimes_and_the_owners_shutdown_ends_a_blocked_read() {
 /// peer reads, every byte in order.
 #[test]
 fn one_half_dropped_while_the_other_is_blocked() {
-    within(|| {
+    serial(|| {
         run(async {
             let (c, peer) = UnixStream::pair().unwrap();
             let (r, w) = c.into_split();
@@ -354,7 +354,7 @@ fn one_half_dropped_while_the_other_is_blocked() {
 /// dropped afterwards close their fds.
 #[test]
 fn blocked_unix_operations_end_at_runtime_shutdown_and_leave_no_fd() {
-    within(|| {
+    serial(|| {
         let dir = TempDir::new("abuse-unix-shutdown");
         let before = open_fds();
         let rt = gort::Runtime::new().unwrap();
@@ -388,5 +388,86 @@ fn blocked_unix_operations_end_at_runtime_shutdown_and_leave_no_fd() {
         assert_eq!(e.kind(), ErrorKind::NotConnected, "{e}");
         drop((l, s, d, peers));
         assert_eq!(open_fds(), before);
+    });
+}
+
+/// Halves of two different Unix streams do not reunite: the error says so, gives both back,
+/// and both still work; the right pairs then reunite. One generic function over
+/// `gort::net::Stream` serves the halves of either kind.
+#[test]
+fn unix_halves_of_different_streams_do_not_reunite_and_still_work() {
+    use gort::net::{OwnedReadHalf, OwnedWriteHalf, Stream};
+    async fn round_trip<S: Stream>(r: &OwnedReadHalf<S>, w: &OwnedWriteHalf<S>, peer: &[u8]) {
+        w.write_all(b"ping").await.unwrap();
+        let mut buf = [0; 4];
+        r.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, peer);
+    }
+    serial(|| {
+        run(async {
+            let (a, a_peer) = UnixStream::pair().unwrap();
+            let (b, b_peer) = UnixStream::pair().unwrap();
+            let (ar, aw) = a.into_split();
+            let (br, bw) = b.into_split();
+            let err = ar.reunite(bw).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "tried to reunite halves that are not from the same socket"
+            );
+            let gort::net::ReuniteError(ar, bw) = err;
+            a_peer.write_all(b"pong").await.unwrap();
+            round_trip(&ar, &aw, b"pong").await;
+            let mut buf = [0; 4];
+            a_peer.read_exact(&mut buf).await.unwrap();
+            assert_eq!(&buf, b"ping");
+            b_peer.write_all(b"pong").await.unwrap();
+            round_trip(&br, &bw, b"pong").await;
+            b_peer.read_exact(&mut buf).await.unwrap();
+            let a = ar.reunite(aw).unwrap();
+            let b = bw.reunite(br).unwrap();
+            a.write_all(b"a").await.unwrap();
+            b.write_all(b"b").await.unwrap();
+            a_peer.read_exact(&mut buf[..1]).await.unwrap();
+            assert_eq!(buf[0], b'a');
+            b_peer.read_exact(&mut buf[..1]).await.unwrap();
+            assert_eq!(buf[0], b'b');
+        })
+    });
+}
+
+/// Borrowed halves of a Unix stream: a read blocked on the read half in one task while the
+/// write half's `close_write` runs in another ends the peer's stream and not the read; the
+/// halves dropped leave the stream whole.
+#[test]
+fn borrowed_unix_halves_close_write_while_a_read_is_blocked() {
+    serial(|| {
+        run(async {
+            let (c, peer) = UnixStream::pair().unwrap();
+            let c = Arc::new(c);
+            let reader = gort::spawn({
+                let c = c.clone();
+                async move {
+                    let (r, _w) = c.split();
+                    let mut buf = [0; 5];
+                    r.read_exact(&mut buf).await.map(|()| buf)
+                }
+            });
+            gort::yield_now().await;
+            {
+                let (_r, w) = c.split();
+                w.write_all(b"last").await.unwrap();
+                w.close_write().unwrap();
+            }
+            let mut got = Vec::new();
+            let mut buf = [0; 8];
+            while let n @ 1.. = peer.read(&mut buf).await.unwrap() {
+                got.extend_from_slice(&buf[..n]);
+            }
+            assert_eq!(got, b"last");
+            peer.write_all(b"reply").await.unwrap();
+            assert_eq!(&reader.await.unwrap().unwrap(), b"reply");
+            let e = c.write(b"x").await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::BrokenPipe, "{e}");
+        })
     });
 }

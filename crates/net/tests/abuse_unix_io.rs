@@ -5,7 +5,7 @@
 //! Run: `cargo test -p gort-net --features tokio-io,futures-io --test abuse_unix_io`
 #![cfg(all(feature = "tokio-io", feature = "futures-io"))]
 
-#[allow(dead_code)] // open_fds
+#[allow(dead_code)] // open_fds, serial
 #[path = "support/watchdog.rs"]
 mod watchdog;
 

@@ -1,6 +1,6 @@
 //! A watchdog for the abuse probes: a hang fails the test instead of stalling the run.
 
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
 /// Generous: the machine may be loaded; a healthy probe takes milliseconds to a second.
@@ -27,4 +27,14 @@ pub fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
 /// The number of open file descriptors of this process.
 pub fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+/// Taken by [`serial`]: the tests of a binary that counts fds run one at a time, since
+/// another test's sockets would count in the process's total.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// [`within`], one test of this binary at a time (a failed one does not block the next).
+pub fn serial<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    within(f)
 }
