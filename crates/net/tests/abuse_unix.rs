@@ -52,7 +52,8 @@ fn a_datagram_larger_than_the_buffer_is_truncated_and_the_next_one_is_whole() {
     });
 }
 
-/// 10,000 stream pairs (some split, some reunited, some with a read blocked when dropped)
+/// 10,000 stream pairs (some with deadlines armed, some split, some reunited, some with a
+/// read blocked when dropped)
 /// and 2,000 datagram pairs, opened and dropped: every descriptor comes back.
 #[test]
 fn ten_thousand_pairs_opened_and_dropped_leave_no_fd() {
@@ -64,7 +65,12 @@ fn ten_thousand_pairs_opened_and_dropped_leave_no_fd() {
             for i in 0..10_000 {
                 let (a, b) = UnixStream::pair().unwrap();
                 match i % 4 {
-                    0 => {}
+                    0 => {
+                        // Dropped with both deadline timers armed.
+                        let later = gort::time::Instant::now() + Duration::from_secs(3600);
+                        a.set_deadline(Some(later)).unwrap();
+                        b.set_read_deadline(Some(later)).unwrap();
+                    }
                     1 => {
                         let (r, w) = a.into_split();
                         b.write_all(b"x").await.unwrap();
@@ -470,4 +476,68 @@ fn borrowed_unix_halves_close_write_while_a_read_is_blocked() {
             assert_eq!(e.kind(), ErrorKind::BrokenPipe, "{e}");
         })
     });
+}
+
+/// Writes and sends after the socket's own `shutdown(Write)`, and datagrams to a peer that
+/// is gone, fail with an error and raise no `SIGPIPE`, even where it has its default action
+/// (run in a child process that restores it: the signal would kill it).
+#[test]
+fn sends_after_an_own_shutdown_fail_without_sigpipe() {
+    const CHILD: &str = "GORT_ABUSE_UNIX_SIGPIPE_CHILD";
+    if std::env::var_os(CHILD).is_none() {
+        let out = serial(|| {
+            std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "sends_after_an_own_shutdown_fail_without_sigpipe",
+                    "--exact",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(CHILD, "1")
+                .output()
+                .unwrap()
+        });
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "the child died: {:?}\n{text}",
+            out.status
+        );
+        assert!(text.contains("no SIGPIPE"), "{text}");
+        return;
+    }
+    // SAFETY: setting a signal's disposition to SIG_DFL; no handler is installed.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    run(async {
+        use std::net::Shutdown;
+        let (c, _peer) = UnixStream::pair().unwrap();
+        c.shutdown(Shutdown::Write).unwrap();
+        let e = c.write(b"x").await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::BrokenPipe, "{e}");
+        let e = c.write_all(b"x").await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::BrokenPipe, "{e}");
+        let (r, w) = c.into_split();
+        let e = w.write(b"x").await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::BrokenPipe, "{e}");
+        drop((r, w));
+
+        let (a, b) = UnixDatagram::pair().unwrap();
+        a.shutdown(Shutdown::Write).unwrap();
+        let e = a.send(b"x").await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::BrokenPipe, "{e}");
+        drop(b);
+        let (a, b) = UnixDatagram::pair().unwrap();
+        drop(b);
+        assert!(a.send(b"x").await.is_err(), "a send to a peer that is gone");
+        let dir = TempDir::new("abuse-unix-sigpipe");
+        let path = dir.join("d");
+        let d = UnixDatagram::bind(&path).unwrap();
+        let u = UnixDatagram::unbound().unwrap();
+        u.shutdown(Shutdown::Write).unwrap();
+        let e = u.send_to(b"x", &path).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::BrokenPipe, "{e}");
+        drop(d);
+    });
+    println!("no SIGPIPE");
 }
