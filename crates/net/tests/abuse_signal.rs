@@ -135,6 +135,31 @@ fn listeners_on_two_runtimes_and_one_shut_down() {
     });
 }
 
+/// `notify` from a blocking closure of the runtime's pool and from a `Handle::block_on`
+/// inside it: the subscription lives on the runtime and its signals come.
+#[test]
+fn subscriptions_made_from_the_blocking_pool_get_their_signals() {
+    serial(|| {
+        runtime().block_on(async {
+            let sig = rt_signal(8);
+            let handle = gort::Handle::current();
+            let rx = gort::spawn_blocking(move || {
+                let plain = signal::notify(&[sig]);
+                let nested = handle.block_on(async { signal::notify(&[sig]) });
+                (plain, nested)
+            })
+            .await
+            .unwrap();
+            let (plain, nested) = (rx.0.unwrap(), rx.1.unwrap());
+            for _ in 0..10 {
+                kill_self(sig);
+                assert_eq!(recv(&plain).await, Some(sig));
+                assert_eq!(recv(&nested).await, Some(sig));
+            }
+        })
+    });
+}
+
 /// Signals raised while no task waits in `recv` wait in the channel, one per listed signal
 /// (the documented coalescing): five of each of two signals give one of each, then nothing.
 #[test]

@@ -541,3 +541,44 @@ fn sends_after_an_own_shutdown_fail_without_sigpipe() {
     });
     println!("no SIGPIPE");
 }
+
+/// One Unix stream read at once by tasks of two runtimes (a read blocked on each): every
+/// byte the peer writes is read exactly once, by one or the other, and nobody is left
+/// waiting once the peer closes.
+#[test]
+fn one_stream_read_from_two_runtimes_at_once_loses_and_duplicates_nothing() {
+    serial(|| {
+        let a = gort::Runtime::new().unwrap();
+        let b = gort::Runtime::new().unwrap();
+        let (c, peer) = a.block_on(async { UnixStream::pair().unwrap() });
+        let c = Arc::new(c);
+        let reader = |c: Arc<UnixStream>| async move {
+            let mut got = Vec::new();
+            let mut buf = [0; 3];
+            while let n @ 1.. = c.read(&mut buf).await.unwrap() {
+                got.extend_from_slice(&buf[..n]);
+            }
+            got
+        };
+        let ra = a.spawn(reader(c.clone()));
+        let rb = b.spawn(reader(c.clone()));
+        a.block_on(async move {
+            for i in 0..20_000u32 {
+                peer.write_all(&[(i % 256) as u8]).await.unwrap();
+                if i % 64 == 0 {
+                    gort::yield_now().await;
+                }
+            }
+        }); // the peer is dropped: both readers see the end
+        let (ga, gb) = (a.block_on(ra).unwrap(), b.block_on(rb).unwrap());
+        assert_eq!(ga.len() + gb.len(), 20_000, "{} + {}", ga.len(), gb.len());
+        let mut counts = [0u32; 256];
+        for &x in ga.iter().chain(&gb) {
+            counts[x as usize] += 1;
+        }
+        for (v, &n) in counts.iter().enumerate() {
+            let want = (0..20_000u32).filter(|i| i % 256 == v as u32).count() as u32;
+            assert_eq!(n, want, "value {v}");
+        }
+    });
+}
