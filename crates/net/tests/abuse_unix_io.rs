@@ -209,3 +209,50 @@ fn a_half_shut_down_through_the_trait_then_dropped_or_reunited() {
         })
     });
 }
+
+/// tokio's `copy_bidirectional` proxying between two Unix stream pairs, with a half-close
+/// each way: the client's shutdown reaches the server as an end of stream, the server's
+/// reply and its close come back, and the proxy returns the byte counts.
+#[test]
+fn copy_bidirectional_between_unix_streams_passes_half_closes() {
+    within(|| {
+        run(async {
+            let (mut client, mut proxy_a) = UnixStream::pair().unwrap();
+            let (mut proxy_b, server) = UnixStream::pair().unwrap();
+            let proxy = gort::spawn(async move {
+                tokio::io::copy_bidirectional(&mut proxy_a, &mut proxy_b).await
+            });
+            let request = vec![5u8; 300_000];
+            let reply = vec![6u8; 200_000];
+            let server = gort::spawn({
+                let reply = reply.clone();
+                async move {
+                    let mut got = Vec::new();
+                    let mut buf = [0; 8192];
+                    while let n @ 1.. = server.read(&mut buf).await.unwrap() {
+                        got.extend_from_slice(&buf[..n]);
+                    }
+                    server.write_all(&reply).await.unwrap();
+                    got.len()
+                } // dropped: closes
+            });
+            let writer = async {
+                tokio::io::AsyncWriteExt::write_all(&mut client, &request)
+                    .await
+                    .unwrap();
+                tokio::io::AsyncWriteExt::shutdown(&mut client)
+                    .await
+                    .unwrap();
+            };
+            writer.await;
+            let mut got = Vec::new();
+            tokio::io::AsyncReadExt::read_to_end(&mut client, &mut got)
+                .await
+                .unwrap();
+            assert_eq!(got, reply);
+            assert_eq!(server.await.unwrap(), request.len());
+            let (up, down) = proxy.await.unwrap().unwrap();
+            assert_eq!((up, down), (request.len() as u64, reply.len() as u64));
+        })
+    });
+}
