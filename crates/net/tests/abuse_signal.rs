@@ -160,6 +160,29 @@ fn subscriptions_made_from_the_blocking_pool_get_their_signals() {
     });
 }
 
+/// The C library's own real-time signals (32 and 33 on glibc: thread cancellation and
+/// `setxid`) cannot be listened for: an error, no panic, nothing left behind, and a
+/// subscription to a listable signal with them in the same list fails as a whole.
+#[test]
+fn the_c_librarys_internal_signals_are_refused() {
+    serial(|| {
+        runtime().block_on(async {
+            let before = open_fds();
+            for n in [32, 33] {
+                let internal = Signal::from_raw(n);
+                assert!(signal::notify(&[internal]).is_err(), "signal {n}");
+                // SIGWINCH (28) is registered first, then taken back.
+                let with = [Signal::WINDOW_CHANGE, internal];
+                assert!(signal::notify(&with).is_err(), "signal {n}");
+            }
+            fds_back_to(before).await;
+            let rx = signal::notify(&[rt_signal(9)]).unwrap();
+            kill_self(rt_signal(9));
+            assert_eq!(recv(&rx).await, Some(rt_signal(9)));
+        })
+    });
+}
+
 /// Signals raised while no task waits in `recv` wait in the channel, one per listed signal
 /// (the documented coalescing): five of each of two signals give one of each, then nothing.
 #[test]
