@@ -279,7 +279,10 @@ impl Sent {
     /// Whether `signal` waits in the channel, not yet received. Without this check, a signal
     /// raised in several wake-ups filled every slot and the channel dropped the other
     /// listed signals (`tests/abuse_signal.rs`). A receive that takes it right after the
-    /// check still comes after the raise being merged: nothing is lost.
+    /// check still comes after the raise being merged: nothing is lost. (Inexact only when
+    /// two receive futures run at once and one that was handed a signal is dropped, putting
+    /// it back, after the other took a later one: the channel then holds a set that is not
+    /// the last sent, and a raise may be merged into a signal already taken.)
     fn waits_in(&self, tx: &TimerSender<Signal>, signal: Signal) -> bool {
         let held = tx.len().min(self.last.len());
         self.last.iter().rev().take(held).any(|&s| s == signal)
