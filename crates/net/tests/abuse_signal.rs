@@ -183,6 +183,48 @@ fn the_c_librarys_internal_signals_are_refused() {
     });
 }
 
+/// Runtimes with subscriptions (some with a task blocked in `recv`) dropped while another
+/// thread sends a storm of `SIGCHLD`: handlers run while subscriptions stop, no hang, no
+/// crash, and every pipe is closed in the end.
+#[test]
+fn runtimes_with_subscriptions_dropped_during_a_storm_leave_nothing() {
+    serial(|| {
+        let before = open_fds();
+        let stop = Arc::new(AtomicBool::new(false));
+        let storm = std::thread::spawn({
+            let stop = stop.clone();
+            move || {
+                while !stop.load(Ordering::Relaxed) {
+                    kill_self(Signal::CHILD);
+                    std::thread::yield_now();
+                }
+            }
+        });
+        for _ in 0..50 {
+            let rt = runtime();
+            let kept: Vec<_> = rt.block_on(async {
+                (0..20)
+                    .map(|i| {
+                        let rx = signal::notify(&[Signal::CHILD]).unwrap();
+                        if i % 2 == 0 {
+                            gort::spawn(async move { while rx.recv().await.is_some() {} });
+                            None
+                        } else {
+                            Some(rx)
+                        }
+                    })
+                    .collect()
+            });
+            std::thread::sleep(Duration::from_millis(2));
+            drop(rt);
+            drop(kept);
+        }
+        stop.store(true, Ordering::Relaxed);
+        storm.join().unwrap();
+        assert_eq!(open_fds(), before, "pipes left open");
+    });
+}
+
 /// Signals raised while no task waits in `recv` wait in the channel, one per listed signal
 /// (the documented coalescing): five of each of two signals give one of each, then nothing.
 #[test]
