@@ -1,8 +1,10 @@
 //! Adversarial probes of `gort::signal`: subscriptions made and dropped in a loop, hundreds
 //! of listeners of one signal, listeners on two runtimes (one shut down), signals raised
 //! while nobody waits in `recv`, storms of `SIGCHLD` and `SIGUSR1` sent with `kill` from
-//! other threads, and subscriptions made by tasks of a runtime being shut down (after which
-//! the signal's default action must be back).
+//! other threads (and runtimes dropped during one), subscriptions made from the blocking pool,
+//! glibc's internal signals refused, subscriptions made by tasks of a runtime being shut
+//! down (after which the signal's default action must be back), and `SIGPIPE` ignored again
+//! after its last listener.
 //!
 //! Signals are process-wide: each test of this binary uses signals of its own, and those
 //! whose default action ends the process are only sent while a subscription certainly
@@ -382,6 +384,35 @@ fn child() {
             std::thread::sleep(Duration::from_secs(20));
             println!("survived a signal nobody listens for");
         }
+        "sigpipe_ignored" => {
+            // Rust's runtime ignores SIGPIPE before main: listening for it delivers it, and
+            // once nobody listens it is ignored again (not given a default that would kill).
+            let pipe_write = || {
+                let mut fds = [0; 2];
+                // SAFETY: `fds` has room for the two descriptors `pipe` writes.
+                assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+                // SAFETY: closing the read end this call just made; writing one byte from a
+                // valid buffer to the write end, then closing it.
+                unsafe {
+                    libc::close(fds[0]);
+                    let n = libc::write(fds[1], b"x".as_ptr().cast(), 1);
+                    let e = std::io::Error::last_os_error();
+                    libc::close(fds[1]);
+                    assert_eq!((n, e.raw_os_error()), (-1, Some(libc::EPIPE)));
+                }
+            };
+            runtime().block_on(async {
+                let rx = signal::notify(&[Signal::PIPE]).unwrap();
+                pipe_write();
+                assert_eq!(recv(&rx).await, Some(Signal::PIPE));
+                drop(rx);
+                gort::time::sleep(Duration::from_millis(20)).await;
+            });
+            pipe_write();
+            kill_self(Signal::PIPE);
+            std::thread::sleep(Duration::from_millis(200));
+            println!("SIGPIPE ignored again");
+        }
         "storm_then_default" => {
             runtime().block_on(async {
                 let rx = signal::notify(&[Signal::USER_DEFINED1]).unwrap();
@@ -425,6 +456,15 @@ fn subscriptions_made_while_the_runtime_shuts_down_give_the_default_back() {
         Some(libc::SIGRTMIN() + 6),
         "{status:?}: {out}"
     );
+}
+
+/// `SIGPIPE`, ignored by Rust's runtime, is delivered while listened for and ignored again
+/// afterwards: a write to a closed pipe fails with `EPIPE` and the process lives on.
+#[test]
+fn sigpipe_is_ignored_again_once_nobody_listens() {
+    let (status, out) = serial(|| run_child("sigpipe_ignored"));
+    assert!(status.success(), "{status:?}: {out}");
+    assert!(out.contains("SIGPIPE ignored again"), "{out}");
 }
 
 /// After a storm of 10,000 `SIGUSR1` while listening, dropping the receiver gives the
