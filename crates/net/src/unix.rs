@@ -86,7 +86,8 @@ impl UnixListener {
     /// # Errors
     ///
     /// The OS's accept errors (`EMFILE` at once, as [`TcpListener::accept`]'s, after a yield),
-    /// or `TimedOut`.
+    /// `TimedOut`, or `InvalidInput` once the listener was shut down through its descriptor
+    /// (`libc::shutdown`), as a TCP listener's accept fails then.
     ///
     /// [`TcpListener::accept`]: crate::TcpListener::accept
     pub async fn accept(&self) -> io::Result<(UnixStream, SocketAddr)> {
@@ -98,7 +99,23 @@ impl UnixListener {
     }
 
     async fn accept_now(&self) -> io::Result<(UnixStream, SocketAddr)> {
-        let (s, addr) = self.io.op(Dir::Read, |l| l.accept()).await?;
+        let (s, addr) = self
+            .io
+            .op(Dir::Read, |l| match l.accept() {
+                // A Unix listener shut down (`libc::shutdown` through its descriptor) says
+                // `EAGAIN` for ever, after one hang-up edge: waiting would never end. A TCP
+                // listener's accept fails with `EINVAL` instead; so does this one.
+                Err(e)
+                    if e.kind() == io::ErrorKind::WouldBlock && self.io.is_hung_up(Dir::Read) =>
+                {
+                    Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "gort::net: accept on a Unix listener that was shut down",
+                    ))
+                }
+                res => res,
+            })
+            .await?;
         Ok((UnixStream::register(s)?, addr))
     }
 

@@ -582,3 +582,46 @@ fn one_stream_read_from_two_runtimes_at_once_loses_and_duplicates_nothing() {
         }
     });
 }
+
+/// A Unix listener shut down through its descriptor (`libc::shutdown`, as `fd.rs` suggests
+/// to end a blocked operation) while an accept is blocked on it: the accept ends with
+/// `InvalidInput`, as a TCP listener's does (`EINVAL`), and so does every later one; the
+/// connection queued before the shutdown was accepted first. Before, the kernel said
+/// `EAGAIN` for ever after one hang-up edge, and the accept waited for good.
+#[test]
+fn a_listener_shut_down_through_its_fd_ends_a_blocked_accept() {
+    use std::os::fd::AsRawFd;
+    serial(|| {
+        run(async {
+            let dir = TempDir::new("abuse-unix-lshut");
+            let path = dir.join("l");
+            let l = Arc::new(UnixListener::bind(&path).unwrap());
+            let acceptor = gort::spawn({
+                let l = l.clone();
+                async move { l.accept().await.map(|_| ()) }
+            });
+            gort::time::sleep(Duration::from_millis(20)).await;
+            // SAFETY: shutting down a socket this test owns; the descriptor stays open.
+            assert_eq!(unsafe { libc::shutdown(l.as_raw_fd(), libc::SHUT_RDWR) }, 0);
+            let res = gort::time::timeout(Duration::from_secs(10), acceptor)
+                .await
+                .expect("the accept still waits 10 s after the shutdown");
+            let e = res.unwrap().unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+            let e = l.accept().await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+
+            // A connection queued before a shutdown of the read side only is accepted first.
+            let path = dir.join("l2");
+            let l = UnixListener::bind(&path).unwrap();
+            let _c = UnixStream::connect(&path).await.unwrap();
+            // SAFETY: as above.
+            assert_eq!(unsafe { libc::shutdown(l.as_raw_fd(), libc::SHUT_RD) }, 0);
+            let first = l.accept().await;
+            let then = l.accept().await;
+            assert!(first.is_ok(), "{:?}", first.map(|_| ()));
+            let e = then.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        })
+    });
+}
