@@ -625,3 +625,45 @@ fn a_listener_shut_down_through_its_fd_ends_a_blocked_accept() {
         })
     });
 }
+
+/// `UnixDatagram::shutdown(Read)` ends a receive blocked in another task with `Ok(0)`, and
+/// later receives return `Ok(0)` at once, as its documentation says. The kernel says
+/// `EAGAIN` to a non-blocking receive after the shutdown (a blocking one returns 0), after
+/// one hang-up edge.
+#[test]
+fn a_datagram_socket_shut_down_for_reading_ends_a_blocked_receive() {
+    serial(|| {
+        run(async {
+            use std::net::Shutdown;
+            let (a, _b) = UnixDatagram::pair().unwrap();
+            let a = Arc::new(a);
+            let receiver = gort::spawn({
+                let a = a.clone();
+                async move { a.recv(&mut [0; 8]).await }
+            });
+            gort::time::sleep(Duration::from_millis(20)).await;
+            a.shutdown(Shutdown::Read).unwrap();
+            let res = gort::time::timeout(Duration::from_secs(10), receiver)
+                .await
+                .expect("the receive still waits 10 s after the shutdown");
+            assert_eq!(res.unwrap().unwrap(), 0);
+            assert_eq!(a.recv(&mut [0; 8]).await.unwrap(), 0);
+            let (n, from) = a.recv_from(&mut [0; 8]).await.unwrap();
+            assert_eq!(n, 0);
+            assert!(from.is_unnamed(), "{from:?}");
+
+            // Shut down for writing only, a socket still receives (and waits to).
+            let (c, d) = UnixDatagram::pair().unwrap();
+            c.shutdown(Shutdown::Write).unwrap();
+            c.set_read_deadline(Some(gort::time::Instant::now() + Duration::from_millis(30)))
+                .unwrap();
+            let e = c.recv(&mut [0; 8]).await.unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
+            c.set_read_deadline(None).unwrap();
+            d.send(b"still").await.unwrap();
+            let mut buf = [0; 8];
+            assert_eq!(c.recv(&mut buf).await.unwrap(), 5);
+            assert_eq!(&buf[..5], b"still");
+        })
+    });
+}
