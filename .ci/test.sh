@@ -18,7 +18,7 @@ step "tests (release)"
 cargo test --workspace --release
 
 step "gort-net's ecosystem adapters (features tokio-io, futures-io)"
-cargo test --release -p gort-net --features tokio-io,futures-io --test compat
+cargo test --release -p gort-net --features tokio-io,futures-io --test compat --test abuse_unix_io
 
 step "loom models"
 # Every crates/*/tests/loom_*.rs, in release with a bounded number of preemptions (tokio's and

@@ -26,6 +26,16 @@ impl<T> TimerSender<T> {
         self.chan.with(|core, d| core.try_send(value, None, d))
     }
 
+    /// [`Sender::len`](crate::Sender::len): the number of buffered values.
+    pub fn len(&self) -> usize {
+        self.chan.len()
+    }
+
+    /// Whether no value is buffered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// [`Sender::take_buffered`](crate::Sender::take_buffered): removes every buffered value
     /// (and one handed to a receive future not yet polled); returns how many there were.
     pub fn take_buffered(&self) -> usize {

@@ -187,6 +187,13 @@ impl Half {
         self.hung_up.store(true, Relaxed);
     }
 
+    /// Whether the poller saw a hang-up or an error (see [`Half::set_hung_up`]). Stored
+    /// before its edge's release: a caller whose ticket (from [`Half::prepare`]) counts that
+    /// edge sees it; one whose ticket does not gets the edge as readiness and tries again.
+    pub fn is_hung_up(&self) -> bool {
+        self.hung_up.load(Relaxed)
+    }
+
     /// Records that a transfer made after the edges `seen` left the buffer drained.
     pub fn note_drained(&self, seen: Edges) {
         self.drained.store(seen.0, Relaxed);

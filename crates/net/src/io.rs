@@ -128,6 +128,12 @@ impl<S: Source> Io<S> {
         &self.source
     }
 
+    /// Whether the poller saw `dir` hang up or fail ([`Half::is_hung_up`]), for an operation
+    /// whose syscall says `WouldBlock` for good once that happened.
+    pub(crate) fn is_hung_up(&self, dir: Dir) -> bool {
+        self.desc.half(dir).is_hung_up()
+    }
+
     /// Runs the non-blocking `op` until it does not say `WouldBlock`, waiting for the
     /// socket's readiness in `dir` between tries (Go's `fd.Read` loop with `pd.waitRead`).
     /// Cancel-safe: an operation that returned `WouldBlock` consumed nothing, and a dropped

@@ -64,15 +64,17 @@ macro_rules! impl_stream_source {
     };
 }
 
+/// The most slices one `sendmsg` takes (Linux's `UIO_MAXIOV`; more fail with `EMSGSIZE`).
+const IOV_MAX: usize = 1024;
+
 /// One gather write of `bufs` to the stream socket `fd`: `sendmsg` with `MSG_NOSIGNAL`, so a
 /// peer that closed the connection gives `EPIPE` and never a `SIGPIPE` (which ends a process
 /// that keeps its default action: a CLI restoring it for `| head`, a library in a C host), as
 /// std's `write` (a `send` with that flag) and Go (which ignores the signal for sockets).
 /// std's `write_vectored` is a `writev`, which cannot take the flag (`tests/sigpipe.rs`).
-/// At most `IOV_MAX` slices go, as with std's.
+/// At most [`IOV_MAX`] slices go, as with std's.
 fn send_slices(fd: std::os::fd::RawFd, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-    const IOV_MAX: usize = 1024; // Linux's `UIO_MAXIOV`
-                                 // SAFETY: an all-zero `msghdr` is valid (no address, no control data).
+    // SAFETY: an all-zero `msghdr` is valid (no address, no control data).
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     // `IoSlice` is ABI-compatible with `iovec` on Unix (std guarantees it); `sendmsg` only
     // reads the slices.
@@ -211,6 +213,12 @@ impl<S: StreamSource> Conn<S> {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        // What one `sendmsg` is asked for: the slices past `IOV_MAX` are not, so a write of
+        // more slices than that, shorter than all of them, says nothing of the send buffer.
+        // Counted in `len`, they made it look like a short write into a full buffer, and the
+        // next write waited for a write edge that TCP never sends while its buffer has room
+        // (tests/abuse_unix_io.rs).
+        let bufs = &bufs[..bufs.len().min(IOV_MAX)];
         let len = bufs.iter().map(|b| b.len()).sum();
         self.io
             .poll_transfer(Dir::Write, cx, len, &mut |s| s.write_slices(bufs))

@@ -95,7 +95,8 @@ impl UdpSocket {
         self.io.op(Dir::Write, |s| s.send(buf)).await
     }
 
-    /// Receives one datagram from the connected peer. Cancel-safe.
+    /// Receives one datagram from the connected peer into `buf` (the excess of a longer one
+    /// is lost, as in Go). Cancel-safe.
     ///
     /// # Errors
     ///

@@ -75,7 +75,7 @@ impl UnixListener {
         // mio listens with a backlog of -1, which Linux caps at `net.core.somaxconn`.
         let listener = mio::net::UnixListener::bind_addr(addr)?;
         Ok(UnixListener {
-            io: Io::new(listener)?,
+            io: register_bound(listener, addr)?,
         })
     }
 
@@ -86,7 +86,8 @@ impl UnixListener {
     /// # Errors
     ///
     /// The OS's accept errors (`EMFILE` at once, as [`TcpListener::accept`]'s, after a yield),
-    /// or `TimedOut`.
+    /// `TimedOut`, or `InvalidInput` once the listener was shut down through its descriptor
+    /// (`libc::shutdown`), as a TCP listener's accept fails then.
     ///
     /// [`TcpListener::accept`]: crate::TcpListener::accept
     pub async fn accept(&self) -> io::Result<(UnixStream, SocketAddr)> {
@@ -98,7 +99,21 @@ impl UnixListener {
     }
 
     async fn accept_now(&self) -> io::Result<(UnixStream, SocketAddr)> {
-        let (s, addr) = self.io.op(Dir::Read, |l| l.accept()).await?;
+        let (s, addr) = self
+            .io
+            .op(Dir::Read, |l| match l.accept() {
+                // A Unix listener shut down (`libc::shutdown` through its descriptor) says
+                // `EAGAIN` for ever, after one hang-up edge: waiting would never end. A TCP
+                // listener's accept fails with `EINVAL` instead; so does this one.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && read_shut_down(&self.io) => {
+                    Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "gort::net: accept on a Unix listener that was shut down",
+                    ))
+                }
+                res => res,
+            })
+            .await?;
         Ok((UnixStream::register(s)?, addr))
     }
 
@@ -380,4 +395,39 @@ impl UnixStream {
     pub(crate) fn source(&self) -> &mio::net::UnixStream {
         self.conn.source()
     }
+}
+
+/// Registers a socket just bound to `addr` with the runtime's poller. If that fails (outside
+/// a runtime, or in one shut down), the file the bind made is removed: the failed call made
+/// it, and left behind it would fail the program's next bind of the path with `AddrInUse`.
+pub(crate) fn register_bound<S: mio::event::Source>(
+    socket: S,
+    addr: &SocketAddr,
+) -> io::Result<Io<S>> {
+    Io::new(socket).inspect_err(|_| {
+        if let Some(path) = addr.as_pathname() {
+            let _ = std::fs::remove_file(path);
+        }
+    })
+}
+
+/// Whether `io`'s socket was shut down for reading, for an operation whose syscall said
+/// `WouldBlock`: a Unix listener and a Unix datagram socket say `EAGAIN` for ever once shut
+/// down (a blocking call would return), after one hang-up edge, so waiting would never end.
+/// Only once the poller saw a hang-up (`Io::is_hung_up`, stored before its edge) does it
+/// ask the kernel, with a `poll` that does not wait: `POLLRDHUP` is the shutdown; a hang-up
+/// for an error is not, and leaves the operation waiting.
+pub(crate) fn read_shut_down<S: mio::event::Source + std::os::fd::AsRawFd>(io: &Io<S>) -> bool {
+    if !io.is_hung_up(Dir::Read) {
+        return false;
+    }
+    let mut fd = libc::pollfd {
+        fd: io.source().as_raw_fd(),
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: `fd` is one valid `pollfd` for the call; its descriptor is the open socket
+    // `io` owns; a timeout of 0 never blocks.
+    let n = unsafe { libc::poll(&mut fd, 1, 0) };
+    n == 1 && fd.revents & libc::POLLRDHUP != 0
 }

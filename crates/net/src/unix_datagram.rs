@@ -1,6 +1,7 @@
 //! Unix domain datagram sockets: Go's `UnixConn` for network `"unixgram"` on the netpoller.
 
 use crate::io::{Backoff, Dir, Io};
+use crate::unix::read_shut_down;
 use gort_time::Instant;
 use std::io;
 use std::net::Shutdown;
@@ -46,7 +47,7 @@ impl UnixDatagram {
     ///
     /// The OS's (`AddrInUse` while `path` exists), or outside a gort runtime.
     pub fn bind(path: impl AsRef<Path>) -> io::Result<UnixDatagram> {
-        UnixDatagram::register(mio::net::UnixDatagram::bind(path)?)
+        UnixDatagram::bind_addr(&SocketAddr::from_pathname(path)?)
     }
 
     /// Binds a socket to `addr`: for a name in Linux's abstract namespace
@@ -75,7 +76,10 @@ impl UnixDatagram {
     /// # }
     /// ```
     pub fn bind_addr(addr: &SocketAddr) -> io::Result<UnixDatagram> {
-        UnixDatagram::register(mio::net::UnixDatagram::bind_addr(addr)?)
+        let socket = mio::net::UnixDatagram::bind_addr(addr)?;
+        Ok(UnixDatagram {
+            io: crate::unix::register_bound(socket, addr)?,
+        })
     }
 
     /// A socket bound to no path: it can send (to a path, or after
@@ -170,7 +174,15 @@ impl UnixDatagram {
     ///
     /// The OS's, or `TimedOut` past the read deadline.
     pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        self.io.op(Dir::Read, |s| s.recv_from(buf)).await
+        self.io
+            .op(Dir::Read, |s| match s.recv_from(buf) {
+                // Shut down for reading: what a blocking receive returns (`read_shut_down`).
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && read_shut_down(&self.io) => {
+                    Ok((0, unnamed()?))
+                }
+                res => res,
+            })
+            .await
     }
 
     /// Sends `buf` to the connected peer. Cancel-safe. Waits for room in the peer's queue
@@ -205,13 +217,22 @@ impl UnixDatagram {
         }
     }
 
-    /// Receives one datagram (from the connected peer, once connected). Cancel-safe.
+    /// Receives one datagram into `buf` (from the connected peer, once connected; the excess
+    /// of a longer one is lost, as in Go). Cancel-safe.
     ///
     /// # Errors
     ///
     /// The OS's, or `TimedOut` past the read deadline.
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.io.op(Dir::Read, |s| s.recv(buf)).await
+        self.io
+            .op(Dir::Read, |s| match s.recv(buf) {
+                // Shut down for reading: what a blocking receive returns (`read_shut_down`).
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && read_shut_down(&self.io) => {
+                    Ok(0)
+                }
+                res => res,
+            })
+            .await
     }
 
     /// Shuts down the receiving, sending or both directions: a pending `recv` then returns
@@ -271,4 +292,10 @@ impl UnixDatagram {
     }
 
     deadline_methods!();
+}
+
+/// The unnamed address, what a receive gives with no sender (the kernel's empty address):
+/// std makes one only from a socket's, so from an unbound socket made for this rare case.
+fn unnamed() -> io::Result<SocketAddr> {
+    std::os::unix::net::UnixDatagram::unbound()?.local_addr()
 }
