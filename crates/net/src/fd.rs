@@ -10,6 +10,7 @@
 //! (which it breaks; debug builds of std abort on the double close). Other sockets are not
 //! disturbed. To end a blocked operation, set a passed deadline or shut the socket down.
 
+use crate::io::{Dir, Io};
 use crate::{TcpListener, TcpStream, UdpSocket, UnixDatagram, UnixListener, UnixStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 
@@ -35,3 +36,25 @@ impl_fd!(UdpSocket);
 impl_fd!(UnixListener);
 impl_fd!(UnixStream);
 impl_fd!(UnixDatagram);
+
+/// Whether `io`'s socket was shut down for reading, for an operation whose syscall said
+/// `WouldBlock`: a Unix listener, a Unix datagram socket and a UDP socket say `EAGAIN` for
+/// ever once shut down (a blocking call would return), after one hang-up edge, so waiting
+/// would never end.
+/// Only once the poller saw a hang-up (`Io::is_hung_up`, stored before its edge) does it
+/// ask the kernel, with a `poll` that does not wait: `POLLRDHUP` is the shutdown; a hang-up
+/// for an error is not, and leaves the operation waiting.
+pub(crate) fn read_shut_down<S: mio::event::Source + std::os::fd::AsRawFd>(io: &Io<S>) -> bool {
+    if !io.is_hung_up(Dir::Read) {
+        return false;
+    }
+    let mut fd = libc::pollfd {
+        fd: io.source().as_raw_fd(),
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: `fd` is one valid `pollfd` for the call; its descriptor is the open socket
+    // `io` owns; a timeout of 0 never blocks.
+    let n = unsafe { libc::poll(&mut fd, 1, 0) };
+    n == 1 && fd.revents & libc::POLLRDHUP != 0
+}

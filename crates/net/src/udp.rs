@@ -1,5 +1,6 @@
 //! UDP: Go's `UDPConn` on the netpoller.
 
+use crate::fd::read_shut_down;
 use crate::io::{Dir, Io};
 use crate::resolve::{first_ok, resolve};
 use gort_time::Instant;
@@ -66,13 +67,24 @@ impl UdpSocket {
     }
 
     /// Receives one datagram into `buf` (the excess of a longer one is lost, as in Go) and
-    /// the address it came from. Cancel-safe.
+    /// the address it came from. Cancel-safe. On a socket shut down for reading (through
+    /// its descriptor), returns 0 bytes from the connected peer, as a blocking receive
+    /// would.
     ///
     /// # Errors
     ///
     /// The OS's, or `TimedOut` past the read deadline.
     pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        self.io.op(Dir::Read, |s| s.recv_from(buf)).await
+        self.io
+            .op(Dir::Read, |s| match s.recv_from(buf) {
+                // Shut down for reading (`read_shut_down`): nothing more will come; a blocking
+                // receive returns 0 with no sender, here the connected peer's address.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && read_shut_down(&self.io) => {
+                    Ok((0, s.peer_addr()?))
+                }
+                res => res,
+            })
+            .await
     }
 
     /// Sets the socket's default peer (the first of `addr`'s addresses that it accepts):
@@ -96,13 +108,22 @@ impl UdpSocket {
     }
 
     /// Receives one datagram from the connected peer into `buf` (the excess of a longer one
-    /// is lost, as in Go). Cancel-safe.
+    /// is lost, as in Go). Cancel-safe. On a socket shut down for reading (through its
+    /// descriptor), returns `Ok(0)`, as a blocking receive would.
     ///
     /// # Errors
     ///
     /// The OS's, or `TimedOut` past the read deadline.
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.io.op(Dir::Read, |s| s.recv(buf)).await
+        self.io
+            .op(Dir::Read, |s| match s.recv(buf) {
+                // Shut down for reading: what a blocking receive returns (`read_shut_down`).
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && read_shut_down(&self.io) => {
+                    Ok(0)
+                }
+                res => res,
+            })
+            .await
     }
 
     /// The local address.

@@ -1,6 +1,7 @@
 //! Unix domain stream sockets: Go's `UnixListener` and `UnixConn` (network `"unix"`) on the
 //! netpoller, the same machinery as TCP's ([`Conn`], `Io`).
 
+use crate::fd::read_shut_down;
 use crate::io::{Backoff, Dir, Io};
 use crate::stream::{connected, Conn};
 use gort_time::Instant;
@@ -409,25 +410,4 @@ pub(crate) fn register_bound<S: mio::event::Source>(
             let _ = std::fs::remove_file(path);
         }
     })
-}
-
-/// Whether `io`'s socket was shut down for reading, for an operation whose syscall said
-/// `WouldBlock`: a Unix listener and a Unix datagram socket say `EAGAIN` for ever once shut
-/// down (a blocking call would return), after one hang-up edge, so waiting would never end.
-/// Only once the poller saw a hang-up (`Io::is_hung_up`, stored before its edge) does it
-/// ask the kernel, with a `poll` that does not wait: `POLLRDHUP` is the shutdown; a hang-up
-/// for an error is not, and leaves the operation waiting.
-pub(crate) fn read_shut_down<S: mio::event::Source + std::os::fd::AsRawFd>(io: &Io<S>) -> bool {
-    if !io.is_hung_up(Dir::Read) {
-        return false;
-    }
-    let mut fd = libc::pollfd {
-        fd: io.source().as_raw_fd(),
-        events: libc::POLLRDHUP,
-        revents: 0,
-    };
-    // SAFETY: `fd` is one valid `pollfd` for the call; its descriptor is the open socket
-    // `io` owns; a timeout of 0 never blocks.
-    let n = unsafe { libc::poll(&mut fd, 1, 0) };
-    n == 1 && fd.revents & libc::POLLRDHUP != 0
 }

@@ -1,7 +1,7 @@
 //! Unix domain datagram sockets: Go's `UnixConn` for network `"unixgram"` on the netpoller.
 
+use crate::fd::read_shut_down;
 use crate::io::{Backoff, Dir, Io};
-use crate::unix::read_shut_down;
 use gort_time::Instant;
 use std::io;
 use std::net::Shutdown;

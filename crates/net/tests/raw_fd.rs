@@ -92,3 +92,32 @@ async fn a_duplicate_of_a_dropped_socket_keeps_working_and_disturbs_no_other() {
     peer.read_exact(&mut buf[..4]).await.unwrap();
     assert_eq!(&buf[..4], b"back");
 }
+
+/// A UDP socket shut down for reading through its descriptor (`libc::shutdown`; gort has no
+/// method for it): a receive blocked in another task ends, as a blocking one would, instead
+/// of waiting for good (the kernel says `EAGAIN` to a non-blocking receive after one
+/// hang-up edge). `recv` returns `Ok(0)`, `recv_from` 0 bytes from the connected peer.
+#[test]
+fn a_udp_socket_shut_down_for_reading_through_its_descriptor_ends_a_blocked_receive() {
+    use std::sync::Arc;
+    use std::time::Duration;
+    gort::Runtime::new().unwrap().block_on(async {
+        let a = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+        let b = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        a.connect(b.local_addr().unwrap()).await.unwrap();
+        let receiver = gort::spawn({
+            let a = a.clone();
+            async move { a.recv(&mut [0; 8]).await }
+        });
+        gort::time::sleep(Duration::from_millis(20)).await;
+        // SAFETY: `shutdown` on the socket's own open descriptor.
+        assert_eq!(unsafe { libc::shutdown(a.as_raw_fd(), libc::SHUT_RD) }, 0);
+        let res = gort::time::timeout(Duration::from_secs(10), receiver)
+            .await
+            .expect("the receive still waits 10 s after the shutdown");
+        assert_eq!(res.unwrap().unwrap(), 0);
+        assert_eq!(a.recv(&mut [0; 8]).await.unwrap(), 0);
+        let (n, from) = a.recv_from(&mut [0; 8]).await.unwrap();
+        assert_eq!((n, from), (0, b.local_addr().unwrap()));
+    });
+}
