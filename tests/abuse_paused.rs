@@ -228,3 +228,96 @@ fn timers_reset_and_stopped_from_a_plain_thread_while_the_clock_jumps() {
         });
     });
 }
+
+#[test]
+fn resume_from_an_after_func_callback_ends_the_advance_waiting_on_it() {
+    within(|| {
+        paused(2).block_on(async {
+            let start = Instant::now();
+            let _af = gort::time::after_func(Duration::from_secs(1), gort::time::resume);
+            let _far = gort::spawn(gort::time::sleep(Duration::from_secs(7200)));
+            let real = std::time::Instant::now();
+            gort::time::advance(Duration::from_secs(3600)).await;
+            assert!(!gort::time::is_paused());
+            assert!(
+                real.elapsed() < Duration::from_secs(10),
+                "{:?}",
+                real.elapsed()
+            );
+            let at = Instant::now() - start;
+            assert!(
+                at >= Duration::from_secs(1) && at < Duration::from_secs(3600),
+                "{at:?}"
+            );
+        });
+    });
+}
+
+#[test]
+fn advance_from_block_on_in_a_blocking_closure_moves_the_clock() {
+    within(|| {
+        let rt = paused(2);
+        let handle = rt.handle().clone();
+        rt.block_on(async move {
+            let start = Instant::now();
+            let sleeper = gort::spawn(async move {
+                gort::time::sleep(Duration::from_secs(30)).await;
+                Instant::now() - start
+            });
+            let moved = gort::spawn_blocking(move || {
+                handle.block_on(async {
+                    gort::time::advance(Duration::from_secs(60)).await;
+                    Instant::now()
+                })
+            })
+            .await
+            .unwrap();
+            assert_eq!(moved - start, Duration::from_secs(60));
+            assert_eq!(sleeper.await.unwrap(), Duration::from_secs(30));
+        });
+    });
+}
+
+#[test]
+fn pausing_from_a_task_lets_block_ons_earlier_sleep_end_by_a_jump() {
+    within(|| {
+        let rt = gort::Builder::new().procs(2).build().unwrap();
+        rt.block_on(async {
+            let start = Instant::now();
+            gort::spawn(async { gort::time::pause() });
+            let real = std::time::Instant::now();
+            gort::time::sleep(Duration::from_secs(3600)).await;
+            assert!(gort::time::is_paused());
+            assert!(
+                real.elapsed() < Duration::from_secs(10),
+                "{:?}",
+                real.elapsed()
+            );
+            assert!(Instant::now() - start >= Duration::from_secs(3600));
+        });
+    });
+}
+
+#[test]
+fn dropping_a_paused_runtime_with_an_advance_in_flight_returns() {
+    within(|| {
+        let rt = paused(2);
+        rt.block_on(async {
+            let (_tx, rx) = gort::chan::bounded::<()>(0);
+            // Blocked for good on a channel, and an advance whose target a socket-free,
+            // timer-free runtime reaches at once; plus one that waits behind a busy task.
+            gort::spawn(async move {
+                let _ = rx.recv().await;
+            });
+            gort::spawn(gort::time::advance(Duration::from_secs(3600)));
+            gort::spawn(async {
+                loop {
+                    gort::yield_now().await;
+                }
+            });
+            gort::spawn(gort::time::advance(Duration::from_secs(60)));
+            gort::yield_now().await;
+        });
+        drop(rt);
+    });
+}
