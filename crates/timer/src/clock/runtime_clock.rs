@@ -92,6 +92,11 @@ impl RuntimeClock {
     /// check and its reading, can still freeze below the reading it returns.
     #[inline]
     pub fn now(&self) -> Nanos {
+        if self.seq.load(Acquire) == 0 {
+            // Never paused: the real clock, on its fast path (the scheduler reads a running
+            // runtime's clock here, as one load did before the seqlock).
+            return super::real_nanotime();
+        }
         self.read(|paused, value| {
             if paused {
                 value
@@ -104,7 +109,8 @@ impl RuntimeClock {
     /// Whether the clock is paused.
     #[inline]
     pub fn is_paused(&self) -> bool {
-        self.read(|paused, _| paused)
+        // Never paused: one load, on the scheduler's paths of a running runtime.
+        self.seq.load(Acquire) != 0 && self.read(|paused, _| paused)
     }
 
     /// `f(paused, value)` of one transition: the reader's side of the seqlock. A writer holds
