@@ -16,12 +16,15 @@
 //! which serialises the writers and keeps [`VIRTUAL_CLOCKS`] exact.
 
 use super::{real_nanotime_exact, Nanos};
-use std::cell::Cell;
-use std::sync::atomic::{
-    fence, AtomicBool, AtomicI64, AtomicU64, AtomicUsize,
+use gort_loom::atomic::{
+    fence, AtomicBool, AtomicI64, AtomicU64,
     Ordering::{Acquire, Relaxed, Release, SeqCst},
 };
-use std::sync::{Mutex, MutexGuard};
+use gort_loom::{Mutex, MutexGuard};
+use std::cell::Cell;
+// The process-wide count is a `static`, which loom's atomics cannot be; the models cover one
+// clock's seqlock (`tests/loom_runtime_clock.rs`), not the count.
+use std::sync::atomic::AtomicUsize;
 
 /// How many clocks in the process are not plain real time (paused, or resumed with an offset).
 static VIRTUAL_CLOCKS: AtomicUsize = AtomicUsize::new(0);
@@ -70,7 +73,7 @@ impl Default for RuntimeClock {
 
 impl RuntimeClock {
     /// A clock that reads the real time.
-    pub const fn new() -> RuntimeClock {
+    pub fn new() -> RuntimeClock {
         RuntimeClock {
             seq: AtomicU64::new(0),
             paused: AtomicBool::new(false),
@@ -87,15 +90,21 @@ impl RuntimeClock {
     /// would go back (by the reader's delay, tens of microseconds under load:
     /// `tests/abuse_paused.rs`). Readers and transitions read the real clock exactly, not by
     /// the counter's extrapolation, which trails it by up to ~100 ns on one thread and not on
-    /// another (the clock went back by 5 ns). A clock never paused is not read here
-    /// ([`current_virtual_now`]); its first pause, racing a reader preempted between that
-    /// check and its reading, can still freeze below the reading it returns.
+    /// another (the clock went back by 5 ns). `nanotime` does not come here while no clock in
+    /// the process is virtual ([`current_virtual_now`]): a clock's first pause, racing a
+    /// thread preempted between that check and its reading, can still freeze below the
+    /// reading that thread returns (the check stays first there: it is every timer's path).
     #[inline]
     pub fn now(&self) -> Nanos {
-        if self.seq.load(Acquire) == 0 {
-            // Never paused: the real clock, on its fast path (the scheduler reads a running
-            // runtime's clock here, as one load did before the seqlock).
-            return super::real_nanotime();
+        // Never paused: the real clock, on its fast path (the scheduler's park paths read a
+        // running runtime's clock here, next to a syscall). Read before the check, with a
+        // fence pairing with the one a transition takes before its own reading: a `pause`
+        // that the check did not see reads the real clock after this reading, and freezes
+        // at or after it (the loom model found the clock going back without the fence).
+        let real = super::real_nanotime();
+        fence(SeqCst);
+        if self.seq.load(Relaxed) == 0 {
+            return real;
         }
         self.read(|paused, value| {
             if paused {
@@ -129,7 +138,7 @@ impl RuntimeClock {
                     return out;
                 }
             }
-            std::thread::yield_now();
+            gort_loom::yield_now();
         }
     }
 
@@ -195,9 +204,9 @@ impl RuntimeClock {
         .is_some()
     }
 
-    /// The transition lock (nothing is done under it that could panic and poison it).
+    /// The transition lock.
     fn lock(&self) -> MutexGuard<'_, ()> {
-        self.transition.lock().unwrap_or_else(|e| e.into_inner())
+        self.transition.lock()
     }
 
     /// Counts an activity that must finish before a paused clock may jump.
@@ -235,7 +244,7 @@ impl RuntimeClock {
 
 impl Drop for RuntimeClock {
     fn drop(&mut self) {
-        if *self.paused.get_mut() || *self.value.get_mut() != 0 {
+        if self.paused.load(Relaxed) || self.value.load(Relaxed) != 0 {
             VIRTUAL_CLOCKS.fetch_sub(1, SeqCst);
         }
     }
