@@ -91,7 +91,7 @@ impl RuntimeClock {
     /// `tests/abuse_paused.rs`). Readers and transitions read the real clock exactly, not by
     /// the counter's extrapolation, which trails it by up to ~100 ns on one thread and not on
     /// another (the clock went back by 5 ns). `nanotime` does not come here while no clock in
-    /// the process is virtual ([`current_virtual_now`]): a clock's first pause, racing a
+    /// the process is virtual (`current_virtual_now`): a clock's first pause, racing a
     /// thread preempted between that check and its reading, can still freeze below the
     /// reading that thread returns (the check stays first there: it is every timer's path).
     #[inline]
