@@ -321,3 +321,56 @@ fn dropping_a_paused_runtime_with_an_advance_in_flight_returns() {
         drop(rt);
     });
 }
+
+#[test]
+fn pause_resume_and_advance_racing_from_several_tasks_panic_clearly_or_return() {
+    within(|| {
+        let rt = gort::Builder::new().procs(3).build().unwrap();
+        rt.block_on(async {
+            let start = Instant::now();
+            let sleepers: Vec<_> = (1..=20u64)
+                .map(|i| {
+                    gort::spawn(async move {
+                        gort::time::sleep(Duration::from_millis(i)).await;
+                        Instant::now() - start >= Duration::from_millis(i)
+                    })
+                })
+                .collect();
+            let togglers: Vec<_> = (0..3)
+                .map(|t| {
+                    gort::spawn(async move {
+                        let mut clear = 0u32;
+                        for round in 0..200u64 {
+                            let step = gort::spawn(async move {
+                                match (t + round) % 3 {
+                                    0 => gort::time::pause(),
+                                    1 => gort::time::resume(),
+                                    _ => gort::time::advance(Duration::from_micros(round)).await,
+                                }
+                            });
+                            if let Err(e) = step.await {
+                                let msg = support::panic_message(e.into_panic());
+                                assert!(
+                                    msg.contains("already paused") || msg.contains("not paused"),
+                                    "unclear panic: {msg:?}"
+                                );
+                                clear += 1;
+                            }
+                            gort::yield_now().await;
+                        }
+                        clear
+                    })
+                })
+                .collect();
+            for t in togglers {
+                t.await.unwrap();
+            }
+            if gort::time::is_paused() {
+                gort::time::resume();
+            }
+            for s in sleepers {
+                assert!(s.await.unwrap(), "a sleep ended before its deadline");
+            }
+        });
+    });
+}
