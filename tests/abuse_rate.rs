@@ -229,3 +229,63 @@ fn extreme_limits_neither_panic_nor_grant_wrongly() {
     );
     assert!(!l.reserve_n(now, u32::MAX).ok());
 }
+
+#[test]
+fn waits_whose_context_is_canceled_in_any_order_give_every_token_back() {
+    use gort::context::{self, Context};
+    within(|| {
+        let rt = gort::Builder::new()
+            .procs(3)
+            .start_paused(true)
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let limiter = Arc::new(Limiter::new(Limit::per_second(10.0), 1));
+            assert!(limiter.allow());
+            let (ctx, cancel) = context::with_cancel(&Context::background());
+            let waits: Vec<_> = (0..10)
+                .map(|_| {
+                    let (limiter, ctx) = (limiter.clone(), ctx.clone());
+                    gort::spawn(async move { limiter.wait_ctx(&ctx, 1).await })
+                })
+                .collect();
+            gort::time::sleep(Duration::from_millis(250)).await;
+            cancel.cancel();
+            let mut ok = 0;
+            for w in waits {
+                match w.await.unwrap() {
+                    Ok(()) => ok += 1,
+                    Err(e) => assert_eq!(e, WaitError::Done),
+                }
+            }
+            assert_eq!(ok, 2, "the waits due at 100 and 200 ms");
+            // -10 reserved at 0, 2.5 refilled by 250 ms, 8 given back by the canceled waits,
+            // whatever order their tasks ran their cancels in.
+            let t = limiter.tokens();
+            assert!((t - 0.5).abs() < 1e-9, "{t}");
+        });
+    });
+}
+
+#[test]
+fn a_wait_whose_tokens_come_at_its_context_deadline_gets_them() {
+    use gort::context::{self, Context};
+    within(|| {
+        let rt = gort::Builder::new()
+            .procs(2)
+            .start_paused(true)
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let limiter = Limiter::new(Limit::per_second(1.0), 1);
+            assert!(limiter.allow());
+            let (ctx, _cancel) =
+                context::with_timeout(&Context::background(), Duration::from_secs(1));
+            let start = Instant::now();
+            // Due exactly at the deadline: allowed (Go: wait <= deadline - now), and when the
+            // deadline and the tokens come together, the caller has its tokens.
+            assert_eq!(limiter.wait_ctx(&ctx, 1).await, Ok(()));
+            assert_eq!(Instant::now() - start, Duration::from_secs(1));
+        });
+    });
+}
