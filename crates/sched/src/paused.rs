@@ -1,7 +1,7 @@
 //! The scheduler's half of the paused clock (`gort::time::pause`): when a paused runtime is
 //! quiescent, its clock jumps to the earliest deadline, as Go's `testing/synctest` bubbles do.
 //!
-//! The clock itself ([`RuntimeClock`](gort_timer::RuntimeClock)) is a word in [`Shared`]
+//! The clock itself ([`RuntimeClock`](gort_timer::RuntimeClock)) is a field of [`Shared`]
 //! that every thread of the runtime reads through `nanotime`. Under a paused clock no
 //! deadline is reached by sleeping: the M in the poller role ([`crate::park`]) asks
 //! [`Shared::advance_paused_clock`] instead of arming the poller's timer.
@@ -68,24 +68,48 @@ struct AdvanceState {
     /// `advance` calls in progress, and the furthest instant they asked for.
     pending: usize,
     target: Nanos,
+    /// `advance` calls still moving the clock, by id: `resume` ends them (on a running clock
+    /// the rest of their span would pass in real time).
+    moving: Vec<(u64, Waker)>,
+    next_id: u64,
 }
 
 impl Advances {
     /// An `advance` to `target` begins: the clock may jump up to `target` even while tasks
-    /// wait on sockets.
-    pub(crate) fn begin(&self, target: Nanos) {
+    /// wait on sockets. Returns its id.
+    pub(crate) fn begin(&self, target: Nanos) -> u64 {
         let mut s = self.state.lock();
         s.pending += 1;
         s.target = s.target.max(target);
+        s.next_id += 1;
+        s.next_id
     }
 
-    /// An `advance` ended (or was dropped).
-    pub(crate) fn end(&self) {
+    /// The `advance` `id` ended (or was dropped).
+    pub(crate) fn end(&self, id: u64) {
         let mut s = self.state.lock();
         s.pending -= 1;
         if s.pending == 0 {
             s.target = 0;
         }
+        s.moving.retain(|(i, _)| *i != id);
+    }
+
+    /// Wakes the `advance` `id` with `waker` when the clock is resumed.
+    pub(crate) fn wake_on_resume(&self, id: u64, waker: &Waker) {
+        let mut s = self.state.lock();
+        match s.moving.iter_mut().find(|(i, _)| *i == id) {
+            Some((_, w)) => w.clone_from(waker),
+            None => s.moving.push((id, waker.clone())),
+        }
+    }
+
+    /// The clock was resumed: every `advance` in progress ends (returns its wakers).
+    fn take_on_resume(&self) -> Vec<Waker> {
+        let mut s = self.state.lock();
+        let mut wakers: Vec<Waker> = std::mem::take(&mut s.waiters);
+        wakers.extend(s.moving.drain(..).map(|(_, w)| w));
+        wakers
     }
 
     /// The current quiet epoch (see [`Advances::wait_quiet`]).
@@ -272,6 +296,11 @@ pub mod clock_api {
         let resumed = shared.clock.resume();
         // The poller M may be blocked with no deadline: let it arm the real one.
         shared.wake_netpoller(gort_timer::NEVER);
+        // Every `advance` in progress ends: a running clock would take the rest of its span
+        // in real time (an hour's advance, an hour), and quiescence is not waited for.
+        for w in shared.advances.take_on_resume() {
+            shared.catch_user(|| w.wake());
+        }
         resumed
     }
 
@@ -288,19 +317,28 @@ pub mod clock_api {
     #[track_caller]
     pub fn advance_begin(target: Nanos) -> Advance {
         let shared = current("advance");
-        shared.advances.begin(target);
-        Advance { shared }
+        let id = shared.advances.begin(target);
+        Advance { shared, id }
     }
 
     /// An `advance` in progress; ends when dropped.
     pub struct Advance {
         shared: Arc<Shared>,
+        id: u64,
     }
 
     impl Advance {
         /// Whether the runtime's clock is paused.
         pub fn is_paused(&self) -> bool {
             self.shared.clock.is_paused()
+        }
+
+        /// True once the clock runs again (`resume`d); otherwise `waker` is woken when it
+        /// does. The advance then ends where the clock is.
+        pub fn resumed(&self, waker: &Waker) -> bool {
+            self.shared.advances.wake_on_resume(self.id, waker);
+            // After registering: a resume before it is seen here, one after it wakes us.
+            !self.shared.clock.is_paused()
         }
 
         /// The epoch to pass to [`Advance::wait_quiet`].
@@ -322,7 +360,7 @@ pub mod clock_api {
 
     impl Drop for Advance {
         fn drop(&mut self) {
-            self.shared.advances.end();
+            self.shared.advances.end(self.id);
         }
     }
 }

@@ -4,8 +4,8 @@
 use crate::instant::Instant;
 use crate::sleep::sleep_until;
 use gort_sched::clock_api;
-use std::future::Future;
-use std::pin::Pin;
+use std::future::{poll_fn, Future};
+use std::pin::{pin, Pin};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -109,7 +109,11 @@ pub fn is_paused() -> bool {
 /// order, the clock reading each one's deadline as it fires, and the tasks each wakes run
 /// before a later one fires (a 1 s ticker advanced 10 s delivers what Go gives a slow
 /// receiver: one value at a time, dropped ticks, no backlog). Returns when the runtime is
-/// quiescent at `now + d` (see [`pause`]).
+/// quiescent at `now + d` (see [`pause`]), or at once, wherever the clock is, if another task
+/// [`resume`]s the clock meanwhile (the rest of the span would otherwise pass in real time).
+///
+/// The clock moves only while the runtime is quiescent: a task that never blocks (a loop
+/// around `yield_now`) keeps an `advance` from returning, as it keeps a sleep from ending.
 ///
 /// # Panics
 ///
@@ -145,7 +149,22 @@ pub fn advance(d: Duration) -> impl Future<Output = ()> + Send {
             panic!("gort::time::advance (called at {caller}): {d:?} takes the clock past its end");
         };
         let advancing = clock_api::advance_begin(target.as_nanos());
-        sleep_until(target).await;
+        // A `resume` meanwhile ends the advance where the clock is: on a running clock the
+        // rest of the span would pass in real time.
+        let mut sleep = pin!(sleep_until(target));
+        let resumed = poll_fn(|cx| {
+            if sleep.as_mut().poll(cx).is_ready() {
+                Poll::Ready(false)
+            } else if advancing.resumed(cx.waker()) {
+                Poll::Ready(true)
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+        if resumed {
+            return;
+        }
         Quiescent {
             epoch: advancing.quiet_epoch(),
             advancing: &advancing,

@@ -124,6 +124,20 @@ pub fn nanotime() -> Nanos {
     real_nanotime()
 }
 
+/// The real clock read exactly (never extrapolated: see `clock/tsc.rs`), whatever runtime
+/// this thread belongs to. Two such readings on different threads are ordered as they were
+/// taken, which a paused clock's transitions need (`runtime_clock.rs`).
+pub(crate) fn real_nanotime_exact() -> Nanos {
+    #[cfg(target_os = "linux")]
+    {
+        read_and_anchor()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        real_nanotime()
+    }
+}
+
 /// The real clock, whatever runtime this thread belongs to.
 #[inline]
 pub(crate) fn real_nanotime() -> Nanos {

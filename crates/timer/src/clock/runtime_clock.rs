@@ -6,18 +6,25 @@
 //! clock in the process is virtual ([`VIRTUAL_CLOCKS`] is non-zero): a runtime that is never
 //! paused costs one relaxed load per reading.
 //!
-//! The state is one word, so a reader never sees half a transition: bit 0 says paused; the
-//! rest is the frozen reading (paused) or the offset from the real clock (running; non-zero
-//! only after a pause and a resume). Transitions are rare (pause, resume, a jump) and take a
-//! lock, which keeps [`VIRTUAL_CLOCKS`] exact.
+//! The state is a pair, whether paused and a value: the frozen reading (paused) or the offset
+//! from the real clock (running; non-zero only after a pause and a resume). The value needs
+//! all 64 bits (a paused clock reads up to [`NEVER`](super::NEVER), about 292 years), so the
+//! pair is read under a sequence count (a seqlock), and a reader never sees half a
+//! transition. (Packing the flag into the value's low bit lost its top bit: a jump past 146
+//! years wrapped the clock to a negative reading and the poller M jumped again for ever,
+//! `tests/abuse_paused.rs`.) Transitions are rare (pause, resume, a jump) and take a lock,
+//! which serialises the writers and keeps [`VIRTUAL_CLOCKS`] exact.
 
-use super::{real_nanotime, Nanos};
-use std::cell::Cell;
-use std::sync::atomic::{
-    AtomicI64, AtomicUsize,
+use super::{real_nanotime_exact, Nanos};
+use gort_loom::atomic::{
+    fence, AtomicBool, AtomicI64, AtomicU64,
     Ordering::{Acquire, Relaxed, Release, SeqCst},
 };
-use std::sync::{Mutex, MutexGuard};
+use gort_loom::{Mutex, MutexGuard};
+use std::cell::Cell;
+// The process-wide count is a `static`, which loom's atomics cannot be; the models cover one
+// clock's seqlock (`tests/loom_runtime_clock.rs`), not the count.
+use std::sync::atomic::AtomicUsize;
 
 /// How many clocks in the process are not plain real time (paused, or resumed with an offset).
 static VIRTUAL_CLOCKS: AtomicUsize = AtomicUsize::new(0);
@@ -44,9 +51,13 @@ thread_local! {
 /// assert!(clock.now() >= t + 1_000_000_000); // goes on from the paused instant
 /// ```
 pub struct RuntimeClock {
-    /// `value << 1 | paused`: paused, `value` is the frozen reading; running, it is the offset
-    /// added to the real clock (0 for a clock that was never paused).
-    state: AtomicI64,
+    /// Twice the number of transitions written, plus one while one is being written.
+    seq: AtomicU64,
+    /// Whether the clock is paused (written only under `transition`, read through `seq`).
+    paused: AtomicBool,
+    /// Paused, the frozen reading; running, the offset added to the real clock (0 for a clock
+    /// that was never paused). Written only under `transition`, read through `seq`.
+    value: AtomicI64,
     /// Serialises transitions (and the count in `VIRTUAL_CLOCKS`).
     transition: Mutex<()>,
     /// Activities outside the Ps that keep a paused clock from jumping: a `block_on` future
@@ -62,77 +73,140 @@ impl Default for RuntimeClock {
 
 impl RuntimeClock {
     /// A clock that reads the real time.
-    pub const fn new() -> RuntimeClock {
+    pub fn new() -> RuntimeClock {
         RuntimeClock {
-            state: AtomicI64::new(0),
+            seq: AtomicU64::new(0),
+            paused: AtomicBool::new(false),
+            value: AtomicI64::new(0),
             transition: Mutex::new(()),
             holds: AtomicUsize::new(0),
         }
     }
 
     /// Now, on this clock (ns since the process's clock epoch, like [`nanotime`](super::nanotime)).
+    ///
+    /// A running clock reads the real clock inside the seqlock's window: a reading taken after
+    /// a concurrent `pause` froze the clock would be later than the frozen one, and the clock
+    /// would go back (by the reader's delay, tens of microseconds under load:
+    /// `tests/abuse_paused.rs`). Readers and transitions read the real clock exactly, not by
+    /// the counter's extrapolation, which trails it by up to ~100 ns on one thread and not on
+    /// another (the clock went back by 5 ns). `nanotime` does not come here while no clock in
+    /// the process is virtual (`current_virtual_now`): a clock's first pause, racing a
+    /// thread preempted between that check and its reading, can still freeze below the
+    /// reading that thread returns (the check stays first there: it is every timer's path).
     #[inline]
     pub fn now(&self) -> Nanos {
-        let s = self.state.load(Acquire);
-        if s & 1 == 1 {
-            s >> 1
-        } else {
-            real_nanotime() + (s >> 1)
+        // Never paused: the real clock, on its fast path (the scheduler's park paths read a
+        // running runtime's clock here, next to a syscall). Read before the check, with a
+        // fence pairing with the one a transition takes before its own reading: a `pause`
+        // that the check did not see reads the real clock after this reading, and freezes
+        // at or after it (the loom model found the clock going back without the fence).
+        let real = super::real_nanotime();
+        fence(SeqCst);
+        if self.seq.load(Relaxed) == 0 {
+            return real;
         }
+        self.read(|paused, value| {
+            if paused {
+                value
+            } else {
+                real_nanotime_exact().saturating_add(value)
+            }
+        })
     }
 
     /// Whether the clock is paused.
     #[inline]
     pub fn is_paused(&self) -> bool {
-        self.state.load(Acquire) & 1 == 1
+        // Never paused: one load, on the scheduler's paths of a running runtime.
+        self.seq.load(Acquire) != 0 && self.read(|paused, _| paused)
+    }
+
+    /// `f(paused, value)` of one transition: the reader's side of the seqlock. A writer holds
+    /// the transition lock for a few stores, so a reader that meets one retries briefly.
+    #[inline]
+    fn read<T>(&self, f: impl Fn(bool, Nanos) -> T) -> T {
+        loop {
+            let before = self.seq.load(Acquire);
+            if before & 1 == 0 {
+                let out = f(self.paused.load(Relaxed), self.value.load(Relaxed));
+                // Orders the loads and the real-clock read in `f` before the re-read of
+                // `seq`: if it is unchanged, no transition began before they were done
+                // (SeqCst, to pair with the writer's fence around its own real-clock read).
+                fence(SeqCst);
+                if self.seq.load(Relaxed) == before {
+                    return out;
+                }
+            }
+            gort_loom::yield_now();
+        }
+    }
+
+    /// The writer's side of the seqlock, under the transition lock (`_t`): `f` maps the state
+    /// to the new one (`None`: unchanged). Readers retry while it runs, so a real-clock
+    /// reading `f` takes is later than every reading a reader returns from the old state.
+    fn transition(
+        &self,
+        _t: &MutexGuard<'_, ()>,
+        f: impl FnOnce(bool, Nanos) -> Option<(bool, Nanos)>,
+    ) -> Option<(bool, Nanos)> {
+        // Only writers store, and they hold the lock: these two are of one transition.
+        let (paused, value) = (self.paused.load(Relaxed), self.value.load(Relaxed));
+        let seq = self.seq.load(Relaxed);
+        self.seq.store(seq + 1, Relaxed);
+        // The odd count is visible before `f` reads the real clock and before the stores.
+        fence(SeqCst);
+        let next = f(paused, value);
+        if let Some((paused, value)) = next {
+            self.paused.store(paused, Relaxed);
+            self.value.store(value, Relaxed);
+        }
+        self.seq.store(seq + 2, Release);
+        next
     }
 
     /// Freezes the clock at its current reading. Returns false if it was already paused.
     pub fn pause(&self) -> bool {
-        let _t = self.lock();
-        let s = self.state.load(Acquire);
-        if s & 1 == 1 {
+        let t = self.lock();
+        if self.is_paused() {
             return false;
         }
-        if s == 0 {
+        if self.value.load(Relaxed) == 0 {
+            // Before the transition: readers of this clock start reading it here first.
             VIRTUAL_CLOCKS.fetch_add(1, SeqCst);
         }
-        let frozen = real_nanotime() + (s >> 1);
-        self.state.store(frozen << 1 | 1, Release);
-        true
+        self.transition(&t, |_, offset| {
+            Some((true, real_nanotime_exact().saturating_add(offset)))
+        })
+        .is_some()
     }
 
     /// Lets the clock run again from the paused reading on (at the real clock's rate).
     /// Returns false if it was not paused.
     pub fn resume(&self) -> bool {
-        let _t = self.lock();
-        let s = self.state.load(Acquire);
-        if s & 1 == 0 {
-            return false;
-        }
-        let offset = (s >> 1) - real_nanotime();
-        self.state.store(offset << 1, Release);
-        if offset == 0 {
+        let t = self.lock();
+        let done = self.transition(&t, |paused, frozen| {
+            paused.then(|| (false, frozen - real_nanotime_exact()))
+        });
+        if done == Some((false, 0)) {
             VIRTUAL_CLOCKS.fetch_sub(1, SeqCst);
         }
-        true
+        done.is_some()
     }
 
     /// Moves a paused clock forward to `to`. Returns false (and does nothing) if the clock
     /// runs or already reads `to` or later: time never goes back.
     pub fn jump_to(&self, to: Nanos) -> bool {
-        let _t = self.lock();
-        let s = self.state.load(Acquire);
-        if s & 1 == 0 || to <= s >> 1 {
-            return false;
-        }
-        self.state.store(to << 1 | 1, Release);
-        true
+        let t = self.lock();
+        self.transition(&t, |paused, frozen| {
+            (paused && to > frozen).then_some((true, to))
+        })
+        .is_some()
     }
 
-    /// The transition lock (nothing is done under it that could panic and poison it).
+    /// The transition lock.
     fn lock(&self) -> MutexGuard<'_, ()> {
-        self.transition.lock().unwrap_or_else(|e| e.into_inner())
+        self.transition.lock()
     }
 
     /// Counts an activity that must finish before a paused clock may jump.
@@ -170,7 +244,7 @@ impl RuntimeClock {
 
 impl Drop for RuntimeClock {
     fn drop(&mut self) {
-        if *self.state.get_mut() != 0 {
+        if self.paused.load(Relaxed) || self.value.load(Relaxed) != 0 {
             VIRTUAL_CLOCKS.fetch_sub(1, SeqCst);
         }
     }
