@@ -39,6 +39,9 @@ use gort_sched::{JoinError, JoinSet};
 
 use crate::WaitGroup;
 
+mod joining;
+use joining::Joining;
+
 /// A group of tasks working on one job: [`wait`](ErrGroup::wait) waits for all of them and
 /// returns the first error any returned; with [`with_context`](ErrGroup::with_context), that
 /// first error (or the end of `wait`) also cancels a context the tasks watch, so the others
@@ -52,7 +55,9 @@ use crate::WaitGroup;
 ///   task may spawn siblings (Go's `g.Go` from a group's goroutine); `wait` returns once
 ///   they have finished too.
 /// - Dropping the group without calling `wait` aborts its tasks (it holds them in a
-///   [`JoinSet`](gort_sched::JoinSet)); so does dropping `wait`'s future before it ends.
+///   [`JoinSet`](gort_sched::JoinSet)); so does dropping `wait`'s future before it ends
+///   (a timeout around it) for the tasks it had taken, but a panic it had found is kept:
+///   the next `wait` resumes it.
 ///   Tasks holding an `Arc` of the group keep it alive until they finish.
 /// - [`set_limit`](ErrGroup::set_limit) runs at most `n` of its tasks at once (Go's
 ///   `SetLimit`); [`try_spawn`](ErrGroup::try_spawn) spawns only if a slot is free (Go's
@@ -539,26 +544,27 @@ impl<E: Send + 'static> ErrGroup<E> {
     /// With the panic of the first task that panicked, once every other task has finished.
     #[doc(alias = "Wait")]
     pub async fn wait(&self) -> Result<(), E> {
-        let mut panic = None;
+        let mut joining = Joining {
+            group: self,
+            batch: JoinSet::new(),
+            panic: None,
+        };
         loop {
-            let (mut batch, reaped) = {
+            let (batch, reaped) = {
                 let mut tasks = self.lock_tasks();
                 (std::mem::take(&mut tasks.set), tasks.panic.take())
             };
+            drop(std::mem::replace(&mut joining.batch, batch)); // empty
             if let Some(payload) = reaped {
-                if panic.is_none() {
-                    panic = Some(payload);
-                    self.first.cancel_context();
-                }
+                joining.keep(payload);
             }
-            if batch.is_empty() {
+            if joining.batch.is_empty() {
                 break;
             }
-            while let Some(done) = batch.join_next().await {
+            while let Some(done) = joining.batch.join_next().await {
                 if let Err(e) = done {
-                    if e.is_panic() && panic.is_none() {
-                        panic = Some(e.into_panic());
-                        self.first.cancel_context();
+                    if e.is_panic() {
+                        joining.keep(e.into_panic());
                     }
                 }
             }
@@ -566,7 +572,7 @@ impl<E: Send + 'static> ErrGroup<E> {
         // Tasks another `wait` took are still counted.
         self.first.running.wait().await;
         self.first.cancel_context();
-        if let Some(payload) = panic {
+        if let Some(payload) = joining.panic.take() {
             resume_unwind(payload);
         }
         match self.first.take() {
