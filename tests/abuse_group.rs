@@ -530,3 +530,34 @@ fn after_func_and_stop_racing_cancel_run_each_function_at_most_once() {
         }
     });
 }
+
+/// A huge limit (`usize::MAX` read as "no limit", or a billion) is set at once, costs no
+/// memory per slot, and behaves as that many slots.
+#[test]
+fn a_huge_limit_is_set_at_once_and_limits_nothing() {
+    within(|| {
+        rt(2).block_on(async {
+            for limit in [usize::MAX, 1_000_000_000, 1 << 20] {
+                let mut group = ErrGroup::<()>::new();
+                let t = std::time::Instant::now();
+                group.set_limit(Some(limit));
+                assert!(
+                    t.elapsed() < Duration::from_secs(1),
+                    "set_limit({limit}) took {:?}",
+                    t.elapsed()
+                );
+                assert_eq!(group.limit(), Some(limit));
+                let (open, gate) = gort::chan::bounded::<()>(0);
+                for _ in 0..100 {
+                    let gate = gate.clone();
+                    assert!(group.try_spawn(async move {
+                        gate.recv().await;
+                        Ok(())
+                    }));
+                }
+                drop(open);
+                assert_eq!(group.wait().await, Ok(()));
+            }
+        });
+    });
+}

@@ -21,7 +21,9 @@
 //!
 //! A limit (Go's `SetLimit`) is a channel holding one token per free slot: a task takes a
 //! token before its body runs and puts it back when its future is dropped (it ended,
-//! panicked, or was aborted), before it stops counting as running. Go sends to take a slot
+//! panicked, or was aborted), before it stops counting as running. The tokens are minted
+//! on first use, from a count of the slots never handed out, so that a limit of
+//! `usize::MAX` costs nothing to set (filling the channel up front hung). Go sends to take a slot
 //! and receives to free it; here taking is the receive, because a receive is cancel-safe (a
 //! token handed to a dropped receive goes to the next waiter, or back to the buffer) where a
 //! send that a receiver completed just before its future was dropped counts as sent, and
@@ -33,14 +35,15 @@ use std::future::Future;
 use std::panic::resume_unwind;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use gort_chan::{Receiver, Sender};
 use gort_context::{CancelFn, Context};
 use gort_sched::{JoinError, JoinSet};
 
 use crate::WaitGroup;
 
 mod joining;
+mod slots;
 use joining::Joining;
+use slots::{Slot, Slots};
 
 /// A group of tasks working on one job: [`wait`](ErrGroup::wait) waits for all of them and
 /// returns the first error any returned; with [`with_context`](ErrGroup::with_context), that
@@ -156,51 +159,6 @@ impl<E> Drop for Running<E> {
         // The slot first: once `wait` sees no task running, every slot is free again.
         drop(self.slot.take());
         self.first.running.done();
-    }
-}
-
-/// The slots of a group with a limit: a channel of one token per free slot (see the module
-/// docs). It is never closed: the group and every waiting task hold it, with both ends.
-struct Slots {
-    free: Receiver<()>,
-    give_back: Sender<()>,
-    limit: usize,
-}
-
-/// A slot held by a task, freed on drop.
-struct Slot(Arc<Slots>);
-
-impl Slots {
-    fn new(limit: usize) -> Arc<Slots> {
-        let (give_back, free) = gort_chan::bounded(limit);
-        for _ in 0..limit {
-            give_back
-                .try_send(())
-                .expect("gort: a slot token fits its channel");
-        }
-        Arc::new(Slots {
-            free,
-            give_back,
-            limit,
-        })
-    }
-
-    async fn take(self: &Arc<Self>) -> Slot {
-        let token = self.free.recv().await;
-        debug_assert!(token.is_some(), "the slots' channel is never closed");
-        Slot(self.clone())
-    }
-
-    fn try_take(self: &Arc<Self>) -> Option<Slot> {
-        self.free.try_recv().ok().map(|()| Slot(self.clone()))
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        // Never full: this token is out of the channel, so at most `limit - 1` are in it.
-        let back = self.0.give_back.try_send(());
-        debug_assert!(back.is_ok(), "a freed slot's token has room");
     }
 }
 
