@@ -506,3 +506,96 @@ fn a_join_handle_polled_after_ready_panics_clearly() {
         drop(h);
     });
 }
+
+/// `join_next` awaited on a plain thread (a foreign executor) while the runtime of the set's
+/// tasks is dropped: every task comes back cancelled, none hangs the waiter.
+#[test]
+fn join_next_on_a_thread_while_the_tasks_runtime_is_dropped() {
+    within(|| {
+        let rt = rt(2);
+        let mut set = JoinSet::new();
+        for i in 0..100u32 {
+            set.spawn_on(
+                async move {
+                    if i % 2 == 0 {
+                        gort::time::sleep(Duration::from_secs(3600)).await;
+                    } else {
+                        std::future::pending::<()>().await;
+                    }
+                },
+                rt.handle(),
+            );
+        }
+        let waiter = std::thread::spawn(move || {
+            let mut cancelled = 0;
+            while let Some(res) = futures::executor::block_on(set.join_next()) {
+                assert!(res.unwrap_err().is_cancelled());
+                cancelled += 1;
+            }
+            cancelled
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        drop(rt);
+        assert_eq!(waiter.join().unwrap(), 100);
+    });
+}
+
+/// `JoinSet::spawn` outside a runtime panics with a message that says what to do, and the
+/// set stays usable (nothing half-inserted).
+#[test]
+fn join_set_spawn_outside_a_runtime_panics_clearly_and_leaves_the_set_usable() {
+    within(|| {
+        let mut set = JoinSet::new();
+        let p = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            set.spawn(async { 1u8 });
+        }))
+        .unwrap_err();
+        let msg = panic_text(&*p);
+        assert!(msg.contains("runtime"), "{msg:?}");
+        assert!(set.is_empty());
+        let rt = rt(1);
+        set.spawn_on(async { 2u8 }, rt.handle());
+        assert_eq!(rt.block_on(set.join_next()).unwrap().unwrap(), 2);
+    });
+}
+
+/// `detach_all` lets every task run on (their outputs dropped when they finish), leaves the
+/// set empty and usable, and a set that detaches in a loop returns only its own tasks.
+#[test]
+fn detach_all_lets_tasks_run_and_the_set_start_afresh() {
+    within(|| {
+        let rt = rt(2);
+        rt.block_on(async {
+            let dropped = Arc::new(AtomicUsize::new(0));
+            let ran = Arc::new(AtomicUsize::new(0));
+            let mut set = JoinSet::new();
+            for round in 0..50u64 {
+                for i in 0..20u64 {
+                    let (dropped, ran) = (dropped.clone(), ran.clone());
+                    set.spawn(async move {
+                        gort::time::sleep(Duration::from_micros(i * 10)).await;
+                        ran.fetch_add(1, SeqCst);
+                        Tracked { dropped, n: round }
+                    });
+                }
+                set.detach_all();
+                assert!(set.is_empty());
+                assert!(set.try_join_next().is_none());
+            }
+            let mine = set.spawn(async {
+                gort::time::sleep(Duration::from_millis(5)).await;
+                Tracked {
+                    dropped: Arc::new(AtomicUsize::new(0)),
+                    n: 7,
+                }
+            });
+            assert_eq!(set.join_next().await.unwrap().unwrap().n, 7);
+            assert!(mine.is_finished());
+            assert!(set.join_next().await.is_none());
+            while dropped.load(SeqCst) < 1000 {
+                gort::time::sleep(Duration::from_millis(1)).await;
+            }
+            assert_eq!(ran.load(SeqCst), 1000, "a detached task was aborted");
+        });
+    });
+}
