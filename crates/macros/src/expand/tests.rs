@@ -208,6 +208,23 @@ fn return_type_and_attributes_are_kept() {
     assert!(!out.starts_with("async"), "{out}");
 }
 
+/// A test's panic bounds its runtime's shutdown (it fails rather than hang on busy threads);
+/// a `main`'s drop is bounded by `drop_timeout` instead, panic or not.
+#[test]
+fn only_a_tests_panic_bounds_the_shutdown() {
+    let item = quote!(
+        async fn t() {}
+    );
+    let test = expand(quote!(), item.clone(), Kind::Test).to_string();
+    assert!(test.contains("catch_unwind"), "{test}");
+    assert!(test.contains("shutdown_timeout"), "{test}");
+    assert!(test.contains("resume_unwind"), "{test}");
+    assert!(!test.contains("drop_timeout"), "{test}");
+    let main = expand(quote!(), item, Kind::Main).to_string();
+    assert!(!main.contains("catch_unwind"), "{main}");
+    assert!(main.contains("drop_timeout"), "{main}");
+}
+
 /// Where an error points: (line, column) of its span, for source given as text.
 fn error_at(attr: &str, item: &str, kind: Kind) -> (String, usize, usize) {
     let e = try_expand(attr.parse().unwrap(), item.parse().unwrap(), kind).unwrap_err();
