@@ -168,6 +168,15 @@ fn parse_procs(value: &Expr) -> syn::Result<LitInt> {
         },
         other => return Err(not_an_integer(other.span())),
     };
+    if !matches!(n.suffix(), "" | "usize") {
+        return Err(syn::Error::new(
+            n.span(),
+            format!(
+                "gort: `procs` is a `usize`: `procs = {}`",
+                n.base10_digits()
+            ),
+        ));
+    }
     if n.base10_parse::<usize>()? == 0 {
         return Err(syn::Error::new(
             n.span(),
@@ -199,13 +208,22 @@ fn unknown(span: Span, arg: &Meta) -> syn::Error {
             );
         }
     }
-    let name = match arg.path().get_ident() {
+    let ident = arg.path().get_ident().map(ToString::to_string);
+    let name = match &ident {
         Some(id) => format!("`{id}`"),
         None => "argument".to_owned(),
     };
+    // Tokio's arguments, which a program moving from Tokio brings along.
+    let hint = match ident.as_deref() {
+        Some("flavor") => " (gort has one scheduler: Tokio's `current_thread` is `procs = 1`)",
+        Some("worker_threads") => " (Tokio's `worker_threads = N` is `procs = N`)",
+        _ => "",
+    };
     syn::Error::new(
         span,
-        format!("gort: unknown {name}; the arguments are `procs = N` and `start_paused = BOOL`"),
+        format!(
+            "gort: unknown {name}; the arguments are `procs = N` and `start_paused = BOOL`{hint}"
+        ),
     )
 }
 

@@ -45,6 +45,23 @@ fn unknown_argument_is_named() {
     assert_error(&out, "gort: `procs` takes a value: `procs = ...`");
 }
 
+/// Tokio's arguments get a hint of gort's; a typed `procs` literal other than `usize` is
+/// refused by the attribute (not by two type errors in its expansion).
+#[test]
+fn tokios_arguments_and_typed_literals_get_a_hint() {
+    let item = quote!(
+        async fn t() {}
+    );
+    let out = expand(quote!(flavor = "multi_thread"), item.clone(), Kind::Test).to_string();
+    assert_error(&out, "Tokio's `current_thread` is `procs = 1`");
+    let out = expand(quote!(worker_threads = 4), item.clone(), Kind::Test).to_string();
+    assert_error(&out, "Tokio's `worker_threads = N` is `procs = N`");
+    let out = expand(quote!(procs = 2u8), item.clone(), Kind::Test).to_string();
+    assert_error(&out, "gort: `procs` is a `usize`: `procs = 2`");
+    let out = expand(quote!(procs = 2usize), item, Kind::Test).to_string();
+    assert!(!out.contains("compile_error"), "{out}");
+}
+
 #[test]
 fn a_main_that_fails_to_expand_leaves_a_stand_in() {
     // Without it rustc adds "`main` function not found" to the attribute's error.
@@ -239,7 +256,8 @@ fn errors_point_at_the_offending_tokens() {
     assert_eq!(
         (msg.as_str(), col),
         (
-            "gort: unknown `flavor`; the arguments are `procs = N` and `start_paused = BOOL`",
+            "gort: unknown `flavor`; the arguments are `procs = N` and `start_paused = BOOL` \
+             (gort has one scheduler: Tokio's `current_thread` is `procs = 1`)",
             11
         )
     );
