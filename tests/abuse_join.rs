@@ -599,3 +599,49 @@ fn detach_all_lets_tasks_run_and_the_set_start_afresh() {
         });
     });
 }
+
+/// Aborts from a plain thread racing the runtime's drop: every task ends cancelled, every
+/// future is dropped exactly once, and neither side hangs.
+#[test]
+fn aborts_racing_the_runtimes_drop_drop_every_future_once() {
+    within(|| {
+        for round in 0..20u64 {
+            let rt = rt(2);
+            let dropped = Arc::new(AtomicUsize::new(0));
+            let mut handles = Vec::new();
+            for i in 0..300 {
+                let guard = Tracked {
+                    dropped: dropped.clone(),
+                    n: i,
+                };
+                handles.push(rt.spawn(async move {
+                    let _guard = guard;
+                    if i % 2 == 0 {
+                        gort::time::sleep(Duration::from_secs(3600)).await;
+                    } else {
+                        std::future::pending::<()>().await;
+                    }
+                }));
+            }
+            let aborts: Vec<_> = handles.iter().map(|h| h.abort_handle()).collect();
+            let barrier = Arc::new(Barrier::new(2));
+            let b2 = barrier.clone();
+            let aborter = std::thread::spawn(move || {
+                b2.wait();
+                spin(round * 500);
+                for a in &aborts {
+                    a.abort();
+                }
+                aborts
+            });
+            barrier.wait();
+            drop(rt);
+            let aborts = aborter.join().unwrap();
+            assert!(aborts.iter().all(|a| a.is_finished()));
+            for h in handles {
+                assert!(futures::executor::block_on(h).unwrap_err().is_cancelled());
+            }
+            assert_eq!(dropped.load(SeqCst), 300, "round {round}");
+        }
+    });
+}
