@@ -497,6 +497,12 @@ impl<E: Send + 'static> ErrGroup<E> {
     /// no such case (one runtime for the process). A group that may outlive its runtime
     /// records its tasks' completion itself where that matters.
     ///
+    /// Dropped before it ends (a timeout around it), it aborts the tasks it had taken, as
+    /// the group's drop would, but keeps the first panic it found for the next `wait`.
+    /// Called from one of the group's own tasks, it waits for that task, that is for ever,
+    /// as Go's `Wait` in a group's goroutine does: nothing detects it (as with a task that
+    /// awaits its own `JoinHandle`).
+    ///
     /// # Panics
     ///
     /// With the panic of the first task that panicked, once every other task has finished.
