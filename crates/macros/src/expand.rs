@@ -8,7 +8,7 @@
 //!     Builder::new().procs(N).start_paused(B).drop_timeout(1 s, main only)
 //!         .build().expect(..).block_on(__gort_body())
 //!     // a test: the block_on under catch_unwind; on a panic, shutdown_timeout(1 s), then
-//!     // the panic resumed
+//!     // the panic resumed; on an `Err` returned, shutdown_timeout(1 s), then the `Err`
 //! }
 //! ```
 //!
@@ -87,12 +87,22 @@ fn try_expand(attr: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result
         Kind::Main => quote! { __gort_rt.block_on(__gort_body()) },
         // A test that fails must fail, not hang: its runtime's drop would wait for every
         // busy thread (a blocking closure or a task that never yields, waiting for an end
-        // of the body that the panic skipped). A passing test's drop still waits for all.
+        // of the body that the panic, or the `?` that returned an `Err`, skipped). A
+        // passing test's drop still waits for all.
         Kind::Test => quote! {
             match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| {
                 __gort_rt.block_on(__gort_body())
             })) {
-                ::core::result::Result::Ok(__gort_out) => __gort_out,
+                ::core::result::Result::Ok(__gort_out) => {
+                    #[allow(unused_imports)]
+                    use ::gort::__macro_support::{FailedResult as _, NotAResult as _};
+                    if (&::gort::__macro_support::TestOutput(&__gort_out)).gort_failed() {
+                        __gort_rt.shutdown_timeout(::std::time::Duration::from_secs(1));
+                    } else {
+                        ::core::mem::drop(__gort_rt);
+                    }
+                    __gort_out
+                }
                 ::core::result::Result::Err(__gort_panic) => {
                     __gort_rt.shutdown_timeout(::std::time::Duration::from_secs(1));
                     ::std::panic::resume_unwind(__gort_panic)

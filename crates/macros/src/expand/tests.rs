@@ -236,6 +236,10 @@ fn only_a_tests_panic_bounds_the_shutdown() {
     assert!(test.contains("catch_unwind"), "{test}");
     assert!(test.contains("shutdown_timeout"), "{test}");
     assert!(test.contains("resume_unwind"), "{test}");
+    assert!(
+        test.contains("gort_failed"),
+        "an Err returned bounds it too: {test}"
+    );
     assert!(!test.contains("drop_timeout"), "{test}");
     let main = expand(quote!(), item, Kind::Main).to_string();
     assert!(!main.contains("catch_unwind"), "{main}");
