@@ -561,3 +561,100 @@ fn a_huge_limit_is_set_at_once_and_limits_nothing() {
         });
     });
 }
+
+/// `wait` cut off again and again by timeouts of 0 to 2 ms while tasks panic, fail and
+/// sleep: no wait hangs, a panic joined before a cut is resumed by a later wait (never
+/// twice), and the group ends empty and usable.
+#[test]
+fn waits_cut_off_again_and_again_lose_no_joined_panic_and_end() {
+    within(|| {
+        rt(2).block_on(async {
+            for round in 0..100u64 {
+                let group = ErrGroup::<u64>::new();
+                let (gone, has_gone) = gort::chan::bounded::<()>(1);
+                for i in 0..20u64 {
+                    let gone = (i == 0).then(|| gone.clone());
+                    group.spawn(async move {
+                        // The panicking task ends at once, the others 3 to 9 ms later.
+                        let us = if i == 0 {
+                            0
+                        } else {
+                            3000 + (i * 337 + round) % 6000
+                        };
+                        gort::time::sleep(Duration::from_micros(us)).await;
+                        let _signal = gone; // closes `has_gone` as the panic unwinds
+                        match i {
+                            0 => panic!("round {round}"),
+                            1 => Err(i),
+                            _ => Ok(()),
+                        }
+                    });
+                }
+                drop(gone);
+                // The panic is under way (its task may not have finished yet): whichever
+                // wait is cut off around it, a later one resumes it, once.
+                has_gone.recv().await;
+                let mut resumed = 0;
+                let mut k = 0u64;
+                loop {
+                    k += 1;
+                    let cut = Duration::from_micros((k * 700) % 2500);
+                    match gort::time::timeout(cut, caught(group.wait())).await {
+                        Err(_) => continue,
+                        Ok(Err(p)) => {
+                            assert_eq!(panic_text(&*p), format!("round {round}"));
+                            resumed += 1;
+                        }
+                        Ok(Ok(_)) => break,
+                    }
+                }
+                assert_eq!(
+                    resumed, 1,
+                    "round {round}: the panic was lost or resumed twice"
+                );
+                assert_eq!(group.wait().await, Ok(()));
+                assert!(group.try_spawn(async { Ok(()) }));
+                assert_eq!(group.wait().await, Ok(()));
+            }
+        });
+    });
+}
+
+/// Sleeps in its drop: holds a panic's unwinding open for a while.
+struct SlowUnwind;
+impl Drop for SlowUnwind {
+    fn drop(&mut self) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A `wait` dropped while one of its tasks is panicking (still unwinding, not yet finished):
+/// the panic is not lost with the tasks the wait aborts; the next `wait` resumes it.
+#[test]
+fn a_panic_still_unwinding_when_its_wait_is_dropped_is_resumed_by_the_next_wait() {
+    within(|| {
+        let rt = rt(2);
+        let resumed = rt.block_on(async {
+            let group = ErrGroup::<()>::new();
+            group.spawn(std::future::pending());
+            let (go, wait_go) = gort::chan::bounded::<()>(0);
+            let (gone, has_gone) = gort::chan::bounded::<()>(1);
+            group.spawn(async move {
+                wait_go.recv().await;
+                // Dropped in reverse order as the panic unwinds: `gone` first, then 50 ms
+                // of `SlowUnwind` before the task can finish with its panic.
+                let _slow = SlowUnwind;
+                let _signal = gone;
+                panic!("panicked as its wait went")
+            });
+            let mut wait = Box::pin(group.wait());
+            assert!(futures::poll!(wait.as_mut()).is_pending()); // it takes both tasks
+            drop(go);
+            has_gone.recv().await; // the panic is unwinding now, for 50 ms more
+            drop(wait);
+            caught(group.wait()).await
+        });
+        let payload = resumed.expect_err("the panic was lost with the dropped wait");
+        assert_eq!(panic_text(&*payload), "panicked as its wait went");
+    });
+}

@@ -59,8 +59,8 @@ use slots::{Slot, Slots};
 ///   they have finished too.
 /// - Dropping the group without calling `wait` aborts its tasks (it holds them in a
 ///   [`JoinSet`](gort_sched::JoinSet)); so does dropping `wait`'s future before it ends
-///   (a timeout around it) for the tasks it had taken, but a panic it had found is kept:
-///   the next `wait` resumes it.
+///   (a timeout around it) for the tasks it had taken, but they go back to the group,
+///   aborted, and the next `wait` joins them: a panic among them is resumed there.
 ///   Tasks holding an `Arc` of the group keep it alive until they finish.
 /// - [`set_limit`](ErrGroup::set_limit) runs at most `n` of its tasks at once (Go's
 ///   `SetLimit`); [`try_spawn`](ErrGroup::try_spawn) spawns only if a slot is free (Go's
@@ -110,8 +110,12 @@ struct Tasks {
     set: JoinSet<()>,
     /// Reap when the set holds this many tasks.
     reap_at: usize,
-    /// The first panic reaped, for `wait` to resume.
+    /// The first panic reaped, or found by a `wait` dropped before its end, for `wait` to
+    /// resume.
     panic: Option<Box<dyn Any + Send>>,
+    /// The tasks of `wait`s dropped before their end, aborted, for the next `wait` to join
+    /// (or the group's drop to drop).
+    aborted: Vec<JoinSet<()>>,
 }
 
 /// The set's size below which `spawn` reaps nothing.
@@ -498,7 +502,9 @@ impl<E: Send + 'static> ErrGroup<E> {
     /// records its tasks' completion itself where that matters.
     ///
     /// Dropped before it ends (a timeout around it), it aborts the tasks it had taken, as
-    /// the group's drop would, but keeps the first panic it found for the next `wait`.
+    /// the group's drop would, and gives them back to the group with the first panic it
+    /// found: the next `wait` joins them, and resumes a panic of theirs (also of a task that
+    /// panicked as it was being aborted).
     /// Called from one of the group's own tasks, it waits for that task, that is for ever,
     /// as Go's `Wait` in a group's goroutine does: nothing detects it (as with a task that
     /// awaits its own `JoinHandle`).
@@ -510,28 +516,25 @@ impl<E: Send + 'static> ErrGroup<E> {
     pub async fn wait(&self) -> Result<(), E> {
         let mut joining = Joining {
             group: self,
-            batch: JoinSet::new(),
+            batches: Vec::new(),
             panic: None,
         };
         loop {
-            let (batch, reaped) = {
+            let (batch, aborted, reaped) = {
                 let mut tasks = self.lock_tasks();
-                (std::mem::take(&mut tasks.set), tasks.panic.take())
+                let aborted = std::mem::take(&mut tasks.aborted);
+                (std::mem::take(&mut tasks.set), aborted, tasks.panic.take())
             };
-            drop(std::mem::replace(&mut joining.batch, batch)); // empty
+            joining.batches.extend(aborted);
+            joining.batches.push(batch);
+            joining.batches.retain(|batch| !batch.is_empty());
             if let Some(payload) = reaped {
                 joining.keep(payload);
             }
-            if joining.batch.is_empty() {
+            if joining.batches.is_empty() {
                 break;
             }
-            while let Some(done) = joining.batch.join_next().await {
-                if let Err(e) = done {
-                    if e.is_panic() {
-                        joining.keep(e.into_panic());
-                    }
-                }
-            }
+            joining.join_all().await;
         }
         // Tasks another `wait` took are still counted.
         self.first.running.wait().await;
