@@ -94,11 +94,18 @@ static PASSED_DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 #[gort::test]
 #[ignore = "run by a_passing_result_test_still_waits_for_its_blocking_closure"]
 async fn passes_with_a_detached_blocking_closure() -> Result<(), String> {
-    // Dropped at the end without being awaited: the runtime's drop waits for it.
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    static STARTED: AtomicBool = AtomicBool::new(false);
+    // Dropped at the end without being awaited: the runtime's drop waits for it once it
+    // runs (a closure still queued at shutdown is dropped unrun).
     let _detached = gort::spawn_blocking(|| {
+        STARTED.store(true, SeqCst);
         std::thread::sleep(std::time::Duration::from_millis(20));
-        PASSED_DONE.store(true, std::sync::atomic::Ordering::SeqCst);
+        PASSED_DONE.store(true, SeqCst);
     });
+    while !STARTED.load(SeqCst) {
+        gort::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
     Ok(())
 }
 
