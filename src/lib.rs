@@ -189,3 +189,36 @@ pub mod context {
 pub mod sync {
     pub use gort_sync::*;
 }
+
+/// What the code `#[gort::test]` expands to uses; not an API.
+#[doc(hidden)]
+pub mod __macro_support {
+    /// Wraps a test's output to ask whether it failed without consuming it: a `Result` that
+    /// is `Err` did ([`FailedResult`]); any other output is judged by its `Termination`
+    /// later, by the test harness ([`NotAResult`], reached through one more autoref).
+    pub struct TestOutput<'a, T>(pub &'a T);
+
+    /// `Err` is a failed test.
+    pub trait FailedResult {
+        /// Whether the test failed.
+        fn gort_failed(&self) -> bool;
+    }
+
+    impl<T, E> FailedResult for TestOutput<'_, Result<T, E>> {
+        fn gort_failed(&self) -> bool {
+            self.0.is_err()
+        }
+    }
+
+    /// Any other output: not known to have failed here.
+    pub trait NotAResult {
+        /// Whether the test failed.
+        fn gort_failed(&self) -> bool;
+    }
+
+    impl<T> NotAResult for &TestOutput<'_, T> {
+        fn gort_failed(&self) -> bool {
+            false
+        }
+    }
+}

@@ -22,8 +22,9 @@ pub(crate) struct Slot {
 impl Slot {
     /// Starts the function in its own unit of work (Go's `go f()`), unless stopped: a task on
     /// the current gort runtime, or a new thread when cancelled from outside any runtime.
-    /// The function never runs on the canceller's stack, so a panic in it is the task's (or
-    /// thread's) own and no lock is held while it runs.
+    /// The function runs on the canceller's stack only when no thread can be made, its panic
+    /// caught; else a panic in it is the task's (or thread's) own. No lock is held while it
+    /// runs (a cancel starts functions after releasing the node's lock).
     pub(crate) fn start(&self) {
         let Some(f) = self.f.lock().take() else {
             return;
@@ -31,7 +32,30 @@ impl Slot {
         if gort_sched::timer_api::in_runtime() {
             drop(gort_sched::spawn(async move { f() }));
         } else {
-            drop(std::thread::spawn(f));
+            run_on_a_new_thread(f);
+        }
+    }
+}
+
+/// Runs `f` on a new thread; if none can be made (a limit on threads or on address space),
+/// here, with its panic caught. `std::thread::spawn` would panic instead, in the middle of a
+/// cancel: the functions after this one, and the children of the context, were left
+/// unstarted and uncanceled (`tests/abuse_after_func_threads.rs`).
+fn run_on_a_new_thread(f: Func) {
+    let mine = Arc::new(Mutex::new(Some(f)));
+    let theirs = mine.clone();
+    let spawned = std::thread::Builder::new().spawn(move || {
+        let f = theirs.lock().take();
+        if let Some(f) = f {
+            f();
+        }
+    });
+    if spawned.is_err() {
+        // The failed spawn dropped its closure, not the function.
+        let f = mine.lock().take();
+        if let Some(f) = f {
+            // The panic hook has reported it; the cancel goes on.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
         }
     }
 }
@@ -43,7 +67,8 @@ impl Slot {
 /// `f`'s task is a task like any other: a cancel during the runtime's shutdown (a context's
 /// cancel guard dropped with the tasks being torn down) spawns it on a runtime that runs
 /// nothing more, so it is dropped unrun, as Go's goroutines are when `main` returns. A
-/// cancel from a thread of no runtime runs `f` on a new thread.
+/// cancel from a thread of no runtime runs `f` on a new thread, or, if no thread can be made
+/// (a limit on threads or address space), on the cancelling thread, rather than lose it.
 ///
 /// # Examples
 ///

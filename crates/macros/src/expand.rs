@@ -7,6 +7,8 @@
 //!     async fn __gort_body() -> R { body }
 //!     Builder::new().procs(N).start_paused(B).drop_timeout(1 s, main only)
 //!         .build().expect(..).block_on(__gort_body())
+//!     // a test: the block_on under catch_unwind; on a panic, shutdown_timeout(1 s), then
+//!     // the panic resumed; on an `Err` returned, shutdown_timeout(1 s), then the `Err`
 //! }
 //! ```
 //!
@@ -60,7 +62,8 @@ fn try_expand(attr: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result
     func.sig.asyncness = None;
     // A program ends when `main` returns, as a Go program does: its runtime's drop waits at
     // most a second for threads still busy (a blocking closure, a task in `block_in_place`)
-    // and abandons them (`Builder::drop_timeout`). A test's drop waits for everything.
+    // and abandons them (`Builder::drop_timeout`). A test's drop waits for everything,
+    // unless the test panicked (see `run`).
     let exit =
         (kind == Kind::Main).then(|| quote! { .drop_timeout(::std::time::Duration::from_secs(1)) });
     let paused = start_paused.map(|b| quote_spanned! {b.span()=> .start_paused(#b) });
@@ -80,11 +83,38 @@ fn try_expand(attr: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result
     });
     let output = &func.sig.output;
     let body = &func.block;
+    let run = match kind {
+        Kind::Main => quote! { __gort_rt.block_on(__gort_body()) },
+        // A test that fails must fail, not hang: its runtime's drop would wait for every
+        // busy thread (a blocking closure or a task that never yields, waiting for an end
+        // of the body that the panic, or the `?` that returned an `Err`, skipped). A
+        // passing test's drop still waits for all.
+        Kind::Test => quote! {
+            match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| {
+                __gort_rt.block_on(__gort_body())
+            })) {
+                ::core::result::Result::Ok(__gort_out) => {
+                    #[allow(unused_imports)]
+                    use ::gort::__macro_support::{FailedResult as _, NotAResult as _};
+                    if (&::gort::__macro_support::TestOutput(&__gort_out)).gort_failed() {
+                        __gort_rt.shutdown_timeout(::std::time::Duration::from_secs(1));
+                    } else {
+                        ::core::mem::drop(__gort_rt);
+                    }
+                    __gort_out
+                }
+                ::core::result::Result::Err(__gort_panic) => {
+                    __gort_rt.shutdown_timeout(::std::time::Duration::from_secs(1));
+                    ::std::panic::resume_unwind(__gort_panic)
+                }
+            }
+        },
+    };
     func.block = syn::parse_quote! {{
         #max_check
         async fn __gort_body() #output #body
         let __gort_rt = #builder.expect("gort: failed to build the runtime");
-        __gort_rt.block_on(__gort_body())
+        #run
     }};
     let test_attr = match kind {
         Kind::Test => quote! { #[::core::prelude::v1::test] },
@@ -148,6 +178,15 @@ fn parse_procs(value: &Expr) -> syn::Result<LitInt> {
         },
         other => return Err(not_an_integer(other.span())),
     };
+    if !matches!(n.suffix(), "" | "usize") {
+        return Err(syn::Error::new(
+            n.span(),
+            format!(
+                "gort: `procs` is a `usize`: `procs = {}`",
+                n.base10_digits()
+            ),
+        ));
+    }
     if n.base10_parse::<usize>()? == 0 {
         return Err(syn::Error::new(
             n.span(),
@@ -179,13 +218,22 @@ fn unknown(span: Span, arg: &Meta) -> syn::Error {
             );
         }
     }
-    let name = match arg.path().get_ident() {
+    let ident = arg.path().get_ident().map(ToString::to_string);
+    let name = match &ident {
         Some(id) => format!("`{id}`"),
         None => "argument".to_owned(),
     };
+    // Tokio's arguments, which a program moving from Tokio brings along.
+    let hint = match ident.as_deref() {
+        Some("flavor") => " (gort has one scheduler: Tokio's `current_thread` is `procs = 1`)",
+        Some("worker_threads") => " (Tokio's `worker_threads = N` is `procs = N`)",
+        _ => "",
+    };
     syn::Error::new(
         span,
-        format!("gort: unknown {name}; the arguments are `procs = N` and `start_paused = BOOL`"),
+        format!(
+            "gort: unknown {name}; the arguments are `procs = N` and `start_paused = BOOL`{hint}"
+        ),
     )
 }
 

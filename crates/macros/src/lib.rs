@@ -37,6 +37,11 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Runs an `async fn` test on a fresh gort runtime (dropped when the test ends).
 ///
+/// A test that passes waits, as it drops its runtime, for every thread still busy; one that
+/// fails (panics, or returns an `Err`) waits at most one second for them (a blocking closure
+/// or a task that never yields, waiting for an end of the test that the failure skipped),
+/// then fails, rather than hang.
+///
 /// ```ignore
 /// #[gort::test(procs = 2)]
 /// async fn adds() -> Result<(), String> {

@@ -21,7 +21,9 @@
 //!
 //! A limit (Go's `SetLimit`) is a channel holding one token per free slot: a task takes a
 //! token before its body runs and puts it back when its future is dropped (it ended,
-//! panicked, or was aborted), before it stops counting as running. Go sends to take a slot
+//! panicked, or was aborted), before it stops counting as running. The tokens are minted
+//! on first use, from a count of the slots never handed out, so that a limit of
+//! `usize::MAX` costs nothing to set (filling the channel up front hung). Go sends to take a slot
 //! and receives to free it; here taking is the receive, because a receive is cancel-safe (a
 //! token handed to a dropped receive goes to the next waiter, or back to the buffer) where a
 //! send that a receiver completed just before its future was dropped counts as sent, and
@@ -33,11 +35,15 @@ use std::future::Future;
 use std::panic::resume_unwind;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use gort_chan::{Receiver, Sender};
 use gort_context::{CancelFn, Context};
 use gort_sched::{JoinError, JoinSet};
 
 use crate::WaitGroup;
+
+mod joining;
+mod slots;
+use joining::Joining;
+use slots::{Slot, Slots};
 
 /// A group of tasks working on one job: [`wait`](ErrGroup::wait) waits for all of them and
 /// returns the first error any returned; with [`with_context`](ErrGroup::with_context), that
@@ -52,7 +58,9 @@ use crate::WaitGroup;
 ///   task may spawn siblings (Go's `g.Go` from a group's goroutine); `wait` returns once
 ///   they have finished too.
 /// - Dropping the group without calling `wait` aborts its tasks (it holds them in a
-///   [`JoinSet`](gort_sched::JoinSet)); so does dropping `wait`'s future before it ends.
+///   [`JoinSet`](gort_sched::JoinSet)); so does dropping `wait`'s future before it ends
+///   (a timeout around it) for the tasks it had taken, but they go back to the group,
+///   aborted, and the next `wait` joins them: a panic among them is resumed there.
 ///   Tasks holding an `Arc` of the group keep it alive until they finish.
 /// - [`set_limit`](ErrGroup::set_limit) runs at most `n` of its tasks at once (Go's
 ///   `SetLimit`); [`try_spawn`](ErrGroup::try_spawn) spawns only if a slot is free (Go's
@@ -102,8 +110,12 @@ struct Tasks {
     set: JoinSet<()>,
     /// Reap when the set holds this many tasks.
     reap_at: usize,
-    /// The first panic reaped, for `wait` to resume.
+    /// The first panic reaped, or found by a `wait` dropped before its end, for `wait` to
+    /// resume.
     panic: Option<Box<dyn Any + Send>>,
+    /// The tasks of `wait`s dropped before their end, aborted, for the next `wait` to join
+    /// (or the group's drop to drop).
+    aborted: Vec<JoinSet<()>>,
 }
 
 /// The set's size below which `spawn` reaps nothing.
@@ -151,51 +163,6 @@ impl<E> Drop for Running<E> {
         // The slot first: once `wait` sees no task running, every slot is free again.
         drop(self.slot.take());
         self.first.running.done();
-    }
-}
-
-/// The slots of a group with a limit: a channel of one token per free slot (see the module
-/// docs). It is never closed: the group and every waiting task hold it, with both ends.
-struct Slots {
-    free: Receiver<()>,
-    give_back: Sender<()>,
-    limit: usize,
-}
-
-/// A slot held by a task, freed on drop.
-struct Slot(Arc<Slots>);
-
-impl Slots {
-    fn new(limit: usize) -> Arc<Slots> {
-        let (give_back, free) = gort_chan::bounded(limit);
-        for _ in 0..limit {
-            give_back
-                .try_send(())
-                .expect("gort: a slot token fits its channel");
-        }
-        Arc::new(Slots {
-            free,
-            give_back,
-            limit,
-        })
-    }
-
-    async fn take(self: &Arc<Self>) -> Slot {
-        let token = self.free.recv().await;
-        debug_assert!(token.is_some(), "the slots' channel is never closed");
-        Slot(self.clone())
-    }
-
-    fn try_take(self: &Arc<Self>) -> Option<Slot> {
-        self.free.try_recv().ok().map(|()| Slot(self.clone()))
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        // Never full: this token is out of the channel, so at most `limit - 1` are in it.
-        let back = self.0.give_back.try_send(());
-        debug_assert!(back.is_ok(), "a freed slot's token has room");
     }
 }
 
@@ -534,39 +501,45 @@ impl<E: Send + 'static> ErrGroup<E> {
     /// no such case (one runtime for the process). A group that may outlive its runtime
     /// records its tasks' completion itself where that matters.
     ///
+    /// Dropped before it ends (a timeout around it), it aborts the tasks it had taken, as
+    /// the group's drop would, and gives them back to the group with the first panic it
+    /// found: the next `wait` joins them, and resumes a panic of theirs (also of a task that
+    /// panicked as it was being aborted).
+    /// Called from one of the group's own tasks, it waits for that task, that is for ever,
+    /// as Go's `Wait` in a group's goroutine does: nothing detects it (as with a task that
+    /// awaits its own `JoinHandle`).
+    ///
     /// # Panics
     ///
     /// With the panic of the first task that panicked, once every other task has finished.
     #[doc(alias = "Wait")]
     pub async fn wait(&self) -> Result<(), E> {
-        let mut panic = None;
+        let mut joining = Joining {
+            group: self,
+            batches: Vec::new(),
+            panic: None,
+        };
         loop {
-            let (mut batch, reaped) = {
+            let (batch, aborted, reaped) = {
                 let mut tasks = self.lock_tasks();
-                (std::mem::take(&mut tasks.set), tasks.panic.take())
+                let aborted = std::mem::take(&mut tasks.aborted);
+                (std::mem::take(&mut tasks.set), aborted, tasks.panic.take())
             };
+            joining.batches.extend(aborted);
+            joining.batches.push(batch);
+            joining.batches.retain(|batch| !batch.is_empty());
             if let Some(payload) = reaped {
-                if panic.is_none() {
-                    panic = Some(payload);
-                    self.first.cancel_context();
-                }
+                joining.keep(payload);
             }
-            if batch.is_empty() {
+            if joining.batches.is_empty() {
                 break;
             }
-            while let Some(done) = batch.join_next().await {
-                if let Err(e) = done {
-                    if e.is_panic() && panic.is_none() {
-                        panic = Some(e.into_panic());
-                        self.first.cancel_context();
-                    }
-                }
-            }
+            joining.join_all().await;
         }
         // Tasks another `wait` took are still counted.
         self.first.running.wait().await;
         self.first.cancel_context();
-        if let Some(payload) = panic {
+        if let Some(payload) = joining.panic.take() {
             resume_unwind(payload);
         }
         match self.first.take() {

@@ -200,8 +200,7 @@ impl<K: Hash + Eq, V> Drop for Pilot<K, V> {
                 _ => None,
             }
         };
-        drop((removed, key)); // outside the lock: `K`'s Drop is user code
-                              // Out of the map, no caller can join any more: the count is final.
+        // Out of the map, no caller can join any more: the count is final.
         let shared = self.flight.callers.load(Ordering::Relaxed) > 1;
         let outcome = self
             .outcome
@@ -212,6 +211,10 @@ impl<K: Hash + Eq, V> Drop for Pilot<K, V> {
         debug_assert!(set.is_ok(), "a run's outcome is set once, by its pilot");
         // Closing the channel wakes every caller; the close orders the `set` before their read.
         drop(self.done.take());
+        // The keys go last, outside the lock: `K`'s Drop is user code, and if it panics the
+        // callers already have their outcome (before, they woke to a closed channel with
+        // no outcome set, and panicked).
+        drop((removed, key));
     }
 }
 
@@ -428,15 +431,21 @@ where
     drop(pilot);
 }
 
-/// The message of a panic payload, which is dropped here (outside any lock).
+/// The message of a panic payload, which is dropped here (outside any lock). A payload
+/// whose own `Drop` panics is forgotten instead: that second panic would end the work's
+/// task with no outcome, and its callers would get `Shutdown` for a panic.
 fn message(payload: Box<dyn Any + Send>) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
+    let message = if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_string()
     } else if let Some(s) = payload.downcast_ref::<String>() {
         s.clone()
     } else {
         "Box<dyn Any>".to_string()
+    };
+    if let Err(second) = catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+        std::mem::forget(second);
     }
+    message
 }
 
 impl<K, V> Clone for Group<K, V> {

@@ -45,6 +45,23 @@ fn unknown_argument_is_named() {
     assert_error(&out, "gort: `procs` takes a value: `procs = ...`");
 }
 
+/// Tokio's arguments get a hint of gort's; a typed `procs` literal other than `usize` is
+/// refused by the attribute (not by two type errors in its expansion).
+#[test]
+fn tokios_arguments_and_typed_literals_get_a_hint() {
+    let item = quote!(
+        async fn t() {}
+    );
+    let out = expand(quote!(flavor = "multi_thread"), item.clone(), Kind::Test).to_string();
+    assert_error(&out, "Tokio's `current_thread` is `procs = 1`");
+    let out = expand(quote!(worker_threads = 4), item.clone(), Kind::Test).to_string();
+    assert_error(&out, "Tokio's `worker_threads = N` is `procs = N`");
+    let out = expand(quote!(procs = 2u8), item.clone(), Kind::Test).to_string();
+    assert_error(&out, "gort: `procs` is a `usize`: `procs = 2`");
+    let out = expand(quote!(procs = 2usize), item, Kind::Test).to_string();
+    assert!(!out.contains("compile_error"), "{out}");
+}
+
 #[test]
 fn a_main_that_fails_to_expand_leaves_a_stand_in() {
     // Without it rustc adds "`main` function not found" to the attribute's error.
@@ -208,6 +225,27 @@ fn return_type_and_attributes_are_kept() {
     assert!(!out.starts_with("async"), "{out}");
 }
 
+/// A test's panic bounds its runtime's shutdown (it fails rather than hang on busy threads);
+/// a `main`'s drop is bounded by `drop_timeout` instead, panic or not.
+#[test]
+fn only_a_tests_panic_bounds_the_shutdown() {
+    let item = quote!(
+        async fn t() {}
+    );
+    let test = expand(quote!(), item.clone(), Kind::Test).to_string();
+    assert!(test.contains("catch_unwind"), "{test}");
+    assert!(test.contains("shutdown_timeout"), "{test}");
+    assert!(test.contains("resume_unwind"), "{test}");
+    assert!(
+        test.contains("gort_failed"),
+        "an Err returned bounds it too: {test}"
+    );
+    assert!(!test.contains("drop_timeout"), "{test}");
+    let main = expand(quote!(), item, Kind::Main).to_string();
+    assert!(!main.contains("catch_unwind"), "{main}");
+    assert!(main.contains("drop_timeout"), "{main}");
+}
+
 /// Where an error points: (line, column) of its span, for source given as text.
 fn error_at(attr: &str, item: &str, kind: Kind) -> (String, usize, usize) {
     let e = try_expand(attr.parse().unwrap(), item.parse().unwrap(), kind).unwrap_err();
@@ -222,7 +260,8 @@ fn errors_point_at_the_offending_tokens() {
     assert_eq!(
         (msg.as_str(), col),
         (
-            "gort: unknown `flavor`; the arguments are `procs = N` and `start_paused = BOOL`",
+            "gort: unknown `flavor`; the arguments are `procs = N` and `start_paused = BOOL` \
+             (gort has one scheduler: Tokio's `current_thread` is `procs = 1`)",
             11
         )
     );

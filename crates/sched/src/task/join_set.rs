@@ -218,6 +218,32 @@ impl<T> JoinSet<T> {
         }
     }
 
+    /// Removes every task from the set without aborting it (tokio's `detach_all`): each
+    /// runs on as if its [`JoinHandle`] had been dropped, and its output is dropped when it
+    /// finishes. The set is then empty and can take new tasks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort::Runtime::new().unwrap();
+    /// rt.block_on(async {
+    ///     let (tx, rx) = gort::chan::bounded(1);
+    ///     let mut set = gort::task::JoinSet::new();
+    ///     set.spawn(async move { tx.send("still ran").await.unwrap() });
+    ///     set.detach_all();
+    ///     assert!(set.is_empty());
+    ///     drop(set); // aborts nothing: the task is no longer in it
+    ///     assert_eq!(rx.recv().await, Some("still ran"));
+    /// });
+    /// ```
+    pub fn detach_all(&mut self) {
+        let detached = std::mem::take(&mut self.tasks);
+        // The detached tasks' join wakers still report to the old ready queue: it goes with
+        // them, so that a set detaching again and again keeps no id of a task it let go.
+        self.ready = Arc::default();
+        drop(detached);
+    }
+
     /// Waits for the next task to finish and returns its output; `None` when the set is
     /// empty. Cancel-safe: dropping the future loses no output.
     ///
