@@ -108,3 +108,45 @@ fn a_task_reads_the_runtimes_metrics_through_its_handle() {
     assert_eq!(depth, 0);
     assert_eq!(rt.handle().metrics().procs, rt.metrics().procs);
 }
+
+/// `tasks_alive` never counts a live task as gone while finished ones are taken out of the
+/// registry in batches: it subtracted the Ps' pending batches read *before* the registry's
+/// size, so a batch taken out in between was subtracted twice (seen as `tasks_alive: 1`
+/// with two tasks alive, in a loaded run of the test above).
+#[test]
+fn tasks_alive_never_undercounts_while_tasks_finish_in_batches() {
+    const KEPT: u64 = 8;
+    let rt = Builder::new().procs(2).build().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let kept: Vec<_> = (0..KEPT)
+        .map(|_| rt.spawn(gort::time::sleep(Duration::from_secs(3600))))
+        .collect();
+    let churn = {
+        let stop = stop.clone();
+        rt.spawn(async move {
+            while !stop.load(SeqCst) {
+                for _ in 0..256 {
+                    gort::spawn(async {});
+                }
+                gort::task::yield_now().await;
+            }
+        })
+    };
+    let h = rt.handle().clone();
+    let start = Instant::now();
+    let mut lowest = u64::MAX;
+    while start.elapsed() < Duration::from_secs(2) {
+        lowest = lowest.min(h.metrics().tasks_alive);
+    }
+    stop.store(true, SeqCst);
+    rt.block_on(churn).unwrap();
+    for k in kept {
+        k.abort();
+    }
+    // The kept sleepers and the churning task were alive throughout.
+    assert!(
+        lowest > KEPT,
+        "tasks_alive fell to {lowest} with {} alive",
+        KEPT + 1
+    );
+}

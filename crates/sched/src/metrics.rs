@@ -125,14 +125,19 @@ impl Handle {
     /// ```
     pub fn metrics(&self) -> Metrics {
         let s = &self.shared;
-        // Finished tasks a P has yet to take out of the registry are not alive. Read before
-        // the registry: a batch removed in between is then counted as alive at worst, never
-        // twice as gone.
-        let releasing: usize = s.all_ps().map(|p| p.releases_pending()).sum();
+        // Alive: spawned, not taken out of the registry, and not finished on a P that has yet
+        // to take it out. Each count is read shard by shard or P by P while tasks come and
+        // go, so the order makes the sum never fall below the tasks alive at the middle read:
+        // the monotonic `removed` before it (lower), `spawned` after it (higher), and a P
+        // zeroes its pending count before it takes that batch out, so a task is never both
+        // in a `removed` read first and in a pending count read after.
+        let removed = s.registry.removed();
+        let releasing = s.all_ps().map(|p| p.releases_pending() as u64).sum::<u64>();
+        let spawned = s.registry.spawned();
         let mut m = Metrics {
             procs: s.nprocs(),
-            tasks_spawned: s.registry.spawned(),
-            tasks_alive: s.registry.len().saturating_sub(releasing) as u64,
+            tasks_spawned: spawned,
+            tasks_alive: spawned.saturating_sub(removed + releasing),
             task_panics: s.panics.load(Relaxed) + s.blocking.panics(),
             user_panics: s.user_panics.load(Relaxed),
             ..Metrics::default()

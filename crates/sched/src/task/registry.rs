@@ -29,6 +29,9 @@ struct Shard {
     slots: Vec<Option<RawTask>>,
     free: Vec<u32>,
     spawned: u64,
+    /// Tasks taken out (finished or drained); with `spawned`, what `Runtime::metrics`
+    /// counts as alive.
+    removed: u64,
 }
 
 pub(crate) struct Registry {
@@ -155,6 +158,7 @@ impl Registry {
         let t = s.slots.get_mut(idx).and_then(Option::take);
         if t.is_some() {
             s.free.push(idx as u32);
+            s.removed += 1;
         }
         t
     }
@@ -164,14 +168,17 @@ impl Registry {
         let mut out = Vec::new();
         for shard in self.shards.iter() {
             let mut s = shard.lock();
+            let before = out.len();
             out.extend(s.slots.drain(..).flatten());
+            s.removed += (out.len() - before) as u64;
             s.free.clear();
         }
         out
     }
 
     /// How many tasks are registered, the finished ones whose removal a P still holds
-    /// included (`Runtime::metrics` subtracts those).
+    /// included (for tests: `Runtime::metrics` counts from `spawned` and `removed`).
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.shards
             .iter()
@@ -185,6 +192,11 @@ impl Registry {
     /// How many tasks were ever registered.
     pub(crate) fn spawned(&self) -> u64 {
         self.shards.iter().map(|s| s.lock().spawned).sum()
+    }
+
+    /// How many tasks were ever taken out (finished, or drained at teardown).
+    pub(crate) fn removed(&self) -> u64 {
+        self.shards.iter().map(|s| s.lock().removed).sum()
     }
 }
 
