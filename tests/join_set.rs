@@ -416,3 +416,26 @@ fn shutdown_aborts_every_task_and_waits_for_them_to_stop() {
         assert!(set.join_next().await.unwrap().is_ok()); // the set is usable again
     });
 }
+
+/// A handle whose output was already taken, inserted into a set: `join_next` panics (the
+/// handle's own "polled after it returned Ready"), and the set no longer holds it, so a
+/// caller that caught the panic gets `None` instead of waiting for ever on an entry that
+/// left the ready list.
+#[test]
+fn a_set_whose_join_next_panicked_on_a_spent_handle_is_left_without_it() {
+    let rt = Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut spent = gort::spawn(async { 1 });
+        assert_eq!((&mut spent).await.unwrap(), 1);
+        let mut set = JoinSet::new();
+        set.insert(spent);
+        let caught =
+            futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(set.join_next())).await;
+        assert!(caught.is_err(), "a spent handle's output was joined");
+        assert_eq!(set.len(), 0);
+        let next = gort::time::timeout(Duration::from_secs(10), set.join_next())
+            .await
+            .expect("join_next waited for an entry it had already given up");
+        assert!(next.is_none());
+    });
+}

@@ -16,6 +16,7 @@ use gort_loom::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::future::{poll_fn, Future};
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
@@ -364,9 +365,18 @@ impl<T> JoinSet<T> {
         // Outside the budget: the id is off the ready list, and a `Pending` for budget here
         // would lose it (`poll_join_next` spends the unit, `try_join_next` none).
         let handle = Pin::new(&mut entry.handle);
-        let res = match gort_coop::with_unconstrained(|| handle.poll(&mut task_cx)) {
-            Poll::Ready(res) => res,
-            Poll::Pending => return None,
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            gort_coop::with_unconstrained(|| handle.poll(&mut task_cx))
+        }));
+        let res = match polled {
+            Ok(Poll::Ready(res)) => res,
+            Ok(Poll::Pending) => return None,
+            // A handle whose output was taken before it was inserted: the entry, off the
+            // ready list for good, leaves the set, or `join_next` would wait for it for ever.
+            Err(panic) => {
+                self.tasks.remove(&id);
+                std::panic::resume_unwind(panic);
+            }
         };
         self.tasks.remove(&id);
         Some(res)
