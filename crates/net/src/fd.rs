@@ -12,6 +12,7 @@
 
 use crate::io::{Dir, Io};
 use crate::{TcpListener, TcpStream, UdpSocket, UnixDatagram, UnixListener, UnixStream};
+use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 
 macro_rules! impl_fd {
@@ -57,4 +58,17 @@ pub(crate) fn read_shut_down<S: mio::event::Source + std::os::fd::AsRawFd>(io: &
     // `io` owns; a timeout of 0 never blocks.
     let n = unsafe { libc::poll(&mut fd, 1, 0) };
     n == 1 && fd.revents & libc::POLLRDHUP != 0
+}
+
+/// `res`, or `shut()` in its place when `res` is a `WouldBlock` of a socket shut down for
+/// reading ([`read_shut_down`]): what a blocking receive would have returned.
+pub(crate) fn or_read_shut_down<T, S: mio::event::Source + AsRawFd>(
+    res: io::Result<T>,
+    io: &Io<S>,
+    shut: impl FnOnce() -> io::Result<T>,
+) -> io::Result<T> {
+    match res {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock && read_shut_down(io) => shut(),
+        res => res,
+    }
 }

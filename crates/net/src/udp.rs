@@ -1,6 +1,6 @@
 //! UDP: Go's `UDPConn` on the netpoller.
 
-use crate::fd::read_shut_down;
+use crate::fd::or_read_shut_down;
 use crate::io::{Dir, Io};
 use crate::resolve::{first_ok, resolve};
 use gort_time::Instant;
@@ -76,13 +76,8 @@ impl UdpSocket {
     /// The OS's, or `TimedOut` past the read deadline.
     pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
         self.io
-            .op(Dir::Read, |s| match s.recv_from(buf) {
-                // Shut down for reading (`read_shut_down`): nothing more will come; a blocking
-                // receive returns 0 with no sender, here the connected peer's address.
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock && read_shut_down(&self.io) => {
-                    Ok((0, s.peer_addr()?))
-                }
-                res => res,
+            .op(Dir::Read, |s| {
+                or_read_shut_down(s.recv_from(buf), &self.io, || Ok((0, s.peer_addr()?)))
             })
             .await
     }
@@ -116,12 +111,8 @@ impl UdpSocket {
     /// The OS's, or `TimedOut` past the read deadline.
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.io
-            .op(Dir::Read, |s| match s.recv(buf) {
-                // Shut down for reading: what a blocking receive returns (`read_shut_down`).
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock && read_shut_down(&self.io) => {
-                    Ok(0)
-                }
-                res => res,
+            .op(Dir::Read, |s| {
+                or_read_shut_down(s.recv(buf), &self.io, || Ok(0))
             })
             .await
     }

@@ -1,6 +1,6 @@
 //! Unix domain datagram sockets: Go's `UnixConn` for network `"unixgram"` on the netpoller.
 
-use crate::fd::read_shut_down;
+use crate::fd::or_read_shut_down;
 use crate::io::{Backoff, Dir, Io};
 use gort_time::Instant;
 use std::io;
@@ -175,12 +175,8 @@ impl UnixDatagram {
     /// The OS's, or `TimedOut` past the read deadline.
     pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
         self.io
-            .op(Dir::Read, |s| match s.recv_from(buf) {
-                // Shut down for reading: what a blocking receive returns (`read_shut_down`).
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock && read_shut_down(&self.io) => {
-                    Ok((0, unnamed()?))
-                }
-                res => res,
+            .op(Dir::Read, |s| {
+                or_read_shut_down(s.recv_from(buf), &self.io, || Ok((0, unnamed()?)))
             })
             .await
     }
@@ -225,12 +221,8 @@ impl UnixDatagram {
     /// The OS's, or `TimedOut` past the read deadline.
     pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.io
-            .op(Dir::Read, |s| match s.recv(buf) {
-                // Shut down for reading: what a blocking receive returns (`read_shut_down`).
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock && read_shut_down(&self.io) => {
-                    Ok(0)
-                }
-                res => res,
+            .op(Dir::Read, |s| {
+                or_read_shut_down(s.recv(buf), &self.io, || Ok(0))
             })
             .await
     }
