@@ -59,6 +59,7 @@ mod after_func;
 mod cause;
 mod ctx;
 mod deadline;
+mod guard;
 mod orphanage;
 #[cfg(test)]
 mod tests;
@@ -71,7 +72,8 @@ pub use crate::cause::{
     with_cancel_cause, with_deadline_cause, with_timeout_cause, CancelCauseFn, CancelCauseGuard,
     Cause,
 };
-pub use crate::ctx::{CancelFn, CancelGuard, Context};
+pub use crate::ctx::{CancelFn, Context};
+pub use crate::guard::CancelGuard;
 use gort_time::Instant;
 
 /// Why a context is done (Go's `context.Canceled` and `context.DeadlineExceeded`).
