@@ -242,8 +242,35 @@ pub fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
+/// The C allocator's own books over every arena, in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HeapStats {
+    /// Bytes handed out and not yet freed (small chunks and mapped blocks).
+    pub in_use: u64,
+    /// Bytes the allocator holds free; some stay resident after [`trim_heap`].
+    pub free: u64,
+}
+
+/// The allocator's books where it keeps them (glibc's `mallinfo2`); `None` elsewhere.
+pub fn heap_stats() -> Option<HeapStats> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads glibc's statistics under each arena's lock.
+        let mi = unsafe { libc::mallinfo2() };
+        Some(HeapStats {
+            in_use: (mi.uordblks + mi.hblkhd) as u64,
+            free: mi.fordblks as u64,
+        })
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    None
+}
+
 /// Returns freed heap memory to the OS where the allocator supports it (glibc), so that RSS
-/// after a scenario measures what is still in use rather than the allocator's cache.
+/// after a scenario measures what is still in use rather than the allocator's cache. Not all
+/// of it: glibc's `malloc_trim` gives back the free pages inside every arena but shrinks only
+/// the main arena's top chunk, so the top of each worker thread's arena (up to the dynamic
+/// trim threshold, 64 MiB at most, each) stays resident; [`heap_stats`] sees through it.
 pub fn trim_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks glibc's own arenas; it has no preconditions.

@@ -41,6 +41,19 @@ pub struct MemoryReport {
     pub peak: u64,
     /// RSS after its runtime was dropped and the heap trimmed.
     pub end: u64,
+    /// The allocator's books, where it keeps them (glibc).
+    pub heap: Option<HeapReport>,
+}
+
+/// The allocator's books around one scenario (glibc's `mallinfo2`), in bytes.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct HeapReport {
+    /// Heap bytes in use before the scenario built its runtime.
+    pub in_use_baseline: u64,
+    /// Heap bytes in use after its runtime was dropped.
+    pub in_use_end: u64,
+    /// Bytes the allocator held free after the trim, of which any part may be resident.
+    pub free_end: u64,
 }
 
 /// Everything one scenario measured and found.
@@ -191,6 +204,11 @@ pub(crate) mod tests {
                 baseline: 10 << 20,
                 peak: 300 << 20,
                 end: 12 << 20,
+                heap: Some(HeapReport {
+                    in_use_baseline: 1 << 20,
+                    in_use_end: 2 << 20,
+                    free_end: 40 << 20,
+                }),
             },
             cpu_user_ms: 1500.0,
             cpu_system_ms: 100.0,

@@ -463,6 +463,7 @@ pub fn run(
 ) -> ScenarioResult {
     stats::trim_heap();
     let baseline = stats::rss().current;
+    let heap = stats::heap_stats();
     let hwm_reset = stats::reset_peak_rss();
     let sampler = RssSampler::start(Duration::from_millis(20));
     let cpu0 = CpuTime::now();
@@ -473,7 +474,7 @@ pub fn run(
     let wall = ctx.epoch.elapsed();
     let cpu = CpuTime::now().since(cpu0);
     let others = external_load(MachineCpu::now().since(machine0), cpu, wall);
-    let memory = memory_report(baseline, hwm_reset, sampler);
+    let memory = memory_report(baseline, heap, hwm_reset, sampler);
     check_memory(&ctx, memory);
     let lateness = ctx.lateness.summary();
     let bound = build_bound(def.bound);
