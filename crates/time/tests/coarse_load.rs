@@ -72,10 +72,11 @@ fn a_ticker_task_runs_within_a_slice_of_coarse_spinners() {
 /// before the first resume that followed a yield begun after its deadline (the task woken
 /// runs before the spinner that yielded). Counted in rounds, not time, so that the OS
 /// descheduling a thread does not make the test flaky; an M descheduled between running the
-/// timer and running the task still loses a few (91-99 % on time in 8 runs at load 3-5).
-/// Waiting for one particular P's round leaves the ticks whose first round after the
-/// deadline is the other P's to a later one (37-69 % on time in 4 runs with `help_peer`
-/// off): the bound, 4 in 5, is between. Release builds only: the bound is set by the rounds
+/// timer and running the task still loses a few (91-99 % on time in 8 runs at load 3-5;
+/// 77.6 % once, in a CI rehearsal beside a release build of the benchmarks, two `rustc`
+/// on the two cores). Waiting for one particular P's round leaves the ticks whose first
+/// round after the deadline is the other P's to a later one (37-69 % on time in 4 runs
+/// with `help_peer` off): the bound, 3 in 4, is between. Release builds only: the bound is set by the rounds
 /// of optimized code; in a debug build, whose rounds are several times longer, 54-79 % of
 /// the ticks were on time on a quiet machine (at 706bfdd, and at fa6bada before it; not traced
 /// further), so the test would measure the build, not the rule. `.ci/test.sh` runs it in
@@ -134,7 +135,7 @@ fn a_tick_arrives_in_the_first_round_of_either_p() {
         }
     }
     assert!(
-        ticks >= 50 && on_time * 5 >= ticks * 4,
+        ticks >= 50 && on_time * 4 >= ticks * 3,
         "{on_time} of {ticks} ticks arrived in the first round of either P after their deadline"
     );
 }
