@@ -93,6 +93,14 @@ impl Bucket {
         self.last = now;
     }
 
+    /// Go's `SetBurstAt`: the count brought up to `now`, then the bucket resized; tokens
+    /// above the new size are dropped.
+    pub(super) fn set_burst(&mut self, now: Instant, burst: u32) {
+        self.advance(now);
+        self.burst = burst;
+        self.tokens = self.tokens.min(f64::from(burst));
+    }
+
     /// Go's `reserveN`: takes `n` tokens at `now`, to be used once they have all come, if
     /// that is within `max_wait`; refuses and changes nothing otherwise. Inlined, so that
     /// `allow_n`'s zero `max_wait` folds into the comparison.

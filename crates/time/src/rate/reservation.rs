@@ -88,7 +88,10 @@ impl<'a> Reservation<'a> {
     /// assert_eq!(limiter.tokens_at(now), 0.0);
     /// ```
     pub fn cancel(self) {
-        self.cancel_at(Instant::now());
+        if let Some(grant) = self.grant {
+            self.limiter
+                .with_state_now(|st, now| st.cancel(&grant, now));
+        }
     }
 
     /// Gives the tokens back as of `now` (Go's `CancelAt`), as far as other reservations

@@ -198,9 +198,10 @@ impl Limiter {
         deadline: Option<Instant>,
         done: Option<&Receiver<()>>,
     ) -> Result<(), WaitError> {
-        let now = Instant::now();
-        let max_wait = deadline.map_or(Duration::MAX, |d| d.duration_since(now));
-        let (grant, burst) = self.with_state(|st| (st.reserve(now, n, max_wait), st.burst));
+        let (grant, burst, now) = self.with_state_now(|st, now| {
+            let max_wait = deadline.map_or(Duration::MAX, |d| d.duration_since(now));
+            (st.reserve(now, n, max_wait), st.burst, now)
+        });
         let grant = grant.map_err(|refusal| match refusal {
             Refusal::Burst => WaitError::BurstExceeded { n, burst },
             Refusal::Never => WaitError::NeverAvailable { n },
@@ -251,8 +252,8 @@ impl Held<'_> {
 impl Drop for Held<'_> {
     fn drop(&mut self) {
         if let Some(grant) = self.grant.take() {
-            let now = Instant::now();
-            self.limiter.with_state(|st| st.cancel(&grant, now));
+            self.limiter
+                .with_state_now(|st, now| st.cancel(&grant, now));
         }
     }
 }
