@@ -5,28 +5,13 @@
 
 mod support;
 
+use support::{rt, Tracked};
+
 use gort::task::JoinSet;
-use gort::{Builder, Runtime};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 use support::{panic_text, within};
-
-fn rt(procs: usize) -> Runtime {
-    Builder::new().procs(procs).build().unwrap()
-}
-
-/// An output that counts how many were made and how many dropped.
-struct Tracked {
-    dropped: Arc<AtomicUsize>,
-    n: u64,
-}
-
-impl Drop for Tracked {
-    fn drop(&mut self) {
-        self.dropped.fetch_add(1, SeqCst);
-    }
-}
 
 /// A third of the tasks panic, a third are aborted from a plain thread while `join_next`
 /// runs, a third return: each comes back exactly once, as what it became.

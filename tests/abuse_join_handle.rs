@@ -4,29 +4,14 @@
 
 mod support;
 
+use support::{rt, Tracked};
+
 use gort::task::JoinHandle;
-use gort::{Builder, Runtime};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 use support::{panic_text, within};
-
-fn rt(procs: usize) -> Runtime {
-    Builder::new().procs(procs).build().unwrap()
-}
-
-/// An output that counts how many were made and how many dropped.
-struct Tracked {
-    dropped: Arc<AtomicUsize>,
-    n: u64,
-}
-
-impl Drop for Tracked {
-    fn drop(&mut self) {
-        self.dropped.fetch_add(1, SeqCst);
-    }
-}
 
 /// Spins for about `iters` steps (a task that finishes at an unpredictable moment).
 fn spin(iters: u64) {

@@ -18,6 +18,13 @@ fn bound(limit: f64, burst: u32, from: Instant, to: Instant) -> u64 {
     (f64::from(burst) + limit * (to - from).as_secs_f64()).floor() as u64 + 1
 }
 
+/// Fails if more than burst + refill since `start` (up to now) were `granted`.
+fn assert_within_bound(granted: &AtomicU64, limit: f64, burst: u32, start: Instant, what: &str) {
+    let max = bound(limit, burst, start, Instant::now());
+    let got = granted.load(Ordering::Relaxed);
+    assert!(got <= max, "{what}: {got} granted, at most {max}");
+}
+
 #[test]
 fn allow_from_many_threads_never_grants_beyond_burst_plus_refill() {
     within(|| {
@@ -48,12 +55,7 @@ fn allow_from_many_threads_never_grants_beyond_burst_plus_refill() {
             for t in threads {
                 t.join().unwrap();
             }
-            let end = Instant::now();
-            let (got, max) = (
-                granted.load(Ordering::Relaxed),
-                bound(rate, burst, start, end),
-            );
-            assert!(got <= max, "round {round}: {got} granted, at most {max}");
+            assert_within_bound(&granted, rate, burst, start, &format!("round {round}"));
         }
     });
 }
@@ -103,12 +105,7 @@ fn allow_and_reserve_from_tasks_on_many_ps_never_grant_beyond_burst_plus_refill(
             for t in tasks {
                 t.await.unwrap();
             }
-            let end = Instant::now();
-            let (got, max) = (
-                granted.load(Ordering::Relaxed),
-                bound(rate, burst, start, end),
-            );
-            assert!(got <= max, "{got} granted, at most {max}");
+            assert_within_bound(&granted, rate, burst, start, "tasks");
         });
     });
 }

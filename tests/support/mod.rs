@@ -162,3 +162,22 @@ impl std::task::Wake for DroppingWaker {
         let _ = self.1.send(());
     }
 }
+
+/// A runtime of `procs` Ps.
+pub fn rt(procs: usize) -> gort::Runtime {
+    gort::Builder::new().procs(procs).build().unwrap()
+}
+
+/// A value that counts its drops on `dropped` (a task's output or future: whether it was
+/// dropped, and how often); `n` tells values apart.
+pub struct Tracked {
+    pub dropped: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    pub n: u64,
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.dropped
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
