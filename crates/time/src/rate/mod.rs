@@ -29,6 +29,12 @@
 //!   ([`wait_deadline`](Limiter::wait_deadline), [`wait_ctx`](Limiter::wait_ctx)): it then
 //!   fails at once when it cannot make it, instead of queueing, giving up, and leaving a
 //!   hole in the queue that nobody can use while waits behind it remain.
+//! - The calls without an instant (`allow`, `reserve`, the waits, `cancel`, `set_limit`,
+//!   `set_burst`) read the clock under the limiter's lock and never before the instant the
+//!   count stands at. Go reads it before the lock, so under contention a caller can count
+//!   at an instant older than one already counted, which moves the count back (Go's rule
+//!   for an explicit instant from the past, which the `_at`/`_n` calls keep) and grants the
+//!   refill in between twice.
 //! - Waiting sleeps on gort's timers ([`sleep_until`](crate::sleep_until)), so a paused
 //!   clock ([`pause`](crate::pause), [`advance`](crate::advance)) drives it in tests.
 //! - `wait_ctx` takes anything with a deadline and a done channel ([`WaitContext`]), which
