@@ -311,6 +311,24 @@ impl crate::Runtime {
         &self.handle
     }
 
+    /// Enters this runtime's context on the current thread until the guard drops, so that
+    /// [`spawn`](crate::spawn), `gort::time` and `gort::net` find it there (Tokio's
+    /// `Runtime::enter`; the same as [`Handle::enter`] on [`handle`](Self::handle)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort::Runtime::new().unwrap();
+    /// let h = {
+    ///     let _guard = rt.enter();
+    ///     gort::spawn(async { "spawned outside block_on" })
+    /// };
+    /// assert_eq!(rt.block_on(h).unwrap(), "spawned outside block_on");
+    /// ```
+    pub fn enter(&self) -> EnterGuard<'_> {
+        self.handle.enter()
+    }
+
     /// Runs a blocking closure on this runtime's blocking pool (see
     /// [`spawn_blocking`](crate::spawn_blocking)).
     ///

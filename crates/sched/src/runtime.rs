@@ -361,12 +361,6 @@ impl Runtime {
         shared.blocking.shutdown(deadline);
         drop_every_task_and_timer(shared, all_exited);
     }
-
-    /// Whether this thread is one of this runtime's own (an M, a blocking thread): one that
-    /// shutdown waits for.
-    fn on_own_thread(&self) -> bool {
-        context::with_current(|c| c.is_some_and(|c| Arc::ptr_eq(c, &self.shared)))
-    }
 }
 
 /// Shutdown step 1: refuse new work and wake every M: parked ones through their slots, the
@@ -450,14 +444,40 @@ impl Drop for Runtime {
         if self.sysmon.is_none() {
             return;
         }
-        let deadline = self
-            .drop_timeout
-            .and_then(|d| Instant::now().checked_add(d));
-        if !self.on_own_thread() {
-            return self.shutdown(deadline);
+        // This thread is one of this runtime's own (an M, a blocking thread) when its context
+        // is this runtime: one that shutdown waits for.
+        match context::try_current() {
+            Ok(current)
+                if !current
+                    .as_ref()
+                    .is_some_and(|c| Arc::ptr_eq(c, &self.shared)) =>
+            {
+                let deadline = self
+                    .drop_timeout
+                    .and_then(|d| Instant::now().checked_add(d));
+                self.shutdown(deadline)
+            }
+            // Waiting here would wait for this very thread: shut down on another one, which
+            // waits until this thread's poll or closure returns.
+            Ok(_) => drop(self.shut_down_elsewhere()),
+            // This thread's context is gone: a thread-local's destructor drops the runtime as
+            // the thread exits. Shutdown needs the context (it enters the runtime's to drop
+            // tasks): it runs on a thread of its own, which this one waits for, as a drop
+            // elsewhere would (Tokio's `runtime_in_thread_local`; aborted the process before).
+            Err(_) => {
+                if let Some(t) = self.shut_down_elsewhere() {
+                    let _ = t.join();
+                }
+            }
         }
-        // Waiting here would wait for this very thread: shut down on another one, which
-        // waits until this thread's poll or closure returns.
+    }
+}
+
+impl Runtime {
+    /// Moves the shutdown to a new thread (the runtime's state goes with it, leaving `self`
+    /// shut); returns that thread, or `None` if none could be spawned: then it refuses work,
+    /// stops the threads and drops what can be reached now, waiting for nothing.
+    fn shut_down_elsewhere(&mut self) -> Option<std::thread::JoinHandle<()>> {
         let rest = Runtime {
             shared: self.shared.clone(),
             handle: self.handle.clone(),
@@ -472,11 +492,13 @@ impl Drop for Runtime {
         let spawned = std::thread::Builder::new()
             .name("gort-shutdown".into())
             .spawn(move || drop(theirs.lock().take()));
-        if spawned.is_err() {
-            // No thread to wait on: refuse work, stop the threads and drop what can be
-            // reached now, waiting for nothing.
-            if let Some(mut rt) = rest.lock().take() {
-                rt.shutdown(Some(Instant::now()));
+        match spawned {
+            Ok(t) => Some(t),
+            Err(_) => {
+                if let Some(mut rt) = rest.lock().take() {
+                    rt.shutdown(Some(Instant::now()));
+                }
+                None
             }
         }
     }

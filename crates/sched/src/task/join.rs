@@ -14,6 +14,9 @@ use std::task::{Context, Poll};
 /// An owned permission to await a spawned task's output; returned by [`spawn`](crate::spawn).
 ///
 /// Awaiting it yields `Ok(output)`, or a [`JoinError`] if the task panicked or was aborted.
+/// A task that panicked has its future dropped after the panic was caught, not while it
+/// unwinds as under Tokio: in that `Drop`, `std::thread::panicking()` is false, and a panic
+/// there is caught and counted (`Metrics::user_panics`) instead of aborting the process.
 /// Dropping it detaches the task: the task keeps running, and its output is dropped when it
 /// completes (or at once, if it has).
 ///
