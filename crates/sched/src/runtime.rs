@@ -378,7 +378,7 @@ fn wake_every_m(shared: &Shared) {
 /// first break wakes whichever M polls at that instant, and the poller claim re-checks for
 /// shutdown before it blocks, but a repeat costs nothing and does not lean on that ordering
 /// argument alone.
-fn wait_for_ms(shared: &Shared, deadline: Option<Instant>) -> bool {
+fn wait_for_ms(shared: &Arc<Shared>, deadline: Option<Instant>) -> bool {
     let all_exited = {
         let mut live = shared.live_ms.lock();
         while *live > 0 {
@@ -389,6 +389,10 @@ fn wait_for_ms(shared: &Shared, deadline: Option<Instant>) -> bool {
                     break;
                 }
                 shared.poller.break_poll();
+                // An M still busy may wait on what an idle task holds (a task in
+                // `block_in_place` on a channel whose sender a sleeping task owns): drop
+                // those now, as Tokio's shutdown does first, not after the wait.
+                parking_lot::MutexGuard::unlocked(&mut live, || drop_idle_tasks(shared));
             }
         }
         *live == 0
@@ -404,6 +408,16 @@ fn wait_for_ms(shared: &Shared, deadline: Option<Instant>) -> bool {
         }
     }
     all_exited
+}
+
+/// Shutdown step 2's help for a stuck M: drops the future of every task that is idle (in no
+/// queue and no poll, so no M can take it), in the runtime's context, each drop caught. The
+/// queued and running ones wait for step 3.
+fn drop_idle_tasks(shared: &Arc<Shared>) {
+    let _ctx = context::enter(shared.clone());
+    for t in shared.registry.snapshot() {
+        shared.catch_user(|| t.shutdown_if_idle());
+    }
 }
 
 /// Shutdown step 3: drop every task and timer. Dropping a future may wake or spawn others, so

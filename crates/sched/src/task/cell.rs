@@ -156,11 +156,11 @@ where
     }
 
     /// `Vtable::shutdown`.
-    unsafe fn shutdown(task: RawTask) {
+    unsafe fn shutdown(task: RawTask, idle_only: bool) {
         // SAFETY: the vtable is this type's.
         let this = unsafe { Self::from_header(task.ptr()) };
         // The runtime's threads are gone; claim the future as `run` would and drop it.
-        if this.header.state.claim_for_shutdown() {
+        if this.header.state.claim_for_shutdown(idle_only) {
             this.finish(Err(JoinError::cancelled()));
         }
     }
