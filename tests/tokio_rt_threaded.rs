@@ -28,6 +28,23 @@ fn rt() -> Runtime {
     gort::Builder::new().procs(4).build().unwrap()
 }
 
+/// `#[gort::test]` under the watchdog: `body`'s future runs in `block_on` on a runtime of
+/// `procs` Ps (with a paused clock if `paused`).
+fn rt_test<Fut: std::future::Future<Output = ()>>(
+    procs: usize,
+    paused: bool,
+    body: impl FnOnce() -> Fut + Send + 'static,
+) {
+    within(move || {
+        let rt = gort::Builder::new()
+            .procs(procs)
+            .start_paused(paused)
+            .build()
+            .unwrap();
+        rt.block_on(body())
+    })
+}
+
 fn one_worker() -> Runtime {
     gort::Builder::new().procs(1).build().unwrap()
 }
@@ -452,7 +469,8 @@ async fn test_block_in_place2() {
     gort::block_in_place(|| {});
 }
 
-// rt_threaded.rs (`#[gort::main]` on a test)
+// rt_threaded.rs (`#[gort::main]` on a test; this and test_block_in_place2 test the attribute
+// forms, so they run without the watchdog, on a closure that cannot block)
 #[gort::main]
 #[test]
 async fn test_block_in_place4() {
@@ -534,10 +552,12 @@ impl Drop for PanicsOnDrop {
 }
 
 // join_handle_panic.rs
-#[gort::test]
-async fn test_panics_do_not_propagate_when_dropping_join_handle() {
-    let join_handle = gort::spawn(async move { PanicsOnDrop });
-    // Drop the JoinHandle once the task has completed (hard to synchronise exactly).
-    gort::time::sleep(Duration::from_millis(3)).await;
-    drop(join_handle);
+#[test]
+fn test_panics_do_not_propagate_when_dropping_join_handle() {
+    rt_test(2, false, || async {
+        let join_handle = gort::spawn(async move { PanicsOnDrop });
+        // Drop the JoinHandle once the task has completed (hard to synchronise exactly).
+        gort::time::sleep(Duration::from_millis(3)).await;
+        drop(join_handle);
+    });
 }

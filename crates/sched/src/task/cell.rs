@@ -122,7 +122,7 @@ where
         let _current = CurrentGuard::enter(this.header.id);
         let prev = this.header.state.start_poll();
         if prev & CANCELLED != 0 {
-            this.finish(Err(JoinError::cancelled()));
+            this.finish(Err(JoinError::cancelled(this.header.id)));
             return;
         }
         let waker = task.waker_ref();
@@ -150,7 +150,7 @@ where
             Ok(Poll::Ready(out)) => this.finish(Ok(out)),
             Err(payload) => {
                 this.sched.on_panic();
-                this.finish(Err(JoinError::panic(payload)))
+                this.finish(Err(JoinError::panic(this.header.id, payload)))
             }
         }
     }
@@ -161,7 +161,7 @@ where
         let this = unsafe { Self::from_header(task.ptr()) };
         // The runtime's threads are gone; claim the future as `run` would and drop it.
         if this.header.state.claim_for_shutdown(idle_only) {
-            this.finish(Err(JoinError::cancelled()));
+            this.finish(Err(JoinError::cancelled(this.header.id)));
         }
     }
 
