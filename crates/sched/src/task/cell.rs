@@ -206,6 +206,10 @@ where
     unsafe fn drop_output(ptr: NonNull<Header>) {
         // SAFETY: the vtable is this type's.
         let this = unsafe { Self::from_header(ptr) };
+        // The output's `Drop` sees the task's id, as the rest of the task's code does, not
+        // the id of whoever drops the handle (Tokio's
+        // `task_id_output_destructor_handle_dropped_after_completion`).
+        let _current = CurrentGuard::enter(this.header.id);
         this.stage.with_mut(|stage| {
             // SAFETY: COMPLETE was observed (AcqRel): the runner is done with the stage, and
             // the dropping JoinHandle was its only reader.
