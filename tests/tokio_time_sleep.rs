@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 fn noop_cx() -> Context<'static> {
-    Context::from_waker(Waker::noop())
+    Context::from_waker(futures::task::noop_waker_ref())
 }
 
 // time_sleep.rs (gort's `is_elapsed` reads the clock: a sleep until now is elapsed before
