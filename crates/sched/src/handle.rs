@@ -153,8 +153,9 @@ impl Handle {
     ///
     /// # Panics
     ///
-    /// In a task (outside [`block_in_place`](crate::block_in_place)) or inside another
-    /// `block_on`: parking there would stall the tasks the thread should run. Use `.await`
+    /// In a task or inside another `block_on` (in either, outside
+    /// [`block_in_place`](crate::block_in_place)): parking there would stall the tasks the
+    /// thread should run, or the outer future. Use `.await`
     /// there. Likewise in a `Drop` that a runtime's shutdown runs (a task's future, a timer's
     /// payload): the message then says so. Inside `block_in_place` the thread has handed its P to another M, so
     /// `block_on` works there, as Tokio's `Handle::current().block_on` does (example in
