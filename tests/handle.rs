@@ -210,14 +210,17 @@ fn block_on_after_block_in_place_returns_panics_again() {
     assert_eq!(rt.block_on(rt.spawn(async { 7 })).unwrap(), 7);
 }
 
-/// A `block_on` nested in a `block_on` stays refused through a `block_in_place` there (which
-/// has no P to hand off).
+/// A `block_on` inside a `block_in_place` in `block_on`'s own future works, as in Tokio
+/// (its `yield_in_block_in_place`, tests/tokio_rt_handle_block_on.rs): `block_in_place` is the
+/// caller's word that the thread may block. Without it, a nested `block_on` stays refused.
 #[test]
-fn block_on_in_block_in_place_inside_block_on_panics() {
+fn block_on_in_block_in_place_inside_block_on_works() {
     let rt = runtime();
     let handle = rt.handle().clone();
+    let one = rt.block_on(async { gort::block_in_place(|| handle.block_on(async { 1 })) });
+    assert_eq!(one, 1);
     let res = catch_unwind(AssertUnwindSafe(|| {
-        rt.block_on(async { gort::block_in_place(|| handle.block_on(async { 1 })) })
+        rt.block_on(async { handle.block_on(async { 2 }) })
     }));
     let msg = panic_message(res.unwrap_err());
     assert!(msg.contains("inside another block_on"), "message: {msg}");

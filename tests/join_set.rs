@@ -163,7 +163,7 @@ fn join_all_panics_on_a_cancelled_task() {
     }))
     .unwrap_err();
     let msg = panic.downcast_ref::<String>().unwrap();
-    assert!(msg.contains("task was cancelled"), "{msg}");
+    assert!(msg.contains("was cancelled"), "{msg}");
 }
 
 #[test]

@@ -280,3 +280,19 @@ fn many_bridged_sleepers_each_wake_at_their_deadline() {
     assert!(late.is_empty(), "woke off their deadlines: {late:?}");
     assert_eq!(ended, last, "the clock did not end at the last deadline");
 }
+
+/// `block_in_place` inside `block_on`'s own future (no P there), bridging back with a
+/// `block_on` of the same runtime: the outer poll's hold of the clock is lent out while the
+/// inner `block_on` parks, so its sleep ends by the clock's jump (a worker's
+/// `block_in_place` does the same; this one panicked before, as `block_on` inside `block_on`).
+#[test]
+fn block_on_in_block_in_place_in_block_on_sleeps() {
+    let slept = within_a_minute(|| {
+        let rt = paused(2);
+        rt.block_on(async {
+            gort::block_in_place(|| Handle::current().block_on(timed(gort::time::sleep(HOUR))))
+        })
+        .1
+    });
+    assert_eq!(slept, HOUR);
+}

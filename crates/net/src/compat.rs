@@ -74,6 +74,18 @@ mod tokio_io {
         Poll::Ready(Ok(()))
     }
 
+    /// Tokio's `poll_shutdown`: `NotConnected` is success (a peer's reset may have closed the
+    /// connection already; tokio#4665), so that a Tokio program's `shutdown().await` and
+    /// `copy_bidirectional` do not fail on a reset peer here when they do not under Tokio
+    /// (Tokio's `shutdown_after_tcp_reset`, `tests/tokio_tcp.rs`). gort's own
+    /// [`TcpStream::shutdown`] reports it, as Go's `CloseWrite` does.
+    fn shut_write<S: crate::stream::StreamSource>(conn: &crate::stream::Conn<S>) -> io::Result<()> {
+        match conn.shutdown(Shutdown::Write) {
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
+            other => other,
+        }
+    }
+
     macro_rules! impl_tokio_read {
         ($t:ty $(, $s:ident)?) => {
             impl$(<$s: Stream>)? AsyncRead for $t {
@@ -119,7 +131,7 @@ mod tokio_io {
                     self: Pin<&mut Self>,
                     _: &mut Context<'_>,
                 ) -> Poll<io::Result<()>> {
-                    Poll::Ready(self.conn().shutdown(Shutdown::Write))
+                    Poll::Ready(shut_write(self.conn()))
                 }
             }
         };

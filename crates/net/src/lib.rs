@@ -108,7 +108,9 @@
 //! On a stream itself, the inherent `shutdown(how)` (std's signature) hides tokio's
 //! `AsyncWriteExt::shutdown()`: tokio code's `stream.shutdown().await` does not compile here;
 //! write `AsyncWriteExt::shutdown(&mut stream).await`, or `stream.shutdown(Shutdown::Write)`
-//! (the same half-close, done at once).
+//! (the same half-close, done at once). They differ on a connection the peer has reset: the
+//! tokio adapter succeeds, as Tokio's `shutdown` does (`NotConnected` is no error there),
+//! where `shutdown(Shutdown::Write)` reports `NotConnected`, as Go's `CloseWrite` does.
 
 #![warn(missing_docs)]
 

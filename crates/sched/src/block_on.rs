@@ -10,6 +10,7 @@
 //! and if it held the clock, the clock would never move while the future waits for a timer.
 //! It is taken back before `run` returns or unwinds.
 
+use crate::context;
 use crate::shared::Shared;
 use crossbeam_utils::sync::{Parker, Unparker};
 use std::future::Future;
@@ -53,7 +54,10 @@ pub(crate) fn run<F: Future>(shared: &Arc<Shared>, future: F, lend_thread_hold: 
     loop {
         // A full cooperative budget per poll, as a task's, and the caller's back afterwards
         // (a `block_on` inside `block_in_place` runs within a task's poll).
-        if let Poll::Ready(v) = gort_coop::with_budget(|| future.as_mut().poll(&mut cx)) {
+        let polling = context::enter_block_on_poll(shared);
+        let polled = gort_coop::with_budget(|| future.as_mut().poll(&mut cx));
+        drop(polling);
+        if let Poll::Ready(v) = polled {
             return v;
         }
         if signal.state.swap(IDLE, AcqRel) == NOTIFIED {

@@ -32,7 +32,13 @@ struct State {
     threads: usize,
     /// The threads started and not yet known to have ended, joined at shutdown.
     handles: Vec<JoinHandle<()>>,
+    /// Threads waiting for work that no push has claimed yet.
     idle: usize,
+    /// Waiting threads a push claimed (moved out of `idle` as it notified): each is owed to
+    /// one queued closure. Counting a notified thread as idle until it woke let a second push
+    /// notify nobody and start no thread, so its closure waited behind a long one (Tokio's
+    /// tokio#8056, `issue_8056_regression_test` in tests/tokio_rt_misc.rs, which hung).
+    notified: usize,
     shutdown: bool,
 }
 
@@ -100,6 +106,8 @@ impl Blocking {
         }
         s.queue.push_back(task);
         if s.idle > 0 {
+            s.idle -= 1;
+            s.notified += 1;
             self.cv.notify_one();
         } else if s.threads < self.threads.max_blocking {
             s.threads += 1;
@@ -155,7 +163,14 @@ impl Blocking {
                 .cv
                 .wait_for(&mut s, self.threads.keep_alive)
                 .timed_out();
-            s.idle -= 1;
+            // Leave the waiters: with a claim a push made, if any is left (whichever waiter
+            // wakes takes it; every waiter then looks at the queue), else with this thread's
+            // own place in `idle`. `idle + notified` stays the number of waiting threads.
+            if s.notified > 0 {
+                s.notified -= 1;
+            } else {
+                s.idle -= 1;
+            }
             if timed_out && s.queue.is_empty() {
                 break;
             }

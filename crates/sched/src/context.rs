@@ -41,6 +41,28 @@ thread_local! {
     /// tasks the M works on its P itself (a timer batch, a steal, a look at the sockets)
     /// and the user code it calls there (a waker) must leave the P where it is.
     static RUNNING_TASK: Cell<bool> = const { Cell::new(false) };
+    /// The runtime whose `block_on` is polling its future on this thread (null when none):
+    /// that poll holds the runtime's paused clock, so `block_in_place` there may let its
+    /// closure `block_on` as a worker's may (`enter_holding_clock`).
+    static BLOCK_ON_POLL: Cell<*const Shared> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Marks this thread as polling `shared`'s `block_on` future until dropped.
+pub(crate) struct BlockOnPoll(*const Shared);
+
+pub(crate) fn enter_block_on_poll(shared: &Arc<Shared>) -> BlockOnPoll {
+    BlockOnPoll(BLOCK_ON_POLL.with(|b| b.replace(Arc::as_ptr(shared))))
+}
+
+impl Drop for BlockOnPoll {
+    fn drop(&mut self) {
+        BLOCK_ON_POLL.with(|b| b.set(self.0));
+    }
+}
+
+/// Whether this thread is polling `shared`'s `block_on` future.
+pub(crate) fn polls_block_on_of(shared: &Arc<Shared>) -> bool {
+    BLOCK_ON_POLL.with(|b| std::ptr::eq(b.get(), Arc::as_ptr(shared)))
 }
 
 /// Restores the previous context when dropped.

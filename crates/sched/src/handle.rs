@@ -153,8 +153,9 @@ impl Handle {
     ///
     /// # Panics
     ///
-    /// In a task (outside [`block_in_place`](crate::block_in_place)) or inside another
-    /// `block_on`: parking there would stall the tasks the thread should run. Use `.await`
+    /// In a task or inside another `block_on` (in either, outside
+    /// [`block_in_place`](crate::block_in_place)): parking there would stall the tasks the
+    /// thread should run, or the outer future. Use `.await`
     /// there. Likewise in a `Drop` that a runtime's shutdown runs (a task's future, a timer's
     /// payload): the message then says so. Inside `block_in_place` the thread has handed its P to another M, so
     /// `block_on` works there, as Tokio's `Handle::current().block_on` does (example in
@@ -309,6 +310,24 @@ impl crate::Runtime {
     /// ```
     pub fn handle(&self) -> &Handle {
         &self.handle
+    }
+
+    /// Enters this runtime's context on the current thread until the guard drops, so that
+    /// [`spawn`](crate::spawn), `gort::time` and `gort::net` find it there (Tokio's
+    /// `Runtime::enter`; the same as [`Handle::enter`] on [`handle`](Self::handle)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort::Runtime::new().unwrap();
+    /// let h = {
+    ///     let _guard = rt.enter();
+    ///     gort::spawn(async { "spawned outside block_on" })
+    /// };
+    /// assert_eq!(rt.block_on(h).unwrap(), "spawned outside block_on");
+    /// ```
+    pub fn enter(&self) -> EnterGuard<'_> {
+        self.handle.enter()
     }
 
     /// Runs a blocking closure on this runtime's blocking pool (see

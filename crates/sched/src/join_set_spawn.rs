@@ -75,3 +75,65 @@ impl<T: Send + 'static> JoinSet<T> {
         self.insert(crate::spawn_blocking(f))
     }
 }
+
+/// Spawns every future of the iterator on the current runtime into a new set (Tokio's
+/// `FromIterator` for `JoinSet`).
+///
+/// # Panics
+///
+/// Outside a gort runtime, as [`JoinSet::spawn`].
+///
+/// # Examples
+///
+/// ```
+/// let rt = gort::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let set: gort::task::JoinSet<u32> = (1..=3).map(|i| async move { i * 10 }).collect();
+///     let mut out = set.join_all().await;
+///     out.sort();
+///     assert_eq!(out, [10, 20, 30]);
+/// });
+/// ```
+impl<T, F> FromIterator<F> for JoinSet<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    #[track_caller]
+    fn from_iter<I: IntoIterator<Item = F>>(iter: I) -> Self {
+        let mut set = JoinSet::new();
+        set.extend(iter);
+        set
+    }
+}
+
+/// Spawns every future of the iterator on the current runtime into the set (Tokio's
+/// `Extend` for `JoinSet`).
+///
+/// # Panics
+///
+/// Outside a gort runtime, as [`JoinSet::spawn`].
+///
+/// # Examples
+///
+/// ```
+/// let rt = gort::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let mut set = gort::task::JoinSet::new();
+///     set.spawn(async { 1 });
+///     set.extend((2..=3).map(|i| async move { i }));
+///     assert_eq!(set.len(), 3);
+/// });
+/// ```
+impl<T, F> Extend<F> for JoinSet<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    #[track_caller]
+    fn extend<I: IntoIterator<Item = F>>(&mut self, iter: I) {
+        for future in iter {
+            self.spawn(future);
+        }
+    }
+}

@@ -160,7 +160,12 @@ where
 /// the calling task goes on; if `f` panics, the thread does the same before the panic goes
 /// on unwinding the task.
 ///
-/// Outside a worker thread (in `block_on`, a blocking closure) it simply runs `f`. So it
+/// `f` runs without a cooperative budget (as in Tokio): the budget of the task around it
+/// does not bind the gort channels, sockets or join handles that `f` waits on.
+///
+/// Outside a worker thread (in `block_on`, a blocking closure) it simply runs `f`; in
+/// `block_on`'s own future, `f` may `block_on` as well (a nested `block_on` panics
+/// otherwise). So it
 /// does on a worker thread outside a task's poll: in a waker that the runtime wakes between
 /// tasks (a timer firing, a socket becoming ready), `f` blocks that thread and its P, and the
 /// P's other tasks wait for it, as they do for any waker that blocks.
@@ -187,7 +192,27 @@ where
 /// assert_eq!(out.unwrap(), 42);
 /// ```
 pub fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
+    // `f` is blocking code, which the cooperative budget of the task (or `block_on` poll)
+    // around it must not bind: a budget spent there would make a gort channel or socket in
+    // a foreign executor's `block_on` inside `f` return `Pending` for ever (Tokio disables
+    // its budget here too; its `coop_disabled_in_block_in_place`, tests/tokio_task_more.rs).
+    gort_coop::with_unconstrained(|| place(f))
+}
+
+/// `block_in_place` within an unconstrained budget.
+fn place<F: FnOnce() -> R, R>(f: F) -> R {
     let p = context::current_p();
+    // Inside `block_on`'s poll (no P, and `block_on` may not park here): `f` may block, and
+    // so may a `block_on` it calls, as in Tokio. The thread holds its runtime's paused clock
+    // while the poll runs, which such a `block_on` of the same runtime lends out as it does
+    // a worker's in `block_in_place` (Tokio's `can_enter_current_thread_rt_from_within_
+    // block_in_place` panicked before).
+    if p.is_null() && !context::may_block_on() {
+        if let Some(shared) = context::current().filter(context::polls_block_on_of) {
+            let _holding = context::enter_holding_clock(&shared);
+            return f();
+        }
+    }
     // Only a task's run may give the P away: the M loop re-reads its P after the run. User
     // code the M calls between tasks (a waker a timer batch wakes) runs `f` with the P held:
     // handing it off there let two Ms run one P's queue and leaked the P taken back

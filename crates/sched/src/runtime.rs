@@ -361,12 +361,6 @@ impl Runtime {
         shared.blocking.shutdown(deadline);
         drop_every_task_and_timer(shared, all_exited);
     }
-
-    /// Whether this thread is one of this runtime's own (an M, a blocking thread): one that
-    /// shutdown waits for.
-    fn on_own_thread(&self) -> bool {
-        context::with_current(|c| c.is_some_and(|c| Arc::ptr_eq(c, &self.shared)))
-    }
 }
 
 /// Shutdown step 1: refuse new work and wake every M: parked ones through their slots, the
@@ -384,7 +378,7 @@ fn wake_every_m(shared: &Shared) {
 /// first break wakes whichever M polls at that instant, and the poller claim re-checks for
 /// shutdown before it blocks, but a repeat costs nothing and does not lean on that ordering
 /// argument alone.
-fn wait_for_ms(shared: &Shared, deadline: Option<Instant>) -> bool {
+fn wait_for_ms(shared: &Arc<Shared>, deadline: Option<Instant>) -> bool {
     let all_exited = {
         let mut live = shared.live_ms.lock();
         while *live > 0 {
@@ -395,6 +389,10 @@ fn wait_for_ms(shared: &Shared, deadline: Option<Instant>) -> bool {
                     break;
                 }
                 shared.poller.break_poll();
+                // An M still busy may wait on what an idle task holds (a task in
+                // `block_in_place` on a channel whose sender a sleeping task owns): drop
+                // those now, as Tokio's shutdown does first, not after the wait.
+                parking_lot::MutexGuard::unlocked(&mut live, || drop_idle_tasks(shared));
             }
         }
         *live == 0
@@ -410,6 +408,16 @@ fn wait_for_ms(shared: &Shared, deadline: Option<Instant>) -> bool {
         }
     }
     all_exited
+}
+
+/// Shutdown step 2's help for a stuck M: drops the future of every task that is idle (in no
+/// queue and no poll, so no M can take it), in the runtime's context, each drop caught. The
+/// queued and running ones wait for step 3.
+fn drop_idle_tasks(shared: &Arc<Shared>) {
+    let _ctx = context::enter(shared.clone());
+    for t in shared.registry.snapshot() {
+        shared.catch_user(|| t.shutdown_if_idle());
+    }
 }
 
 /// Shutdown step 3: drop every task and timer. Dropping a future may wake or spawn others, so
@@ -450,14 +458,40 @@ impl Drop for Runtime {
         if self.sysmon.is_none() {
             return;
         }
-        let deadline = self
-            .drop_timeout
-            .and_then(|d| Instant::now().checked_add(d));
-        if !self.on_own_thread() {
-            return self.shutdown(deadline);
+        // This thread is one of this runtime's own (an M, a blocking thread) when its context
+        // is this runtime: one that shutdown waits for.
+        match context::try_current() {
+            Ok(current)
+                if !current
+                    .as_ref()
+                    .is_some_and(|c| Arc::ptr_eq(c, &self.shared)) =>
+            {
+                let deadline = self
+                    .drop_timeout
+                    .and_then(|d| Instant::now().checked_add(d));
+                self.shutdown(deadline)
+            }
+            // Waiting here would wait for this very thread: shut down on another one, which
+            // waits until this thread's poll or closure returns.
+            Ok(_) => drop(self.shut_down_elsewhere()),
+            // This thread's context is gone: a thread-local's destructor drops the runtime as
+            // the thread exits. Shutdown needs the context (it enters the runtime's to drop
+            // tasks): it runs on a thread of its own, which this one waits for, as a drop
+            // elsewhere would (Tokio's `runtime_in_thread_local`; aborted the process before).
+            Err(_) => {
+                if let Some(t) = self.shut_down_elsewhere() {
+                    let _ = t.join();
+                }
+            }
         }
-        // Waiting here would wait for this very thread: shut down on another one, which
-        // waits until this thread's poll or closure returns.
+    }
+}
+
+impl Runtime {
+    /// Moves the shutdown to a new thread (the runtime's state goes with it, leaving `self`
+    /// shut); returns that thread, or `None` if none could be spawned: then it refuses work,
+    /// stops the threads and drops what can be reached now, waiting for nothing.
+    fn shut_down_elsewhere(&mut self) -> Option<std::thread::JoinHandle<()>> {
         let rest = Runtime {
             shared: self.shared.clone(),
             handle: self.handle.clone(),
@@ -472,11 +506,13 @@ impl Drop for Runtime {
         let spawned = std::thread::Builder::new()
             .name("gort-shutdown".into())
             .spawn(move || drop(theirs.lock().take()));
-        if spawned.is_err() {
-            // No thread to wait on: refuse work, stop the threads and drop what can be
-            // reached now, waiting for nothing.
-            if let Some(mut rt) = rest.lock().take() {
-                rt.shutdown(Some(Instant::now()));
+        match spawned {
+            Ok(t) => Some(t),
+            Err(_) => {
+                if let Some(mut rt) = rest.lock().take() {
+                    rt.shutdown(Some(Instant::now()));
+                }
+                None
             }
         }
     }

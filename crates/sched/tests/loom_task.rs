@@ -6,7 +6,8 @@
 //! registered the waker neither loses the wake-up nor queues the task twice; the future is
 //! dropped exactly once and the cell freed once, after the last of the run queue's, the
 //! waker's, the registry's and the `JoinHandle`'s references, in any order; an abort racing
-//! a wake still drops the future once and reports cancellation; a `JoinHandle` dropped while
+//! a wake still drops the future once and reports cancellation, and so does a teardown's
+//! claim of an idle task racing a wake and the run it queues; a `JoinHandle` dropped while
 //! the task completes has the output dropped exactly once, before the registry lets go.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release -p gort-sched --test loom_task`
@@ -187,6 +188,35 @@ fn abort_races_a_wake() {
         assert!(runs == 1, "queued {runs} times after abort and wake");
         let out = block_on(join);
         assert!(out.is_err() || out.unwrap() == 2);
+        assert_eq!(dropped.load(SeqCst), 1);
+        drop(registry);
+    });
+}
+
+/// Teardown while Ms still run (`Runtime`'s early drop of idle tasks, `shutdown_if_idle`)
+/// races a waker whose thread then runs the queue, as an M would: the claim takes the task
+/// only while it is idle, so the task is polled or claimed, never both; it is queued at most
+/// once, its future dropped once, and the JoinHandle sees a cancellation or the output.
+#[test]
+fn idle_shutdown_races_a_wake_and_its_run() {
+    loom::model(|| {
+        let q = Arc::new(Queue::default());
+        let (join, registry, waker, dropped) = spawn(&q);
+        q.run_all();
+        let w = waker.lock().unwrap().take().expect("the waker");
+        let q2 = q.clone();
+        let runner = thread::spawn(move || {
+            w.wake();
+            q2.run_all()
+        });
+        registry.clone().shutdown_if_idle();
+        let runs = runner.join().unwrap() + q.run_all();
+        assert!(runs <= 1, "queued {runs} times");
+        let out = block_on(join);
+        match out {
+            Ok(polls) => assert_eq!((polls, runs), (2, 1)),
+            Err(e) => assert!(e.is_cancelled() && runs == 0),
+        }
         assert_eq!(dropped.load(SeqCst), 1);
         drop(registry);
     });

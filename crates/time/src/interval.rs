@@ -148,6 +148,27 @@ impl Interval {
         self.reset_at(Instant::now());
     }
 
+    /// Makes the next tick due `after` from now (Tokio's `reset_after`); later ones follow
+    /// every period after it. A span past the clock's end saturates at [`Instant::NEVER`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = gort::Builder::new().start_paused(true).build().unwrap();
+    /// rt.block_on(async {
+    ///     let mut ticks = gort::time::interval(Duration::from_secs(10));
+    ///     ticks.tick().await; // the first tick is due at once
+    ///     let start = gort::time::Instant::now();
+    ///     ticks.reset_after(Duration::from_secs(3));
+    ///     assert_eq!(ticks.tick().await, start + Duration::from_secs(3));
+    ///     assert_eq!(ticks.tick().await, start + Duration::from_secs(13));
+    /// });
+    /// ```
+    pub fn reset_after(&mut self, after: Duration) {
+        self.reset_at(Instant::now() + after);
+    }
+
     /// Makes the next tick due at `deadline`; later ones follow every period after it.
     pub fn reset_at(&mut self, deadline: Instant) {
         Pin::new(&mut self.sleep).reset(deadline);

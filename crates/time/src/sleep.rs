@@ -17,7 +17,9 @@ const WHAT: &str = "gort::time::Sleep";
 /// Waits until `duration` has elapsed: Go's `time.Sleep`, as a future.
 ///
 /// A zero duration completes on the first poll without touching any timer heap, and
-/// [`Duration::MAX`] (or anything past ~292 years) never completes and registers nothing.
+/// [`Duration::MAX`] (or anything past ~292 years) never completes and registers nothing,
+/// also under a paused clock, which has no deadline to jump to (Tokio's paused clock jumps
+/// to its far-future deadline and completes it).
 ///
 /// A non-zero sleep always yields to the scheduler at least once, even when it is already
 /// due by its first poll, as Go's `time.Sleep` always parks the goroutine: a loop such as
@@ -126,7 +128,8 @@ impl Sleep {
         Instant::from_nanos(self.deadline)
     }
 
-    /// Whether the deadline has passed.
+    /// Whether the deadline has passed, by the clock: a `sleep_until(now)` is elapsed before
+    /// its first poll (Tokio's answers whether its timer has fired, so not before a poll).
     pub fn is_elapsed(&self) -> bool {
         nanotime() >= self.deadline
     }

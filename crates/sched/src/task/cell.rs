@@ -122,7 +122,7 @@ where
         let _current = CurrentGuard::enter(this.header.id);
         let prev = this.header.state.start_poll();
         if prev & CANCELLED != 0 {
-            this.finish(Err(JoinError::cancelled()));
+            this.finish(Err(JoinError::cancelled(this.header.id)));
             return;
         }
         let waker = task.waker_ref();
@@ -150,18 +150,18 @@ where
             Ok(Poll::Ready(out)) => this.finish(Ok(out)),
             Err(payload) => {
                 this.sched.on_panic();
-                this.finish(Err(JoinError::panic(payload)))
+                this.finish(Err(JoinError::panic(this.header.id, payload)))
             }
         }
     }
 
     /// `Vtable::shutdown`.
-    unsafe fn shutdown(task: RawTask) {
+    unsafe fn shutdown(task: RawTask, idle_only: bool) {
         // SAFETY: the vtable is this type's.
         let this = unsafe { Self::from_header(task.ptr()) };
         // The runtime's threads are gone; claim the future as `run` would and drop it.
-        if this.header.state.claim_for_shutdown() {
-            this.finish(Err(JoinError::cancelled()));
+        if this.header.state.claim_for_shutdown(idle_only) {
+            this.finish(Err(JoinError::cancelled(this.header.id)));
         }
     }
 
@@ -206,6 +206,10 @@ where
     unsafe fn drop_output(ptr: NonNull<Header>) {
         // SAFETY: the vtable is this type's.
         let this = unsafe { Self::from_header(ptr) };
+        // The output's `Drop` sees the task's id, as the rest of the task's code does, not
+        // the id of whoever drops the handle (Tokio's
+        // `task_id_output_destructor_handle_dropped_after_completion`).
+        let _current = CurrentGuard::enter(this.header.id);
         this.stage.with_mut(|stage| {
             // SAFETY: COMPLETE was observed (AcqRel): the runner is done with the stage, and
             // the dropping JoinHandle was its only reader.

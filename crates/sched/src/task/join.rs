@@ -14,6 +14,9 @@ use std::task::{Context, Poll};
 /// An owned permission to await a spawned task's output; returned by [`spawn`](crate::spawn).
 ///
 /// Awaiting it yields `Ok(output)`, or a [`JoinError`] if the task panicked or was aborted.
+/// A task that panicked has its future dropped after the panic was caught, not while it
+/// unwinds as under Tokio: in that `Drop`, `std::thread::panicking()` is false, and a panic
+/// there is caught and counted (`Metrics::user_panics`) instead of aborting the process.
 /// Dropping it detaches the task: the task keeps running, and its output is dropped when it
 /// completes (or at once, if it has).
 ///
@@ -141,9 +144,11 @@ impl<T> fmt::Debug for JoinHandle<T> {
     }
 }
 
-/// Why a task did not produce its output.
+/// Why a task did not produce its output: it was cancelled or it panicked. `Display` and
+/// `Debug` read as Tokio's (`task 7 panicked with message "boom"`).
 pub struct JoinError {
     repr: Repr,
+    id: Id,
 }
 
 enum Repr {
@@ -152,16 +157,37 @@ enum Repr {
 }
 
 impl JoinError {
-    pub(crate) fn cancelled() -> JoinError {
+    pub(crate) fn cancelled(id: Id) -> JoinError {
         JoinError {
             repr: Repr::Cancelled,
+            id,
         }
     }
 
-    pub(crate) fn panic(payload: Box<dyn Any + Send + 'static>) -> JoinError {
+    pub(crate) fn panic(id: Id, payload: Box<dyn Any + Send + 'static>) -> JoinError {
         JoinError {
             repr: Repr::Panic(payload),
+            id,
         }
+    }
+
+    /// The id of the task that failed (Tokio's `JoinError::id`), as its
+    /// [`JoinHandle::id`] was.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort::Runtime::new().unwrap();
+    /// rt.block_on(async {
+    ///     let h = gort::spawn(async { panic!("boom") });
+    ///     let id = h.id();
+    ///     let err = h.await.unwrap_err();
+    ///     assert_eq!(err.id(), id);
+    ///     assert_eq!(err.to_string(), format!("task {id} panicked with message \"boom\""));
+    /// });
+    /// ```
+    pub fn id(&self) -> Id {
+        self.id
     }
 
     /// The task was aborted, or dropped by a runtime shutdown.
@@ -200,20 +226,22 @@ impl JoinError {
 
 impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let id = self.id;
         match (&self.repr, self.panic_message()) {
-            (Repr::Cancelled, _) => f.write_str("task was cancelled"),
-            (Repr::Panic(_), Some(msg)) => write!(f, "task panicked: {msg}"),
-            (Repr::Panic(_), None) => f.write_str("task panicked"),
+            (Repr::Cancelled, _) => write!(f, "task {id} was cancelled"),
+            (Repr::Panic(_), Some(msg)) => write!(f, "task {id} panicked with message {msg:?}"),
+            (Repr::Panic(_), None) => write!(f, "task {id} panicked"),
         }
     }
 }
 
 impl fmt::Debug for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let id = self.id;
         match (&self.repr, self.panic_message()) {
-            (Repr::Cancelled, _) => f.write_str("JoinError::Cancelled"),
-            (Repr::Panic(_), Some(msg)) => write!(f, "JoinError::Panic({msg:?})"),
-            (Repr::Panic(_), None) => f.write_str("JoinError::Panic(..)"),
+            (Repr::Cancelled, _) => write!(f, "JoinError::Cancelled({id:?})"),
+            (Repr::Panic(_), Some(msg)) => write!(f, "JoinError::Panic({id:?}, {msg:?}, ...)"),
+            (Repr::Panic(_), None) => write!(f, "JoinError::Panic({id:?}, ...)"),
         }
     }
 }

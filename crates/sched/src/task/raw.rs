@@ -23,7 +23,8 @@ pub(crate) struct Vtable {
     /// Polls the future once; takes over the caller's reference.
     pub(crate) run: unsafe fn(RawTask),
     /// Drops the future of a task that will never run again; takes over the reference.
-    pub(crate) shutdown: unsafe fn(RawTask),
+    /// With `idle_only`, only if the task is idle (Ms may still run the queued ones).
+    pub(crate) shutdown: unsafe fn(RawTask, bool),
     /// Hands a reference to the cell's scheduler (the task was made runnable).
     pub(crate) schedule: unsafe fn(RawTask),
     /// Polls for the output: writes a `Poll<Result<F::Output, JoinError>>` to `out`.
@@ -85,7 +86,15 @@ impl RawTask {
     pub(crate) fn shutdown(self) {
         let shutdown = self.header().vtable.shutdown;
         // SAFETY: as in `run`.
-        unsafe { shutdown(self) }
+        unsafe { shutdown(self, false) }
+    }
+
+    /// Drops the future of a task that is idle: in no run queue and no poll (runtime
+    /// teardown while Ms may still run; see `State::claim_for_shutdown`).
+    pub(crate) fn shutdown_if_idle(self) {
+        let shutdown = self.header().vtable.shutdown;
+        // SAFETY: as in `run`.
+        unsafe { shutdown(self, true) }
     }
 
     /// Hands this reference to the cell's scheduler.

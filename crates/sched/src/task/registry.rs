@@ -163,6 +163,16 @@ impl Registry {
         t
     }
 
+    /// A reference to every registered task, leaving them registered (runtime teardown
+    /// while Ms still run: `Runtime`'s early drop of idle tasks).
+    pub(crate) fn snapshot(&self) -> Vec<RawTask> {
+        let mut out = Vec::new();
+        for shard in self.shards.iter() {
+            out.extend(shard.lock().slots.iter().flatten().cloned());
+        }
+        out
+    }
+
     /// Takes every registered task (runtime teardown).
     pub(crate) fn drain(&self) -> Vec<RawTask> {
         let mut out = Vec::new();

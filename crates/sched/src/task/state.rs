@@ -149,11 +149,21 @@ impl State {
     }
 
     /// Runtime teardown: takes the future of a task that is not complete, as `run` would.
-    /// Returns false when the task already completed.
-    pub(crate) fn claim_for_shutdown(&self) -> bool {
+    /// Returns false when the task already completed (or, with `idle_only`, is queued or
+    /// being polled).
+    pub(crate) fn claim_for_shutdown(&self, idle_only: bool) -> bool {
+        // `idle_only`: while Ms may still run, claim only a task in no queue and no poll:
+        // idle (no SCHEDULED, no RUNNING) is the one state no M can take it from, and the
+        // claim then is `start_poll`'s step, so a wake that comes after it only sets
+        // SCHEDULED (the "poll" owns the task) as during any poll.
+        let busy = if idle_only {
+            COMPLETE | RUNNING | SCHEDULED
+        } else {
+            COMPLETE | RUNNING
+        };
         let mut cur = self.0.load(Acquire);
         loop {
-            if cur & (COMPLETE | RUNNING) != 0 {
+            if cur & busy != 0 {
                 return false;
             }
             let next = (cur & !SCHEDULED) | RUNNING | CANCELLED;

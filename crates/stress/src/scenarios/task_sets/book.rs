@@ -220,6 +220,12 @@ impl<'a> Book<'a> {
 
 /// The tag in an injected panic's message.
 fn panic_tag(e: &JoinError) -> Option<u64> {
+    // The message is quoted, as in Tokio's `JoinError` (`... with message "... tag=7"`):
+    // the tag is the digits after `tag=`.
     let msg = e.to_string();
-    msg.split("tag=").nth(1)?.trim().parse().ok()
+    let rest = msg.split("tag=").nth(1)?;
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
 }
