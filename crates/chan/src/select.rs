@@ -283,6 +283,12 @@ enum Found<O> {
     },
 }
 
+/// How many times a select with `default` takes its two passes before it settles for
+/// `default` without a proven moment ([`Select::poll_default`]): each retry means another
+/// task's section came between the passes, so only a channel hammered without pause, or an
+/// arm that makes a new channel on every poll, gets here.
+const SNAPSHOT_TRIES: usize = 64;
+
 const ALL_DISABLED: &str = "all branches are disabled and there is no else branch";
 
 impl<A: Arms + Unpin> Future for Select<A> {
@@ -383,7 +389,7 @@ impl<A: Arms> Select<A> {
     /// channel lock section, is checked by a second pass against the lock stamps of the
     /// first ([`Snapshot`]), and both run again until they agree or an arm is ready.
     fn poll_default(&mut self, cx: &mut Context<'_>) -> Found<A::Output> {
-        loop {
+        for _ in 0..SNAPSHOT_TRIES {
             let mut snapshot = Snapshot::begin();
             if let Some(found) = self.poll_pass(true, cx) {
                 return found;
@@ -399,6 +405,10 @@ impl<A: Arms> Select<A> {
                 return Found::Default;
             }
         }
+        // Other tasks changed these channels between every two passes, or an arm's future
+        // looks at a different channel on each poll (one it makes anew): nothing was ready
+        // at each look, and a select with `default` must not wait.
+        Found::Default
     }
 
     /// Polls every enabled arm once, in random (or, biased, declared) order.
