@@ -16,49 +16,16 @@
 //! - TestSelectStackAdjust's stack part (the same reason); its channel part, a `close` waking
 //!   selects that hold two arms on the closed channel, is `select_stack_adjust` below.
 
+mod common;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering::SeqCst};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::Duration;
 
+use common::{run_under_watchdog as run, scaled};
 use gort::chan::{bounded, Receiver, Sender};
 use gort::select;
-
-/// Generous: a healthy run of any test here takes well under a second.
-const WATCHDOG: Duration = Duration::from_secs(60);
-
-/// `fast` in release builds, `slow` in debug builds (where a channel operation costs several
-/// times more).
-fn scaled(fast: usize, slow: usize) -> usize {
-    if cfg!(debug_assertions) {
-        slow
-    } else {
-        fast
-    }
-}
-
-/// Runs `fut` on a runtime of `procs` Ps, on its own thread under the watchdog: a hang fails
-/// the test (the thread is left behind; the test process exits anyway).
-fn run<F>(procs: usize, fut: F) -> F::Output
-where
-    F: std::future::Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    let (tx, rx) = mpsc::channel();
-    let t = std::thread::spawn(move || {
-        let rt = gort::Builder::new().procs(procs).build().unwrap();
-        let out = rt.block_on(fut);
-        let _ = tx.send(());
-        out
-    });
-    if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(WATCHDOG) {
-        panic!("still running after {WATCHDOG:?}: hung (a lost value or wake-up?)");
-    }
-    match t.join() {
-        Ok(out) => out,
-        Err(p) => std::panic::resume_unwind(p),
-    }
-}
 
 async fn sleep_ms(ms: u64) {
     gort::time::sleep(Duration::from_millis(ms)).await;
