@@ -4,8 +4,9 @@ use std::fmt;
 
 use gort_loom::SpinLock;
 
-use crate::core::{Core, InlineSlot};
+use crate::core::{Core, InlineSlot, OpCtx};
 use crate::fused::Ext;
+use crate::select_ctx;
 use crate::timer_sender::TimerWakes;
 use crate::wake::Deferred;
 
@@ -49,6 +50,25 @@ impl<T> Chan<T> {
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut Core<T>, &mut Deferred) -> R) -> R {
         let mut d = Deferred::new();
         let r = self.core.with(|core| f(core, &mut d));
+        d.run();
+        r
+    }
+
+    /// [`with`](Chan::with) for a channel operation polled with `ctx`: while a `select!` with
+    /// `default` takes its snapshot (`ctx.record`), the section's lock stamps are logged
+    /// (`select_ctx::Snapshot`).
+    #[inline]
+    pub(crate) fn with_op<R>(
+        &self,
+        ctx: &mut OpCtx<'_>,
+        f: impl FnOnce(&mut Core<T>, &mut OpCtx<'_>, &mut Deferred) -> R,
+    ) -> R {
+        if !ctx.record() {
+            return self.with(|core, d| f(core, ctx, d));
+        }
+        let mut d = Deferred::new();
+        let (r, stamp) = self.core.with_stamp(|core| f(core, ctx, &mut d));
+        select_ctx::log(self as *const Chan<T> as usize, stamp);
         d.run();
         r
     }

@@ -78,6 +78,12 @@ impl OpCtx<'_> {
     fn nonblocking(&self) -> bool {
         self.select.as_ref().is_some_and(|s| s.nonblocking)
     }
+
+    /// A select with `default` is taking a snapshot: log this operation's lock section.
+    #[inline]
+    pub(crate) fn record(&self) -> bool {
+        self.select.as_ref().is_some_and(|s| s.record)
+    }
 }
 
 /// The bit of `Core::senders` that says the channel is closed (1 byte of its own took a word

@@ -29,7 +29,9 @@
 ///    arms. (So `Some(v) = rx.recv()` stops listening to a closed channel. A value that an
 ///    arm received and its pattern rejected has been consumed and is dropped.)
 /// 5. With `default`, if no arm is ready on the first poll, `default`'s body runs instead
-///    (channel operations are only tried, never parked, as in Go).
+///    (channel operations are only tried, never parked, as in Go). As in Go, `default`
+///    means that at one moment no arm's channel operation was ready: a select that looked
+///    at several channels polls its arms a second time to make sure (CHANNELS.md).
 ///
 /// Under gort's scheduler a select that completes spends at least one unit of the task's
 /// cooperative budget, as a completed channel operation does, whatever completed it (an arm

@@ -260,7 +260,7 @@ fn poll_recv_op<T>(
             waker: cx.waker(),
             select,
         };
-        chan.with(|core, d| core.poll_recv(slot, &mut ctx, d))
+        chan.with_op(&mut ctx, |core, ctx, d| core.poll_recv(slot, ctx, d))
     });
     if fused {
         match (was_parked, slot.is_some()) {

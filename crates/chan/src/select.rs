@@ -20,7 +20,7 @@
 //!    On the first poll this takes two passes, as Go's `selectgo` does: one where channel
 //!    operations only try (so a select with a ready arm never allocates or parks anything),
 //!    then one where they park. With `default`, only the first pass runs, and `default` wins
-//!    if no arm is ready.
+//!    if no arm was ready at one moment ([`Select::poll_default`]).
 //! 3. None ready: the group becomes `IDLE` and the select returns `Pending`. Every arm
 //!    disabled: `else` (or `default`), else a panic.
 //!
@@ -36,7 +36,7 @@ use gort_loom::Arc;
 
 use crate::group::Group;
 use crate::receiver::{Receiver, RecvFuture};
-use crate::select_ctx::{self, rand_below};
+use crate::select_ctx::{self, rand_below, Snapshot};
 
 /// A nested select output: arm 0's output is `Left`, arm `k + 1`'s is `Right` of arm `k`'s
 /// position in the rest.
@@ -283,6 +283,12 @@ enum Found<O> {
     },
 }
 
+/// How many times a select with `default` takes its two passes before it settles for
+/// `default` without a proven moment ([`Select::poll_default`]): each retry means another
+/// task's section came between the passes, so only a channel hammered without pause, or an
+/// arm that makes a new channel on every poll, gets here.
+const SNAPSHOT_TRIES: usize = 64;
+
 const ALL_DISABLED: &str = "all branches are disabled and there is no else branch";
 
 impl<A: Arms + Unpin> Future for Select<A> {
@@ -363,15 +369,46 @@ impl<A: Arms> Select<A> {
         }
         // Step 2.
         if !std::mem::replace(&mut self.polled, true) {
+            if self.flags.default {
+                return self.poll_default(cx);
+            }
             if let Some(found) = self.poll_pass(true, cx) {
                 return found;
-            }
-            if self.flags.default {
-                return Found::Default;
             }
         }
         self.poll_pass(false, cx)
             .unwrap_or(Found::Nothing { polling: true })
+    }
+
+    /// The one poll of a select with `default`: an arm ready, or `default` if at one moment
+    /// no arm's channel operation was ready (Go's guarantee: `selectgo` locks every case's
+    /// channel at once; here arms are polled one at a time, so a pass alone could see one
+    /// channel before it became ready and another after it stopped being ready, and take
+    /// `default` although one of them was ready all along: `tests/go_chan_test.rs`,
+    /// `nonblock_select_race`). A pass that finds nothing, having looked at more than one
+    /// channel lock section, is checked by a second pass against the lock stamps of the
+    /// first ([`Snapshot`]), and both run again until they agree or an arm is ready.
+    fn poll_default(&mut self, cx: &mut Context<'_>) -> Found<A::Output> {
+        for _ in 0..SNAPSHOT_TRIES {
+            let mut snapshot = Snapshot::begin();
+            if let Some(found) = self.poll_pass(true, cx) {
+                return found;
+            }
+            if !snapshot.needs_second_pass() {
+                return Found::Default;
+            }
+            snapshot.pass();
+            if let Some(found) = self.poll_pass(true, cx) {
+                return found;
+            }
+            if snapshot.one_moment() {
+                return Found::Default;
+            }
+        }
+        // Other tasks changed these channels between every two passes, or an arm's future
+        // looks at a different channel on each poll (one it makes anew): nothing was ready
+        // at each look, and a select with `default` must not wait.
+        Found::Default
     }
 
     /// Polls every enabled arm once, in random (or, biased, declared) order.

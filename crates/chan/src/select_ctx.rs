@@ -7,9 +7,9 @@
 //! of its cell rather than cloned, so there is no reference-count traffic, and a nested select
 //! saves the outer state in its guard and restores it when it leaves.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
-use gort_loom::Arc;
+use gort_loom::{Arc, Stamp};
 
 use crate::group::{Group, GroupRef};
 
@@ -25,6 +25,9 @@ pub(crate) struct SelectCtx {
     pub(crate) arm: usize,
     /// First pass of a select's first poll: operations must not park.
     pub(crate) nonblocking: bool,
+    /// A select with `default` is taking a snapshot: operations log their lock sections'
+    /// stamps ([`Snapshot`]).
+    pub(crate) record: bool,
 }
 
 impl SelectCtx {
@@ -48,6 +51,8 @@ struct Current {
     arm: Cell<usize>,
     nonblocking: Cell<bool>,
     group: Cell<Option<Arc<Group>>>,
+    /// A [`Snapshot`] is being taken (by this select or one it is nested in).
+    recording: Cell<bool>,
 }
 
 #[cfg(not(loom))]
@@ -62,9 +67,12 @@ thread_local! {
             arm: Cell::new(0),
             nonblocking: Cell::new(false),
             group: Cell::new(None),
+            recording: Cell::new(false),
         }
     };
     static RNG: Cell<u64> = Cell::new(seed());
+    /// The lock sections a [`Snapshot`] logged; reused, so a thread allocates it once.
+    static LOG: RefCell<Vec<Logged>> = const { RefCell::new(Vec::new()) };
 }
 
 // loom's `thread_local!` has no `const` form.
@@ -75,8 +83,10 @@ thread_local! {
         arm: Cell::new(0),
         nonblocking: Cell::new(false),
         group: Cell::new(None),
+        recording: Cell::new(false),
     };
     static RNG: Cell<u64> = Cell::new(seed());
+    static LOG: RefCell<Vec<Logged>> = RefCell::new(Vec::new());
 }
 
 /// Runs a channel operation with the current select context, if any. Always inlined: a
@@ -105,6 +115,7 @@ pub(crate) fn with_op<R>(f: impl FnOnce(Option<&mut SelectCtx>) -> R) -> R {
                 group: cur.group.take(),
                 arm: cur.arm.get(),
                 nonblocking: cur.nonblocking.get(),
+                record: cur.recording.get(),
             },
         };
         f(Some(&mut restore.ctx))
@@ -172,6 +183,102 @@ fn restore(prev: Saved) -> Option<Arc<Group>> {
         cur.nonblocking.set(prev.nonblocking);
         cur.group.replace(prev.group)
     })
+}
+
+/// One channel lock section of a select arm's operation, logged while a [`Snapshot`] is
+/// taken: which channel (its address, only ever compared, never followed) and the lock
+/// word around the section.
+#[derive(Clone, Copy, Debug)]
+struct Logged {
+    chan: usize,
+    stamp: Stamp,
+}
+
+/// Logs a lock section of the channel at `chan` (called by an operation whose context says
+/// `record`).
+pub(crate) fn log(chan: usize, stamp: Stamp) {
+    LOG.with(|l| l.borrow_mut().push(Logged { chan, stamp }));
+}
+
+/// A select with `default` making sure that "no arm is ready" held at one moment, as Go's
+/// `selectgo` does by locking every case's channel at once (CHANNELS.md, "`default` is a
+/// snapshot"). The select polls its arms in two passes while this is alive ([`pass`]
+/// between them); every channel operation logs its lock section's [`Stamp`]. The passes saw
+/// one moment (the one between them) when both looked at the same channels and on each
+/// channel no section ran between the logged ones: then each channel stayed as its first
+/// look saw it until its last, and those spans all hold the moment between the passes.
+/// Only addresses are compared, so a channel dropped meanwhile costs nothing but a retry.
+///
+/// [`pass`]: Snapshot::pass
+pub(crate) struct Snapshot {
+    /// Where this snapshot's log starts (a select nested in an arm of another logs after
+    /// the outer one's entries, which it leaves alone).
+    start: usize,
+    /// Where its second pass starts.
+    second: usize,
+    /// A snapshot was already being taken: this one is nested.
+    nested: bool,
+}
+
+impl Snapshot {
+    /// Starts logging (the first pass follows).
+    pub(crate) fn begin() -> Snapshot {
+        let nested = CURRENT.with(|c| c.recording.replace(true));
+        let start = LOG.with(|l| l.borrow().len());
+        Snapshot {
+            start,
+            second: start,
+            nested,
+        }
+    }
+
+    /// Whether the first pass logged more than one lock section: one section alone is one
+    /// moment, and needs no second pass.
+    pub(crate) fn needs_second_pass(&self) -> bool {
+        LOG.with(|l| l.borrow().len() - self.start > 1)
+    }
+
+    /// Marks the start of the second pass.
+    pub(crate) fn pass(&mut self) {
+        self.second = LOG.with(|l| l.borrow().len());
+    }
+
+    /// Whether the two passes saw one moment (the type's docs); if not, clears the log for
+    /// another try.
+    pub(crate) fn one_moment(&mut self) -> bool {
+        LOG.with(|l| {
+            let mut l = l.borrow_mut();
+            let ok = one_moment(&l[self.start..], self.second - self.start);
+            l.truncate(self.start);
+            ok
+        })
+    }
+}
+
+/// The rule of [`Snapshot`] over its log, `second` the index where the second pass starts.
+fn one_moment(log: &[Logged], second: usize) -> bool {
+    let (first, rest) = log.split_at(second);
+    let in_both = |e: &Logged| {
+        first.iter().any(|f| f.chan == e.chan) && rest.iter().any(|r| r.chan == e.chan)
+    };
+    // Each section follows the previous one logged on its channel directly.
+    let chained = log.iter().enumerate().all(|(i, e)| {
+        log[..i]
+            .iter()
+            .rev()
+            .find(|p| p.chan == e.chan)
+            .map_or(true, |p| p.stamp.after == e.stamp.before)
+    });
+    chained && log.iter().all(in_both)
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.recording.set(self.nested));
+        if !self.nested {
+            LOG.with(|l| l.borrow_mut().clear());
+        }
+    }
 }
 
 /// A uniformly distributed index in `0..n` (`n > 0`), from a per-thread xorshift64*

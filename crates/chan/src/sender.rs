@@ -283,7 +283,7 @@ fn poll_send<T>(
                 waker: cx.waker(),
                 select,
             };
-            chan.with(|core, d| core.poll_send(slot, value, &mut ctx, d))
+            chan.with_op(&mut ctx, |core, ctx, d| core.poll_send(slot, value, ctx, d))
         })
     })
 }

@@ -168,3 +168,32 @@ fn rejected_commit_reopens_the_select() {
         assert_eq!(rx_b.try_recv().err(), Some(TryRecvError::Closed));
     });
 }
+
+/// Go's TestNonblockSelectRace: from the moment the select starts, `c1` or `c2` holds a value
+/// (another thread fills `c2`, then empties `c1`), so a select with `default` never takes
+/// `default`. `biased;` looks at `c2` first, the order in which one pass alone could see `c2`
+/// before it was filled and `c1` after it was emptied (CHANNELS.md, "`default` is a
+/// snapshot").
+#[test]
+fn default_is_a_snapshot() {
+    loom::model(|| {
+        let (tx1, rx1) = bounded::<u8>(1);
+        let (tx2, rx2) = bounded::<u8>(1);
+        tx1.try_send(1).unwrap();
+        let rx1b = rx1.clone();
+        let other = thread::spawn(move || {
+            tx2.try_send(2).unwrap();
+            let _ = rx1b.try_recv();
+        });
+        let got = block_on(async {
+            select! {
+                biased;
+                v = rx2.recv() => v,
+                v = rx1.recv() => v,
+                default => None,
+            }
+        });
+        other.join().unwrap();
+        assert!(got.is_some(), "took `default` while a channel held a value");
+    });
+}

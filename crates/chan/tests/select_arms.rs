@@ -267,3 +267,33 @@ fn guarded_and_refutable_arms_commit_once() {
         assert_eq!(rx_b.try_recv(), Err(TryRecvError::Empty));
     }
 }
+
+/// A `default` select proves "nothing ready" by polling its arms twice over the same channel
+/// sections (CHANNELS.md, "`default` is a snapshot"). An arm that makes a new channel on
+/// every poll never gives two passes over the same channels: the select still takes
+/// `default` (after its bounded retries) instead of spinning for good.
+#[test]
+fn default_with_an_arm_that_makes_a_new_channel_each_poll() {
+    use std::future::poll_fn;
+    use std::future::Future;
+    use std::pin::pin;
+
+    let (_tx, rx) = gort_chan::bounded::<u8>(0);
+    let polls = std::cell::Cell::new(0);
+    let fresh = poll_fn(|cx| {
+        polls.set(polls.get() + 1);
+        let (_t, r) = gort_chan::bounded::<u8>(0);
+        let polled = pin!(r.recv()).poll(cx).map(|_| ());
+        polled
+    });
+    let got = futures::executor::block_on(async {
+        gort_chan::select! {
+            _ = rx.recv() => "rx",
+            _ = fresh => "fresh",
+            default => "default",
+        }
+    });
+    assert_eq!(got, "default");
+    // Two passes a try, every try retried: the bound was reached.
+    assert_eq!(polls.get(), 128, "the arm was polled {} times", polls.get());
+}

@@ -20,6 +20,7 @@ pub use spin::SpinLock;
 /// every other model locks with loom's mutex instead, whose waiters loom sees block.
 #[cfg(loom)]
 pub use spin::SpinLock as RealSpinLock;
+pub use spin::Stamp;
 
 #[cfg(not(loom))]
 mod imp {
@@ -194,18 +195,37 @@ mod imp {
         }
     }
 
-    /// [`SpinLock`](crate::SpinLock)'s API on loom's mutex (see the crate docs).
-    #[derive(Debug, Default)]
-    pub struct SpinLock<T>(loom::sync::Mutex<T>);
+    /// [`SpinLock`](crate::SpinLock)'s API on loom's mutex (see the crate docs), with its
+    /// stamp in a counter of its own, stepped under the mutex as the real lock word is.
+    #[derive(Debug)]
+    pub struct SpinLock<T>(loom::sync::Mutex<T>, atomic::AtomicUsize);
 
     impl<T> SpinLock<T> {
         /// Wraps `value`.
         pub fn new(value: T) -> Self {
-            SpinLock(loom::sync::Mutex::new(value))
+            SpinLock(loom::sync::Mutex::new(value), atomic::AtomicUsize::new(0))
         }
         /// Runs `f` on the value with the lock held.
         pub fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-            f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
+            self.with_stamp(f).0
+        }
+        /// [`with`](SpinLock::with), also returning the section's stamp.
+        pub fn with_stamp<R>(&self, f: impl FnOnce(&mut T) -> R) -> (R, crate::Stamp) {
+            use atomic::Ordering::{Relaxed, Release};
+            let mut guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            let before = self.1.load(Relaxed);
+            self.1.store(before + 1, Relaxed);
+            let r = f(&mut guard);
+            let after = before + 2;
+            self.1.store(after, Release);
+            drop(guard);
+            (r, crate::Stamp { before, after })
+        }
+    }
+
+    impl<T: Default> Default for SpinLock<T> {
+        fn default() -> Self {
+            SpinLock::new(T::default())
         }
     }
 

@@ -2,9 +2,10 @@
 //! each named after the Go test in its doc comment. Timing assertions are only `>=` the
 //! deadline plus generous upper bounds (seconds), so a loaded machine cannot fail them.
 //!
-//! Not ported (no equivalent in Rust): TestIssue5745 (a nil `*Timer` cannot exist),
+//! Not ported (no equivalent in Rust): TestIssue5745's nil `*Timer` (none can exist; its
+//! point, that a panic while a ticker is armed leaves the timers usable, is `issue_5745`),
 //! TestZeroTimerResetPanics / TestZeroTimerStopPanics (no uninitialised `Timer` value), and
-//! the benchmarks (the workspace benches cover them).
+//! the benchmarks (the workspace benches cover them). Each test runs under a watchdog.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
@@ -15,8 +16,28 @@ use gort_time::{after, after_func, sleep, Instant, Ticker, Timer};
 
 const MS: Duration = Duration::from_millis(1);
 
-fn run<F: std::future::Future>(f: F) -> F::Output {
-    Runtime::new().unwrap().block_on(f)
+/// Runs `f` on a fresh runtime, on its own thread under a watchdog: a hang (a lost timer or
+/// wake-up) fails the test after a minute instead of hanging CI.
+fn run<F>(f: F) -> F::Output
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        let out = Runtime::new().unwrap().block_on(f);
+        let _ = tx.send(());
+        out
+    });
+    if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+        rx.recv_timeout(Duration::from_secs(60))
+    {
+        panic!("still running after 60 s: hung (a lost timer or wake-up?)");
+    }
+    match t.join() {
+        Ok(out) => out,
+        Err(p) => std::panic::resume_unwind(p),
+    }
 }
 
 /// Receives from `c` or gives up after `limit` (a generous bound, not a deadline under test).
@@ -451,5 +472,41 @@ fn after_func_closure_is_freed_after_run() {
             sleep(MS).await;
         }
         assert_eq!(Arc::strong_count(&token), 1);
+    });
+}
+
+/// Go: TestIssue5745 (sleep_test.go). Go's nil `*Timer` cannot exist here; the point of the
+/// test (go#5745: a panic with a timer lock taken deadlocked the `Stop` of a ticker after it)
+/// is that a panic in user code while a ticker is armed leaves the timers working: a task
+/// that panics, and an `after_func` whose function panics, and then the ticker stops,
+/// resets and ticks as before.
+#[test]
+fn issue_5745() {
+    run(async {
+        let ticker = Ticker::new(Duration::from_secs(3600));
+        let task = spawn(async { panic!("a panicking task beside an armed ticker") });
+        assert!(task.await.unwrap_err().is_panic());
+        let ran = Arc::new(AtomicBool::new(false));
+        let f = {
+            let ran = ran.clone();
+            after_func(Duration::ZERO, move || {
+                ran.store(true, SeqCst);
+                panic!("a panicking after_func beside an armed ticker");
+            })
+        };
+        for _ in 0..1000 {
+            if ran.load(SeqCst) {
+                break;
+            }
+            sleep(MS).await;
+        }
+        assert!(ran.load(SeqCst), "the after_func did not run");
+        assert!(!f.stop(), "the after_func had run");
+        ticker.stop();
+        ticker.reset(MS);
+        assert!(recv_within(ticker.c(), Duration::from_secs(10))
+            .await
+            .is_some());
+        ticker.stop();
     });
 }

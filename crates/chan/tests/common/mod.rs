@@ -63,3 +63,42 @@ impl Rng {
         self.next() % den < num
     }
 }
+
+/// Generous: a healthy run of a test under it takes well under a second.
+#[cfg(not(loom))]
+pub const WATCHDOG: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// `fast` in release builds, `slow` in debug builds (where a channel operation costs several
+/// times more).
+#[cfg(not(loom))]
+pub fn scaled(fast: usize, slow: usize) -> usize {
+    if cfg!(debug_assertions) {
+        slow
+    } else {
+        fast
+    }
+}
+
+/// Runs `fut` on a runtime of `procs` Ps, on its own thread under the watchdog: a hang fails
+/// the test (the thread is left behind; the test process exits anyway).
+#[cfg(not(loom))]
+pub fn run_under_watchdog<F>(procs: usize, fut: F) -> F::Output
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        let rt = gort::Builder::new().procs(procs).build().unwrap();
+        let out = rt.block_on(fut);
+        let _ = tx.send(());
+        out
+    });
+    if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(WATCHDOG) {
+        panic!("still running after {WATCHDOG:?}: hung (a lost value or wake-up?)");
+    }
+    match t.join() {
+        Ok(out) => out,
+        Err(p) => std::panic::resume_unwind(p),
+    }
+}
