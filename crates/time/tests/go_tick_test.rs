@@ -6,34 +6,13 @@
 
 use std::time::Duration;
 
-use gort_sched::Runtime;
 use gort_time::{sleep, tick, Instant, Ticker, TickerError};
 
 const MS: Duration = Duration::from_millis(1);
 
-/// Runs `f` on a fresh runtime, on its own thread under a watchdog: a hang (a lost timer or
-/// wake-up) fails the test after a minute instead of hanging CI.
-fn run<F>(f: F) -> F::Output
-where
-    F: std::future::Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    let (tx, rx) = std::sync::mpsc::channel();
-    let t = std::thread::spawn(move || {
-        let out = Runtime::new().unwrap().block_on(f);
-        let _ = tx.send(());
-        out
-    });
-    if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-        rx.recv_timeout(Duration::from_secs(60))
-    {
-        panic!("still running after 60 s: hung (a lost timer or wake-up?)");
-    }
-    match t.join() {
-        Ok(out) => out,
-        Err(p) => std::panic::resume_unwind(p),
-    }
-}
+#[path = "support/watchdog.rs"]
+mod watchdog;
+use watchdog::run;
 
 /// Go: TestTicker. `count/2` ticks of `delta`, reset to `2*delta`, `count/2` more: at least
 /// `3 * delta * count/2` in total; after stop no tick arrives.
