@@ -10,10 +10,13 @@
 //! runtime; gort has no such flavour, and `block_in_place` outside a worker simply runs its
 //! closure: `gort::block_in_place`'s docs), ported as the non-panicking cases.
 
+#[path = "support/mock_task.rs"]
+mod mock_task;
 mod support;
 
 use gort::net::{TcpListener, TcpStream};
 use gort::Runtime;
+use mock_task::rt_test;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -26,23 +29,6 @@ use tokio::sync::oneshot;
 /// Tokio's `rt()`: a runtime of 4 workers.
 fn rt() -> Runtime {
     gort::Builder::new().procs(4).build().unwrap()
-}
-
-/// `#[gort::test]` under the watchdog: `body`'s future runs in `block_on` on a runtime of
-/// `procs` Ps (with a paused clock if `paused`).
-fn rt_test<Fut: std::future::Future<Output = ()>>(
-    procs: usize,
-    paused: bool,
-    body: impl FnOnce() -> Fut + Send + 'static,
-) {
-    within(move || {
-        let rt = gort::Builder::new()
-            .procs(procs)
-            .start_paused(paused)
-            .build()
-            .unwrap();
-        rt.block_on(body())
-    })
 }
 
 fn one_worker() -> Runtime {

@@ -7,32 +7,18 @@
 //! `*_with_id` methods: a `JoinError` carries the task's id, `JoinError::id`);
 //! `replace_parent_waker_drops_outside_lock` (needs Tokio's internal test hooks).
 
+#[path = "support/mock_task.rs"]
+mod mock_task;
 mod support;
 
 use futures::FutureExt;
 use gort::task::JoinSet;
+use mock_task::rt_test;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 use support::within;
 use tokio::sync::oneshot;
-
-/// `#[gort::test]` under the watchdog: `body`'s future runs in `block_on` on a runtime of
-/// `procs` Ps (with a paused clock if `paused`).
-fn rt_test<Fut: std::future::Future<Output = ()>>(
-    procs: usize,
-    paused: bool,
-    body: impl FnOnce() -> Fut + Send + 'static,
-) {
-    within(move || {
-        let rt = gort::Builder::new()
-            .procs(procs)
-            .start_paused(paused)
-            .build()
-            .unwrap();
-        rt.block_on(body())
-    })
-}
 
 /// Tokio's `flavor = "current_thread"` test: the body is a task on a runtime of 1 P, so it
 /// shares the P with the tasks it spawns, as on Tokio's current-thread runtime (in
