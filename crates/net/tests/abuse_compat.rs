@@ -1,0 +1,529 @@
+//! Where real programs meet gort::net: the tokio-io adapters polled from several tasks at
+//! once through `&TcpStream` (two readers and a writer), tokio `ReadBuf`s that arrive with
+//! filled and initialized parts, reads and writes after a reset, owned halves dropped with
+//! operations pending or reunited wrongly, `from_std` given a blocking socket, a listening
+//! socket, an unconnected one or a duplicate of a registered one, `ToSocketAddrs` impls that
+//! name nothing, panic or block, a connect whose first address refuses, and socket options
+//! on shut-down and reset sockets. Each must end in the bytes sent or an error of the right
+//! kind, never a hang (a watchdog fails a case after 30 s), a panic or a leaked fd.
+//!
+//! Run: `cargo test -p gort-net --features tokio-io,futures-io --test abuse_compat`
+#![cfg(all(feature = "tokio-io", feature = "futures-io"))]
+
+#[allow(dead_code)] // not every helper is used by this binary
+#[path = "support/watchdog.rs"]
+mod watchdog;
+
+use gort::net::{TcpListener, TcpStream};
+use gort::time::Instant;
+use std::io::{self, ErrorKind};
+use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadBuf};
+use watchdog::{open_fds, serial, within};
+
+fn run<F: std::future::Future>(f: F) -> F::Output {
+    gort::Builder::new().procs(2).build().unwrap().block_on(f)
+}
+
+async fn tcp_pair() -> (TcpStream, TcpStream) {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+    let (s, _) = l.accept().await.unwrap();
+    (c, s)
+}
+
+/// Sets `SO_LINGER` to zero: closing the socket then sends a reset instead of a FIN.
+fn linger_zero(fd: std::os::fd::RawFd) {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    let len = std::mem::size_of::<libc::linger>() as libc::socklen_t;
+    // SAFETY: `linger` is valid for reads of `len` bytes for the call; `fd` is open.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            len,
+        )
+    };
+    assert_eq!(rc, 0, "setsockopt: {}", io::Error::last_os_error());
+}
+
+/// Two tasks read one stream through `&TcpStream`'s tokio `AsyncRead` while a third writes
+/// back through its `AsyncWrite`: every byte the peer sent is read once, by one reader or
+/// the other, and neither reader is left waiting once the peer closes (each slot in the
+/// direction's waiter list is woken).
+#[test]
+fn two_trait_readers_and_a_trait_writer_share_one_stream() {
+    within(|| {
+        run(async {
+            const TOTAL: usize = 4 << 20;
+            let (c, s) = tcp_pair().await;
+            let s = Arc::new(s);
+            let readers: Vec<_> = (0..2)
+                .map(|_| {
+                    let s = s.clone();
+                    gort::spawn(async move {
+                        let (mut n, mut sum) = (0usize, 0u64);
+                        let mut buf = vec![0; 1 << 14];
+                        loop {
+                            let got = AsyncReadExt::read(&mut &*s, &mut buf).await.unwrap();
+                            if got == 0 {
+                                return (n, sum);
+                            }
+                            n += got;
+                            sum += buf[..got].iter().map(|&b| u64::from(b)).sum::<u64>();
+                        }
+                    })
+                })
+                .collect();
+            let writer = {
+                let s = s.clone();
+                gort::spawn(async move {
+                    AsyncWriteExt::write_all(&mut &*s, &vec![7; TOTAL])
+                        .await
+                        .unwrap()
+                })
+            };
+            let peer = gort::spawn(async move {
+                let data: Vec<u8> = (0..TOTAL).map(|i| (i % 251) as u8).collect();
+                let mut back = vec![0; TOTAL];
+                let (r, w) = c.split();
+                let send = async {
+                    w.write_all(&data).await.unwrap();
+                    w.close_write().unwrap();
+                };
+                let recv = async { r.read_exact(&mut back).await.unwrap() };
+                futures::join!(send, recv);
+                assert!(back.iter().all(|&b| b == 7));
+                data.iter().map(|&b| u64::from(b)).sum::<u64>()
+            });
+            let sent_sum = peer.await.unwrap();
+            writer.await.unwrap();
+            let (mut n, mut sum) = (0, 0);
+            for r in readers {
+                let (rn, rs) = r.await.unwrap();
+                n += rn;
+                sum += rs;
+            }
+            assert_eq!((n, sum), (TOTAL, sent_sum));
+        })
+    });
+}
+
+/// A tokio `ReadBuf` that arrives with a filled part and an initialized part beyond it:
+/// the read appends after the filled part, keeps what was filled, and the initialized
+/// count never shrinks (tokio's contract, which hyper's and tokio-util's buffers rely on).
+#[test]
+fn a_read_buf_with_filled_and_initialized_parts_is_appended_to() {
+    within(|| {
+        run(async {
+            let (c, s) = tcp_pair().await;
+            c.write_all(b"world").await.unwrap();
+            let mut storage = [std::mem::MaybeUninit::<u8>::uninit(); 64];
+            let mut buf = ReadBuf::uninit(&mut storage);
+            buf.put_slice(b"hello ");
+            // Initialized past the filled part, as a reused buffer is.
+            buf.initialize_unfilled_to(20);
+            buf.set_filled(6);
+            let mut s = &s;
+            std::future::poll_fn(|cx| {
+                tokio::io::AsyncRead::poll_read(std::pin::Pin::new(&mut s), cx, &mut buf)
+            })
+            .await
+            .unwrap();
+            assert_eq!(buf.filled(), b"hello world");
+            assert_eq!(buf.initialized().len(), 26);
+            // A buffer with no room reads nothing (`Ok` with nothing filled), at once.
+            let mut full = [0u8; 3];
+            let mut buf = ReadBuf::new(&mut full);
+            buf.set_filled(3);
+            std::future::poll_fn(|cx| {
+                tokio::io::AsyncRead::poll_read(std::pin::Pin::new(&mut s), cx, &mut buf)
+            })
+            .await
+            .unwrap();
+            assert_eq!(buf.filled().len(), 3);
+        })
+    });
+}
+
+/// After the peer resets the connection, a trait read fails with `ConnectionReset` (or sees
+/// the end of stream, if the reset raced the read) and every later one returns at once:
+/// an error or `Ok(0)`, never a wait. A trait write after the reset fails (no `SIGPIPE`).
+#[test]
+fn trait_reads_and_writes_after_a_reset_fail_at_once() {
+    within(|| {
+        run(async {
+            let (c, s) = tcp_pair().await;
+            let reader = gort::spawn(async move {
+                let mut s = &s;
+                let mut buf = [0; 16];
+                // Waits for the reset (nothing arrives before it).
+                let first = AsyncReadExt::read(&mut s, &mut buf).await;
+                let second = AsyncReadExt::read(&mut s, &mut buf).await;
+                (first.map_err(|e| e.kind()), second.map_err(|e| e.kind()))
+            });
+            gort::time::sleep(Duration::from_millis(50)).await;
+            linger_zero(c.as_raw_fd());
+            drop(c);
+            let (first, second) = reader.await.unwrap();
+            assert!(
+                matches!(first, Err(ErrorKind::ConnectionReset) | Ok(0)),
+                "{first:?}"
+            );
+            assert!(matches!(second, Err(_) | Ok(0)), "{second:?}");
+        });
+        run(async {
+            let (c, s) = tcp_pair().await;
+            linger_zero(c.as_raw_fd());
+            drop(c);
+            gort::time::sleep(Duration::from_millis(50)).await;
+            let mut s = &s;
+            let mut failed = None;
+            for _ in 0..4 {
+                if let Err(e) = AsyncWriteExt::write_all(&mut s, &[1; 1024]).await {
+                    failed = Some(e.kind());
+                    break;
+                }
+            }
+            assert!(
+                matches!(
+                    failed,
+                    Some(ErrorKind::ConnectionReset | ErrorKind::BrokenPipe)
+                ),
+                "{failed:?}"
+            );
+            assert!(AsyncWriteExt::flush(&mut s).await.is_ok());
+        });
+    });
+}
+
+/// Owned halves with an operation pending on the other: the write half dropped while the
+/// read half waits (the read still gets what the peer sends later), the read half dropped
+/// while a large write waits for room (the write completes as the peer reads). A reunite of
+/// halves of two streams gives both back, still working.
+#[test]
+fn owned_halves_dropped_with_operations_pending() {
+    within(|| {
+        run(async {
+            let (c, s) = tcp_pair().await;
+            let (r, w) = s.into_split();
+            let reader = gort::spawn(async move {
+                let mut buf = [0; 5];
+                r.read_exact(&mut buf).await.map(|()| buf)
+            });
+            gort::time::sleep(Duration::from_millis(20)).await;
+            drop(w); // shuts writing down; the peer reads end of stream
+            let mut eof = [0; 1];
+            assert_eq!(c.read(&mut eof).await.unwrap(), 0);
+            c.write_all(b"later").await.unwrap();
+            assert_eq!(&reader.await.unwrap().unwrap(), b"later");
+        });
+        run(async {
+            const BIG: usize = 16 << 20;
+            let (c, s) = tcp_pair().await;
+            let (r, w) = s.into_split();
+            let writer = gort::spawn(async move { w.write_all(&vec![3; BIG]).await });
+            gort::time::sleep(Duration::from_millis(20)).await;
+            drop(r);
+            let mut all = vec![0; BIG];
+            c.read_exact(&mut all).await.unwrap();
+            writer.await.unwrap().unwrap();
+            assert!(all.iter().all(|&b| b == 3));
+        });
+        run(async {
+            let (a, _pa) = tcp_pair().await;
+            let (b, pb) = tcp_pair().await;
+            let (ar, _aw) = a.into_split();
+            let (_br, bw) = b.into_split();
+            let gort::net::ReuniteError(ar, bw) = ar.reunite(bw).unwrap_err();
+            bw.write_all(b"ok").await.unwrap();
+            let mut buf = [0; 2];
+            pb.read_exact(&mut buf).await.unwrap();
+            assert_eq!(&buf, b"ok");
+            ar.set_read_deadline(Some(Instant::now())).unwrap();
+            assert_eq!(
+                ar.read(&mut buf).await.unwrap_err().kind(),
+                ErrorKind::TimedOut
+            );
+        });
+    });
+}
+
+/// `from_std` of a std stream left blocking: gort makes it non-blocking, so a read with
+/// nothing to read waits on the poller (a deadline ends it) instead of blocking an M, and
+/// the other tasks of a one-P runtime keep running meanwhile.
+#[test]
+fn from_std_of_a_blocking_stream_never_blocks_an_m() {
+    within(|| {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (_peer, _) = l.accept().unwrap();
+        c.set_nonblocking(false).unwrap();
+        let rt = gort::Builder::new().procs(1).build().unwrap();
+        rt.block_on(async move {
+            let ticks = Arc::new(AtomicUsize::new(0));
+            let ticker = {
+                let ticks = ticks.clone();
+                gort::spawn(async move {
+                    for _ in 0..5 {
+                        gort::time::sleep(Duration::from_millis(10)).await;
+                        ticks.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+            };
+            let c = TcpStream::from_std(c).unwrap();
+            c.set_read_deadline(Some(Instant::now() + Duration::from_millis(300)))
+                .unwrap();
+            let mut buf = [0; 4];
+            let err = AsyncReadExt::read(&mut &c, &mut buf).await.unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::TimedOut);
+            ticker.await.unwrap();
+            assert_eq!(ticks.load(Ordering::Relaxed), 5);
+        });
+    });
+}
+
+/// `from_std` of sockets that are not connected streams (a listening socket, a fresh
+/// unconnected one): reads and writes fail at once with the OS's error, no hang, and the
+/// fds are closed when the streams drop.
+#[test]
+fn from_std_of_sockets_that_are_not_connected_streams_fails_at_once() {
+    serial(|| {
+        let before = open_fds();
+        run(async {
+            let listening = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            // SAFETY: the descriptor is the listener's, given up by `into_raw_fd`.
+            let as_stream = unsafe { std::net::TcpStream::from_raw_fd(listening.into_raw_fd()) };
+            let s = TcpStream::from_std(as_stream).unwrap();
+            let mut buf = [0; 4];
+            assert_eq!(
+                s.read(&mut buf).await.unwrap_err().kind(),
+                ErrorKind::NotConnected
+            );
+            assert!(s.write(b"x").await.is_err());
+            assert!(s.peer_addr().is_err());
+
+            // SAFETY: plain `socket(2)`; the descriptor is owned by the std stream below.
+            let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
+            assert!(fd >= 0);
+            // SAFETY: `fd` is a fresh socket nobody else owns.
+            let fresh = unsafe { std::net::TcpStream::from_raw_fd(fd) };
+            let s = TcpStream::from_std(fresh).unwrap();
+            assert_eq!(
+                s.read(&mut buf).await.unwrap_err().kind(),
+                ErrorKind::NotConnected
+            );
+            let mut t = &s;
+            assert!(AsyncWriteExt::write(&mut t, b"x").await.is_err());
+            assert!(s.set_nodelay(true).is_ok());
+        });
+        assert_eq!(open_fds(), before);
+    });
+}
+
+/// A stream and its `try_clone` registered side by side in one runtime (two descriptors,
+/// one socket): each works, and dropping one leaves the other working (its registration is
+/// its own). Dropping both leaves no fd behind.
+#[test]
+fn a_std_stream_and_its_clone_registered_in_one_runtime() {
+    serial(|| {
+        let before = open_fds();
+        run(async {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            let (p, _) = l.accept().unwrap();
+            let peer = TcpStream::from_std(p).unwrap();
+            let clone = c.try_clone().unwrap();
+            let a = TcpStream::from_std(c).unwrap();
+            let b = TcpStream::from_std(clone).unwrap();
+            let reader = gort::spawn(async move {
+                let mut buf = [0; 3];
+                b.read_exact(&mut buf).await.map(|()| (buf, b))
+            });
+            gort::time::sleep(Duration::from_millis(20)).await;
+            peer.write_all(b"one").await.unwrap();
+            let (buf, b) = reader.await.unwrap().unwrap();
+            assert_eq!(&buf, b"one");
+            drop(a);
+            // The clone still reads and writes after the original's drop.
+            let reader = gort::spawn(async move {
+                let mut buf = [0; 3];
+                b.read_exact(&mut buf).await.map(|()| (buf, b))
+            });
+            gort::time::sleep(Duration::from_millis(20)).await;
+            peer.write_all(b"two").await.unwrap();
+            let (buf, b) = reader.await.unwrap().unwrap();
+            assert_eq!(&buf, b"two");
+            b.write_all(b"back").await.unwrap();
+            let mut buf = [0; 4];
+            peer.read_exact(&mut buf).await.unwrap();
+            assert_eq!(&buf, b"back");
+        });
+        assert_eq!(open_fds(), before);
+    });
+}
+
+/// A `ToSocketAddrs` of a fixed list of addresses (std's impls of slices want `'static`).
+#[derive(Clone)]
+struct Addrs(Vec<SocketAddr>);
+
+impl ToSocketAddrs for Addrs {
+    type Iter = std::vec::IntoIter<SocketAddr>;
+    fn to_socket_addrs(&self) -> io::Result<Self::Iter> {
+        Ok(self.0.clone().into_iter())
+    }
+}
+
+/// A `ToSocketAddrs` that panics when resolved.
+struct Panics;
+
+impl ToSocketAddrs for Panics {
+    type Iter = std::vec::IntoIter<SocketAddr>;
+    fn to_socket_addrs(&self) -> io::Result<Self::Iter> {
+        panic!("resolver exploded (a test's)")
+    }
+}
+
+/// A `ToSocketAddrs` that takes `0` to resolve to `1`, as a slow DNS server does.
+struct Slow(Duration, SocketAddr);
+
+impl ToSocketAddrs for Slow {
+    type Iter = std::vec::IntoIter<SocketAddr>;
+    fn to_socket_addrs(&self) -> io::Result<Self::Iter> {
+        std::thread::sleep(self.0);
+        Ok(vec![self.1].into_iter())
+    }
+}
+
+/// A free loopback port: bound, then closed (a connect to it is refused).
+fn refused_addr() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap()
+}
+
+/// Address lists as std takes them: an empty one fails with `InvalidInput` (std's error);
+/// one whose first address refuses connects to the second (std tries each in turn); one
+/// whose addresses all refuse fails with the last one's error.
+#[test]
+fn connect_tries_each_address_in_turn() {
+    within(|| {
+        run(async {
+            let empty = TcpStream::connect(Addrs(vec![])).await.unwrap_err();
+            assert_eq!(empty.kind(), ErrorKind::InvalidInput);
+            assert_eq!(
+                std::net::TcpStream::connect(&[][..] as &[SocketAddr])
+                    .unwrap_err()
+                    .kind(),
+                ErrorKind::InvalidInput
+            );
+            let bind = TcpListener::bind(Addrs(vec![])).await.unwrap_err();
+            assert_eq!(bind.kind(), ErrorKind::InvalidInput);
+
+            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let good = l.local_addr().unwrap();
+            let c = TcpStream::connect(Addrs(vec![refused_addr(), good]))
+                .await
+                .unwrap();
+            let (s, _) = l.accept().await.unwrap();
+            assert_eq!(s.peer_addr().unwrap(), c.local_addr().unwrap());
+
+            let all_bad = TcpStream::connect(Addrs(vec![refused_addr(), refused_addr()]))
+                .await
+                .unwrap_err();
+            assert_eq!(all_bad.kind(), ErrorKind::ConnectionRefused);
+        })
+    });
+}
+
+/// A resolver that panics fails the connect or bind with an error (the panic stays on the
+/// blocking pool's thread, which goes on serving); the runtime still resolves afterwards.
+#[test]
+fn a_panicking_resolver_is_an_error_not_a_hang() {
+    within(|| {
+        run(async {
+            for _ in 0..3 {
+                assert!(TcpStream::connect(Panics).await.is_err());
+                assert!(TcpListener::bind(Panics).await.is_err());
+            }
+            let l = TcpListener::bind("localhost:0").await.unwrap();
+            let port = l.local_addr().unwrap().port();
+            let _c = TcpStream::connect(("localhost", port)).await.unwrap();
+            l.accept().await.unwrap();
+        })
+    });
+}
+
+/// A resolver that blocks for a second runs on the blocking pool: on a one-P runtime, the
+/// other tasks go on meanwhile (a ticker keeps ticking), and the connect then succeeds.
+#[test]
+fn a_slow_resolver_stalls_no_task() {
+    within(|| {
+        let rt = gort::Builder::new().procs(1).build().unwrap();
+        rt.block_on(async {
+            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = l.local_addr().unwrap();
+            let ticks = Arc::new(AtomicUsize::new(0));
+            let ticker = {
+                let ticks = ticks.clone();
+                gort::spawn(async move {
+                    for _ in 0..20 {
+                        gort::time::sleep(Duration::from_millis(10)).await;
+                        ticks.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+            };
+            let slow = gort::spawn(TcpStream::connect(Slow(Duration::from_secs(1), addr)));
+            ticker.await.unwrap();
+            // The ticker's 20 ticks of 10 ms ended well before the resolver's second.
+            assert!(!slow.is_finished());
+            let c = slow.await.unwrap().unwrap();
+            let (s, _) = l.accept().await.unwrap();
+            assert_eq!(s.peer_addr().unwrap(), c.local_addr().unwrap());
+        });
+    });
+}
+
+/// Socket options on a stream that is shut down, and on one whose peer reset it: the OS's
+/// answer (`Ok` or an error), never a panic; `peer_addr` of the reset one is an error.
+#[test]
+fn socket_options_on_shut_down_and_reset_streams() {
+    within(|| {
+        run(async {
+            let (c, s) = tcp_pair().await;
+            s.shutdown(Shutdown::Both).unwrap();
+            let _ = s.shutdown(Shutdown::Both);
+            s.set_nodelay(false).unwrap();
+            s.set_keepalive(Some(Duration::from_secs(30))).unwrap();
+            assert_eq!(s.keepalive().unwrap(), Some(Duration::from_secs(30)));
+            s.set_keepalive(None).unwrap();
+
+            linger_zero(c.as_raw_fd());
+            let (c2, s2) = tcp_pair().await;
+            linger_zero(c2.as_raw_fd());
+            drop(c2);
+            gort::time::sleep(Duration::from_millis(50)).await;
+            let _ = s2.set_nodelay(true);
+            let _ = s2.set_keepalive(Some(Duration::from_secs(1)));
+            let _ = s2.keepalive();
+            assert!(s2.peer_addr().is_err());
+            assert!(s2.local_addr().is_ok());
+            let mut buf = [0; 1];
+            assert!(matches!(
+                s2.read(&mut buf).await,
+                Err(_) | Ok(0)
+            ));
+            let _ = s2.shutdown(Shutdown::Write);
+            // A period the kernel refuses is an error, and leaves keep-alive as it was.
+            assert!(s2.set_keepalive(Some(Duration::from_secs(1 << 20))).is_err());
+        })
+    });
+}
