@@ -38,7 +38,7 @@
 //! directions runtime-wide (Go's `netpollWaiters`) is kept under the lock too, so it never
 //! goes below zero.
 
-use crate::wakers::Waiting;
+use crate::wakers::{Waiting, MAX_UNOWNED};
 use gort_loom::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering::*};
 use gort_loom::Mutex;
 use std::task::Waker;
@@ -202,7 +202,8 @@ impl Half {
     /// Go's `netpollblock` after a syscall said `WouldBlock`: registers `waker` unless
     /// readiness (an edge after `seen`, the ticket of [`Half::prepare`]), the deadline or a
     /// close came meanwhile. For a poll with no future to give its slot back (the I/O trait
-    /// impls): one slot per task, kept until the next release.
+    /// impls): one slot per task, kept until the next release; past 256 such
+    /// slots, one is emptied and its task woken (a spurious wake-up if it still waits).
     pub fn wait(&self, seen: Edges, waker: &Waker, count: &dyn Count) -> Wait {
         self.wait_owned(seen, waker, count, None)
     }
@@ -233,6 +234,7 @@ impl Half {
         }
         let mut mine = Some(waker.clone()); // user code: outside the lock
         let mut replaced = None;
+        let mut evicted = None;
         let mut st = self.state.lock();
         let outcome = if self.closed.load(SeqCst) {
             Wait::Fail(Fail::Closed)
@@ -262,6 +264,9 @@ impl Half {
                     if st.waiters.is_empty() {
                         count.add();
                     }
+                    if st.waiters.unowned() >= MAX_UNOWNED {
+                        evicted = st.waiters.evict_unowned();
+                    }
                     if let Some(w) = mine.take() {
                         st.waiters.push(w, false);
                     }
@@ -271,6 +276,9 @@ impl Half {
         }
         drop(st);
         drop((mine, replaced)); // user code: outside the lock
+        if let Some(w) = evicted {
+            w.wake();
+        }
         outcome
     }
 
