@@ -2,9 +2,11 @@
 //! once through `&TcpStream` (two readers and a writer), tokio `ReadBuf`s that arrive with
 //! filled and initialized parts, reads and writes after a reset, owned halves dropped with
 //! operations pending or reunited wrongly, `from_std` given a blocking socket, a listening
-//! socket, an unconnected one or a duplicate of a registered one, `ToSocketAddrs` impls that
-//! name nothing, panic or block, a connect whose first address refuses, and socket options
-//! on shut-down and reset sockets. Each must end in the bytes sent or an error of the right
+//! socket, an unconnected one, one still connecting, a duplicate of a registered one or a
+//! listener that does not listen, `ToSocketAddrs` impls that name nothing, panic or block,
+//! names that do not resolve, a connect whose first address refuses, IPv6 and dual-stack
+//! listeners, socket options on shut-down and reset sockets, and trait reads given up by
+//! 100,000 tasks on one idle socket. Each must end in the bytes sent or an error of the right
 //! kind, never a hang (a watchdog fails a case after 30 s), a panic or a leaked fd.
 //!
 //! Run: `cargo test -p gort-net --features tokio-io,futures-io --test abuse_compat`
@@ -613,4 +615,145 @@ async fn readers_each_get_a_byte<const READERS: usize>() {
         total += r.await.unwrap();
     }
     assert_eq!(total, READERS);
+}
+
+/// Names that resolve to nothing fail the connect or bind with the resolver's error (std's
+/// `failed to lookup address information`), and a string that is no address (no port)
+/// with `InvalidInput`, as std's.
+#[test]
+fn names_that_do_not_resolve_fail() {
+    within(|| {
+        run(async {
+            assert!(TcpStream::connect("nonexistent.invalid:80").await.is_err());
+            assert!(TcpStream::connect(("nonexistent.invalid", 80))
+                .await
+                .is_err());
+            assert!(TcpListener::bind("nonexistent.invalid:0").await.is_err());
+            let no_port = TcpStream::connect("127.0.0.1").await.unwrap_err();
+            assert_eq!(no_port.kind(), ErrorKind::InvalidInput);
+            assert_eq!(
+                std::net::TcpStream::connect("127.0.0.1")
+                    .unwrap_err()
+                    .kind(),
+                ErrorKind::InvalidInput
+            );
+        })
+    });
+}
+
+/// IPv6: a listener on `[::1]` takes connections over IPv6; one on `[::]` (dual-stack
+/// where `net.ipv6.bindv6only` is 0, Linux's default) takes an IPv4 client too, whose
+/// address it reports IPv4-mapped, as std does.
+#[test]
+fn ipv6_and_dual_stack_listeners() {
+    within(|| {
+        run(async {
+            let Ok(l) = TcpListener::bind("[::1]:0").await else {
+                eprintln!("no IPv6 loopback here: skipped");
+                return;
+            };
+            let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+            let (s, peer) = l.accept().await.unwrap();
+            assert_eq!(peer, c.local_addr().unwrap());
+            assert!(peer.is_ipv6());
+            c.write_all(b"six").await.unwrap();
+            let mut buf = [0; 3];
+            s.read_exact(&mut buf).await.unwrap();
+
+            let dual = std::fs::read_to_string("/proc/sys/net/ipv6/bindv6only")
+                .is_ok_and(|v| v.trim() == "0");
+            if !dual {
+                return;
+            }
+            let l = TcpListener::bind("[::]:0").await.unwrap();
+            let port = l.local_addr().unwrap().port();
+            let c = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+            let (_s, peer) = l.accept().await.unwrap();
+            match peer {
+                SocketAddr::V6(v6) => {
+                    assert_eq!(v6.ip().to_ipv4_mapped(), Some([127, 0, 0, 1].into()))
+                }
+                SocketAddr::V4(_) => panic!("{peer}: not IPv4-mapped"),
+            }
+            assert_eq!(peer.port(), c.local_addr().unwrap().port());
+        })
+    });
+}
+
+/// A socket whose non-blocking connect is still in progress, handed to `from_std`: the
+/// first write waits for the handshake and goes through; one whose connect is refused
+/// fails its read and write with `ConnectionRefused` (the socket's pending error), at once.
+#[test]
+fn from_std_of_a_stream_still_connecting() {
+    fn connecting(addr: SocketAddr) -> std::net::TcpStream {
+        let SocketAddr::V4(v4) = addr else {
+            unreachable!()
+        };
+        // SAFETY: plain `socket(2)`; the descriptor is owned by the std stream below.
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_INET,
+                libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                0,
+            )
+        };
+        assert!(fd >= 0);
+        // SAFETY: `fd` is a fresh socket nobody else owns.
+        let stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
+        let sin = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: v4.port().to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from(*v4.ip()).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        // SAFETY: `sin` is a valid `sockaddr_in` of `len` bytes for the call.
+        let rc = unsafe { libc::connect(fd, (&sin as *const libc::sockaddr_in).cast(), len) };
+        let err = io::Error::last_os_error();
+        assert!(
+            rc == 0 || err.raw_os_error() == Some(libc::EINPROGRESS),
+            "{err}"
+        );
+        stream
+    }
+    serial(|| {
+        let before = open_fds();
+        run(async {
+            let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let c = TcpStream::from_std(connecting(l.local_addr().unwrap())).unwrap();
+            c.write_all(b"early").await.unwrap();
+            let (s, _) = l.accept().await.unwrap();
+            let mut buf = [0; 5];
+            s.read_exact(&mut buf).await.unwrap();
+            assert_eq!(&buf, b"early");
+
+            let refused = TcpStream::from_std(connecting(refused_addr())).unwrap();
+            let mut r = &refused;
+            let read = AsyncReadExt::read(&mut r, &mut buf).await.unwrap_err();
+            assert_eq!(read.kind(), ErrorKind::ConnectionRefused);
+            // The pending error was consumed by the read: the write finds the socket dead.
+            assert!(refused.write(b"x").await.is_err());
+        });
+        assert_eq!(open_fds(), before);
+    });
+}
+
+/// `TcpListener::from_std` of a socket that is bound but not listening: `accept` fails at
+/// once (`EINVAL`), after a yield, instead of waiting for connections that cannot come.
+#[test]
+fn from_std_of_a_listener_that_does_not_listen() {
+    within(|| {
+        run(async {
+            // SAFETY: plain `socket(2)`; the descriptor is owned by the std listener below.
+            let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0) };
+            assert!(fd >= 0);
+            // SAFETY: `fd` is a fresh socket nobody else owns.
+            let not_listening = unsafe { std::net::TcpListener::from_raw_fd(fd) };
+            let l = TcpListener::from_std(not_listening).unwrap();
+            let err = l.accept().await.unwrap_err();
+            assert_eq!(err.raw_os_error(), Some(libc::EINVAL), "{err}");
+        })
+    });
 }
