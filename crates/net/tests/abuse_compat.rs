@@ -757,3 +757,81 @@ fn from_std_of_a_listener_that_does_not_listen() {
         })
     });
 }
+
+/// A gort socket read and written through the traits by other executors (a program that
+/// keeps a Tokio runtime for a library, or a plain thread's `futures::executor::block_on`):
+/// the socket stays registered with its gort runtime, whose poller wakes the foreign
+/// wakers; no gort budget applies there. A deadline still to come cannot be set from those
+/// threads (its timer needs a gort runtime: an error, nothing else changes); a passed one
+/// can, and ends a foreign executor's pending read.
+#[test]
+fn gort_sockets_polled_by_tokio_and_by_a_plain_thread() {
+    within(|| {
+        let rt = gort::Builder::new().procs(2).build().unwrap();
+        let (c, s) = rt.block_on(tcp_pair());
+        let (c, s) = (Arc::new(c), Arc::new(s));
+        let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        // Tokio echoes what the gort task sends.
+        let echo = {
+            let s = s.clone();
+            tokio_rt.spawn(async move {
+                let mut buf = vec![0; 1 << 16];
+                let (mut r, mut w) = (&*s, &*s);
+                loop {
+                    let n = AsyncReadExt::read(&mut r, &mut buf).await.unwrap();
+                    if n == 0 {
+                        return;
+                    }
+                    AsyncWriteExt::write_all(&mut w, &buf[..n]).await.unwrap();
+                }
+            })
+        };
+        let data: Vec<u8> = (0..1 << 20).map(|i| (i % 253) as u8).collect();
+        let back = {
+            let c = c.clone();
+            let data = data.clone();
+            rt.block_on(async move {
+                let writer = {
+                    let c = c.clone();
+                    gort::spawn(async move {
+                        c.write_all(&data).await.unwrap();
+                        c.shutdown(Shutdown::Write).unwrap();
+                    })
+                };
+                let mut back = vec![0; 1 << 20];
+                c.read_exact(&mut back).await.unwrap();
+                writer.await.unwrap();
+                back
+            })
+        };
+        assert!(back == data);
+        tokio_rt.block_on(echo).unwrap();
+
+        // A plain thread's executor, its read ended by a passed deadline set from yet
+        // another plain thread.
+        let future_deadline = Some(Instant::now() + Duration::from_secs(5));
+        assert!(s.set_read_deadline(future_deadline).is_err());
+        let reader = {
+            let c = c.clone();
+            std::thread::spawn(move || {
+                futures::executor::block_on(async {
+                    let mut r = &*c;
+                    let mut buf = [0; 8];
+                    let n = AsyncReadExt::read(&mut r, &mut buf).await.unwrap();
+                    assert_eq!(&buf[..n], b"hi");
+                    AsyncReadExt::read(&mut r, &mut buf).await
+                })
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        rt.block_on(s.write_all(b"hi")).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        c.set_read_deadline(Some(Instant::now())).unwrap();
+        let err = reader.join().unwrap().unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::TimedOut);
+    });
+}
