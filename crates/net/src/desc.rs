@@ -124,6 +124,12 @@ pub struct Half {
     /// reports it): no transfer skips its syscall any more, as a drained buffer no longer
     /// means it would block (it returns the end of stream or the error at once).
     hung_up: AtomicBool,
+    /// The poller saw urgent data (TCP's `MSG_OOB`, a Unix stream's): a read stops short at
+    /// the urgent mark while bytes wait behind it, so a short read no longer means the
+    /// queue is empty, and no transfer skips its syscall any more. Set for good (before the
+    /// edge that reports it, as `hung_up`): a socket that gets urgent data (telnet's Synch,
+    /// FTP's abort) pays an `EAGAIN` per wait from then on, as Go's every socket does.
+    urgent: AtomicBool,
     closed: AtomicBool,
     /// The deadline in effect: 0 = none; `d > 0` pending, with the timer armed for `d` or
     /// earlier (`State::armed`); `-d` passed. Written under the lock, except a move later of a
@@ -143,6 +149,7 @@ impl Default for Half {
             ready: AtomicUsize::new(0),
             drained: AtomicUsize::new(WAITING),
             hung_up: AtomicBool::new(false),
+            urgent: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             deadline: AtomicI64::new(0),
             releases: AtomicUsize::new(0),
@@ -174,11 +181,23 @@ impl Half {
     /// once, as after a `WouldBlock`. A hint: however stale, it only names a count at which
     /// the buffer was drained after the count was reached. Never after a hang-up: an end of
     /// stream that came before the short read sends no edge after it (tokio keeps its
-    /// closed states out of the readiness a short read clears, for the same reason).
+    /// closed states out of the readiness a short read clears, for the same reason). Nor
+    /// once urgent data came ([`Half::set_urgent`]): a read stops short at its mark.
     pub fn drained_at(&self, seen: Edges) -> bool {
-        // The hang-up is stored before its edge's release: if `seen` (acquired by `prepare`)
-        // counts that edge, this load sees it; if not, the edge makes `wait` retry.
-        self.drained.load(Relaxed) == seen.0 && !self.hung_up.load(Relaxed)
+        // The hang-up and the urgent mark are stored before their edge's release: if `seen`
+        // (acquired by `prepare`) counts that edge, these loads see them; if not, the edge
+        // makes `wait` retry.
+        self.drained.load(Relaxed) == seen.0
+            && !self.hung_up.load(Relaxed)
+            && !self.urgent.load(Relaxed)
+    }
+
+    /// The poller saw urgent data on the socket; call before [`Half::set_ready`] for the
+    /// same event. From then on a short transfer never makes the next one skip its syscall
+    /// ([`Half::drained_at`]): a read stops at the urgent mark, shorter than asked, while
+    /// the bytes behind the mark are queued already and bring no edge.
+    pub fn set_urgent(&self) {
+        self.urgent.store(true, Relaxed);
     }
 
     /// The poller saw the peer hang up or the socket fail; call before [`Half::set_ready`]

@@ -57,6 +57,12 @@ impl Ready for Desc {
         self.pd.ready(readable, writable, wakers, &self.waiters);
     }
 
+    /// Urgent data: a read may now stop short at its mark with bytes left behind it, so no
+    /// read skips its syscall after a short one any more ([`Half::set_urgent`]).
+    fn urgent(&self) {
+        self.pd.read.set_urgent();
+    }
+
     /// The runtime shut down: both halves close (Go's `pollUnblock`), so a blocked operation
     /// (a blocking closure's, which shutdown waits for) fails instead of waiting for ever.
     fn shutdown(&self, wakers: &mut Vec<Waker>) {

@@ -835,3 +835,78 @@ fn gort_sockets_polled_by_tokio_and_by_a_plain_thread() {
         assert_eq!(err.kind(), ErrorKind::TimedOut);
     });
 }
+
+/// TCP urgent data (`MSG_OOB`: telnet's Synch, FTP's ABOR) in the middle of a stream: a
+/// read stops at the urgent mark, shorter than asked although more bytes are queued behind
+/// the mark. Every byte but the urgent one (out of band, `SO_OOBINLINE` off) must still be
+/// read without the peer sending anything more.
+#[test]
+fn urgent_data_in_the_middle_of_a_stream() {
+    within(|| {
+        run(async {
+            let (c, s) = tcp_pair().await;
+            let send = |buf: &[u8], flags| {
+                // SAFETY: `buf` is valid for reads of its length for the call.
+                let n = unsafe { libc::send(c.as_raw_fd(), buf.as_ptr().cast(), buf.len(), flags) };
+                assert_eq!(n, buf.len() as isize, "{}", io::Error::last_os_error());
+            };
+            send(b"abc", 0);
+            send(b"X", libc::MSG_OOB);
+            send(b"def", 0);
+            gort::time::sleep(Duration::from_millis(50)).await;
+            let mut got = Vec::new();
+            let mut buf = [0; 64];
+            while got.len() < 6 {
+                let n = s.read(&mut buf).await.unwrap();
+                assert!(n > 0);
+                got.extend_from_slice(&buf[..n]);
+            }
+            assert_eq!(got, b"abcdef");
+            // The same through the tokio-io trait.
+            send(b"ghi", 0);
+            send(b"Y", libc::MSG_OOB);
+            send(b"jkl", 0);
+            gort::time::sleep(Duration::from_millis(50)).await;
+            let mut got = Vec::new();
+            let mut r = &s;
+            while got.len() < 6 {
+                let n = AsyncReadExt::read(&mut r, &mut buf).await.unwrap();
+                assert!(n > 0);
+                got.extend_from_slice(&buf[..n]);
+            }
+            assert_eq!(got, b"ghijkl");
+            drop(c);
+        })
+    });
+}
+
+/// A Unix stream's out-of-band byte (Linux 5.15 and later) stops a read the same way as
+/// TCP's urgent data.
+#[test]
+fn out_of_band_data_in_the_middle_of_a_unix_stream() {
+    within(|| {
+        run(async {
+            let mut buf = [0; 64];
+            let (a, b) = gort::net::UnixStream::pair().unwrap();
+            a.write_all(b"abc").await.unwrap();
+            // SAFETY: the byte is valid for reads for the call.
+            let oob = unsafe { libc::send(a.as_raw_fd(), b"Z".as_ptr().cast(), 1, libc::MSG_OOB) };
+            if oob != 1 {
+                eprintln!(
+                    "no MSG_OOB on Unix streams here: {}",
+                    io::Error::last_os_error()
+                );
+                return;
+            }
+            a.write_all(b"def").await.unwrap();
+            gort::time::sleep(Duration::from_millis(50)).await;
+            let mut got = Vec::new();
+            while got.len() < 6 {
+                let n = b.read(&mut buf).await.unwrap();
+                assert!(n > 0);
+                got.extend_from_slice(&buf[..n]);
+            }
+            assert_eq!(got, b"abcdef");
+        })
+    });
+}
