@@ -910,3 +910,68 @@ fn out_of_band_data_in_the_middle_of_a_unix_stream() {
         })
     });
 }
+
+/// Sends `data` on `fd` with one descriptor (`pass`) attached (`SCM_RIGHTS`).
+fn send_with_fd(fd: std::os::fd::RawFd, data: &[u8], pass: std::os::fd::RawFd) {
+    let mut iov = libc::iovec {
+        iov_base: data.as_ptr() as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    // SAFETY: CMSG_SPACE only computes a size.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as usize;
+    let mut control = vec![0u8; space];
+    // SAFETY: an all-zero `msghdr` is valid; the pointers set below outlive the call.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space as _;
+    // SAFETY: `msg` has a control buffer of `space` bytes, room for one header with one int.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), pass);
+    }
+    // SAFETY: `msg` and what it points to are valid for the call.
+    let n = unsafe { libc::sendmsg(fd, &msg, 0) };
+    assert_eq!(n, data.len() as isize, "{}", io::Error::last_os_error());
+}
+
+/// A Unix stream peer that passes a descriptor with some of its bytes (`SCM_RIGHTS`), then
+/// sends more: a read stops after the bytes that carried the descriptor, shorter than asked
+/// while the next bytes are queued. Every byte must still be read without the peer
+/// sending anything more: before, a read stopped there was taken for an empty queue, and
+/// the next waited for an edge that the queued bytes never bring (it hung).
+#[test]
+fn a_unix_stream_read_past_bytes_that_carried_a_descriptor() {
+    serial(|| {
+        let before = open_fds();
+        run(async {
+            let (a, b) = gort::net::UnixStream::pair().unwrap();
+            let passed = std::fs::File::open("/dev/null").unwrap();
+            let mut buf = [0; 64];
+            for trait_read in [false, true] {
+                send_with_fd(a.as_raw_fd(), b"abc", passed.as_raw_fd());
+                a.write_all(b"def").await.unwrap();
+                send_with_fd(a.as_raw_fd(), b"ghi", passed.as_raw_fd());
+                gort::time::sleep(Duration::from_millis(50)).await;
+                let mut got = Vec::new();
+                while got.len() < 9 {
+                    let n = if trait_read {
+                        AsyncReadExt::read(&mut &b, &mut buf).await.unwrap()
+                    } else {
+                        b.read(&mut buf).await.unwrap()
+                    };
+                    assert!(n > 0);
+                    got.extend_from_slice(&buf[..n]);
+                }
+                assert_eq!(got, b"abcdefghi");
+            }
+            drop(passed);
+        });
+        // The passed descriptors were closed on receipt, as a `read(2)` closes them.
+        assert_eq!(open_fds(), before);
+    });
+}
