@@ -19,7 +19,8 @@ use std::task::{Context, Poll};
 pub trait StreamSource: Source + AsRawFd + std::fmt::Debug + Send + Sync + 'static {
     /// Its kind's address (`std::net::SocketAddr`, `std::os::unix::net::SocketAddr`).
     type Addr;
-    /// One read (for a Unix stream, one that goes on past ancillary data: [`recv_unix`]).
+    /// One read (for a Unix stream, one that goes on past bytes that carried ancillary data,
+    /// so that a short read still means an empty queue).
     fn read_some(&self, buf: &mut [u8]) -> io::Result<usize>;
     /// [`StreamSource::read_some`] into `len` bytes at `ptr`, initialized or not.
     ///
