@@ -8,7 +8,7 @@ use crate::io::{Dir, Io};
 use crate::write_lock::WriteLock;
 use gort_time::Instant;
 use mio::event::Source;
-use std::io::{self, IoSlice, Write};
+use std::io::{self, IoSlice, Read, Write};
 use std::net::Shutdown;
 use std::os::fd::AsRawFd;
 #[cfg(any(feature = "tokio-io", feature = "futures-io"))]
@@ -19,15 +19,18 @@ use std::task::{Context, Poll};
 pub trait StreamSource: Source + AsRawFd + std::fmt::Debug + Send + Sync + 'static {
     /// Its kind's address (`std::net::SocketAddr`, `std::os::unix::net::SocketAddr`).
     type Addr;
-    /// One read (for a Unix stream, one that goes on past bytes that carried ancillary data,
-    /// so that a short read still means an empty queue).
+    /// Whether a read shorter than asked found the receive queue empty, so that the next
+    /// read may wait for an edge without trying its syscall (`Half::drained_at`). True for
+    /// TCP (whose reads stop short with bytes queued only at an urgent mark, which the
+    /// poller reports: `Half::set_urgent`). False for a Unix stream: its reads stop after
+    /// bytes that carried ancillary data (descriptors passed with `SCM_RIGHTS`, another
+    /// writer's credentials with `SO_PASSCRED`) with the next bytes queued and no edge to
+    /// come for them, and a `read(2)` cannot tell such a stop (a `recvmsg` can, by
+    /// `MSG_CTRUNC`, but cost N6 9-15% per round trip over `recvfrom`): a reader so skipped
+    /// hung (`tests/abuse_compat.rs`).
+    const SHORT_READ_EMPTIES: bool;
+    /// One read.
     fn read_some(&self, buf: &mut [u8]) -> io::Result<usize>;
-    /// [`StreamSource::read_some`] into `len` bytes at `ptr`, initialized or not.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` must be valid for writes of `len` bytes for the call.
-    unsafe fn read_raw(&self, ptr: *mut u8, len: usize) -> io::Result<usize>;
     /// One `write`.
     fn write_some(&self, buf: &[u8]) -> io::Result<usize>;
     /// One gather write (a `sendmsg` with `MSG_NOSIGNAL`: never raises `SIGPIPE`).
@@ -43,16 +46,12 @@ pub trait StreamSource: Source + AsRawFd + std::fmt::Debug + Send + Sync + 'stat
 }
 
 macro_rules! impl_stream_source {
-    ($t:ty, $addr:ty, $read_raw:path) => {
+    ($t:ty, $addr:ty, $short_read_empties:expr) => {
         impl StreamSource for $t {
             type Addr = $addr;
+            const SHORT_READ_EMPTIES: bool = $short_read_empties;
             fn read_some(&self, buf: &mut [u8]) -> io::Result<usize> {
-                // SAFETY: `buf` is valid for writes of its length for the call.
-                unsafe { self.read_raw(buf.as_mut_ptr(), buf.len()) }
-            }
-            unsafe fn read_raw(&self, ptr: *mut u8, len: usize) -> io::Result<usize> {
-                // SAFETY: the caller's contract: `ptr` is valid for writes of `len` bytes.
-                unsafe { $read_raw(self.as_raw_fd(), ptr, len) }
+                (&mut &*self).read(buf)
             }
             fn write_some(&self, buf: &[u8]) -> io::Result<usize> {
                 (&mut &*self).write(buf)
@@ -100,66 +99,8 @@ fn send_slices(fd: std::os::fd::RawFd, bufs: &[IoSlice<'_>]) -> io::Result<usize
     }
 }
 
-impl_stream_source!(mio::net::TcpStream, std::net::SocketAddr, read_fd);
-impl_stream_source!(
-    mio::net::UnixStream,
-    std::os::unix::net::SocketAddr,
-    recv_unix
-);
-
-/// One `read(2)` of up to `len` bytes into `ptr`.
-///
-/// # Safety
-///
-/// `ptr` must be valid for writes of `len` bytes for the call; `fd` must be open.
-unsafe fn read_fd(fd: std::os::fd::RawFd, ptr: *mut u8, len: usize) -> io::Result<usize> {
-    // SAFETY: the caller's contract; `read` writes at most `len` bytes at `ptr`.
-    match unsafe { libc::read(fd, ptr.cast(), len) } {
-        -1 => Err(io::Error::last_os_error()),
-        n => Ok(n as usize),
-    }
-}
-
-/// One read of a Unix stream that goes on past the end of bytes that came with ancillary
-/// data (descriptors passed with `SCM_RIGHTS`, credentials with `SO_PASSCRED`): the kernel
-/// stops a read there, shorter than asked while the next bytes are queued already, and a
-/// short read must mean an empty queue (the next one then waits for an edge without trying:
-/// `Half::drained_at`), or the reader waits for bytes that came (`tests/abuse_compat.rs`).
-/// Such a stop shows as `MSG_CTRUNC` (this read takes no ancillary data: the kernel closes
-/// the descriptors, as a `read(2)` does), so the read goes on until the buffer is full,
-/// the queue is empty or the stream ends; a read without ancillary data is one `recvmsg`.
-/// An error after some bytes returns those bytes.
-///
-/// # Safety
-///
-/// `ptr` must be valid for writes of `len` bytes for the call; `fd` must be open.
-unsafe fn recv_unix(fd: std::os::fd::RawFd, ptr: *mut u8, len: usize) -> io::Result<usize> {
-    let mut done = 0;
-    loop {
-        let mut iov = libc::iovec {
-            // SAFETY: `done <= len`: the pointer stays within the caller's `len` bytes.
-            iov_base: unsafe { ptr.add(done) }.cast(),
-            iov_len: len - done,
-        };
-        // SAFETY: an all-zero `msghdr` is valid (no address, no control buffer).
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        // SAFETY: `msg` points at one `iovec` of `len - done` writable bytes (the caller's
-        // contract), valid for the call.
-        match unsafe { libc::recvmsg(fd, &mut msg, 0) } {
-            -1 if done > 0 => return Ok(done),
-            -1 => return Err(io::Error::last_os_error()),
-            0 => return Ok(done),
-            n => {
-                done += n as usize;
-                if done == len || msg.msg_flags & libc::MSG_CTRUNC == 0 {
-                    return Ok(done);
-                }
-            }
-        }
-    }
-}
+impl_stream_source!(mio::net::TcpStream, std::net::SocketAddr, true);
+impl_stream_source!(mio::net::UnixStream, std::os::unix::net::SocketAddr, false);
 
 /// A connected stream socket on the netpoller with Go's write lock: the operations of
 /// [`TcpStream`](crate::TcpStream) and [`UnixStream`](crate::UnixStream).
@@ -196,7 +137,9 @@ impl<S: StreamSource> Conn<S> {
 
     pub(crate) async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         let len = buf.len();
-        self.io.transfer(Dir::Read, len, |s| s.read_some(buf)).await
+        self.io
+            .transfer(Dir::Read, len, S::SHORT_READ_EMPTIES, |s| s.read_some(buf))
+            .await
     }
 
     pub(crate) async fn write(&self, buf: &[u8]) -> io::Result<usize> {
@@ -219,7 +162,7 @@ impl<S: StreamSource> Conn<S> {
     async fn write_unlocked(&self, buf: &[u8]) -> io::Result<usize> {
         let len = buf.len();
         self.io
-            .transfer(Dir::Write, len, |s| s.write_some(buf))
+            .transfer(Dir::Write, len, true, |s| s.write_some(buf))
             .await
     }
 
@@ -262,7 +205,9 @@ impl<S: StreamSource> Conn<S> {
     ) -> Poll<io::Result<usize>> {
         let len = buf.len();
         self.io
-            .poll_transfer(Dir::Read, cx, len, &mut |s| s.read_some(buf))
+            .poll_transfer(Dir::Read, cx, len, S::SHORT_READ_EMPTIES, &mut |s| {
+                s.read_some(buf)
+            })
     }
 
     /// One write without the write lock (the I/O traits take none, as Tokio's).
@@ -273,7 +218,7 @@ impl<S: StreamSource> Conn<S> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         self.io
-            .poll_transfer(Dir::Write, cx, buf.len(), &mut |s| s.write_some(buf))
+            .poll_transfer(Dir::Write, cx, buf.len(), true, &mut |s| s.write_some(buf))
     }
 
     /// One `writev` of `bufs`, waiting for room as [`Conn::write`] does.
@@ -291,7 +236,7 @@ impl<S: StreamSource> Conn<S> {
         let bufs = &bufs[..bufs.len().min(IOV_MAX)];
         let len = bufs.iter().map(|b| b.len()).sum();
         self.io
-            .poll_transfer(Dir::Write, cx, len, &mut |s| s.write_slices(bufs))
+            .poll_transfer(Dir::Write, cx, len, true, &mut |s| s.write_slices(bufs))
     }
 }
 
