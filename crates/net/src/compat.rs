@@ -55,14 +55,17 @@ mod tokio_io {
         // (through `buf`) and unmoved until the read returns; nothing reads those bytes here.
         let room = unsafe { buf.unfilled_mut() };
         let (ptr, len) = (room.as_mut_ptr().cast::<libc::c_void>(), room.len());
-        let read = s.io().poll_transfer(Dir::Read, cx, len, &mut |sock| {
-            // SAFETY: `ptr` is valid for writes of `len` bytes (above); `read` writes at most
-            // `len` bytes there and reads none.
-            match unsafe { libc::read(sock.as_raw_fd(), ptr, len) } {
-                -1 => Err(io::Error::last_os_error()),
-                n => Ok(n as usize),
-            }
-        });
+        let short_empties = S::SHORT_READ_EMPTIES;
+        let read = s
+            .io()
+            .poll_transfer(Dir::Read, cx, len, short_empties, &mut |sock| {
+                // SAFETY: `ptr` is valid for writes of `len` bytes (above); `read` writes at most
+                // `len` bytes there and reads none.
+                match unsafe { libc::read(sock.as_raw_fd(), ptr, len) } {
+                    -1 => Err(io::Error::last_os_error()),
+                    n => Ok(n as usize),
+                }
+            });
         let n = match read {
             Poll::Ready(Ok(n)) => n,
             Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),

@@ -38,7 +38,7 @@
 //! directions runtime-wide (Go's `netpollWaiters`) is kept under the lock too, so it never
 //! goes below zero.
 
-use crate::wakers::Waiting;
+use crate::wakers::{Waiting, MAX_UNOWNED};
 use gort_loom::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering::*};
 use gort_loom::Mutex;
 use std::task::Waker;
@@ -124,6 +124,12 @@ pub struct Half {
     /// reports it): no transfer skips its syscall any more, as a drained buffer no longer
     /// means it would block (it returns the end of stream or the error at once).
     hung_up: AtomicBool,
+    /// The poller saw urgent data (TCP's `MSG_OOB`, a Unix stream's): a read stops short at
+    /// the urgent mark while bytes wait behind it, so a short read no longer means the
+    /// queue is empty, and no transfer skips its syscall any more. Set for good (before the
+    /// edge that reports it, as `hung_up`): a socket that gets urgent data (telnet's Synch,
+    /// FTP's abort) pays an `EAGAIN` per wait from then on, as Go's every socket does.
+    urgent: AtomicBool,
     closed: AtomicBool,
     /// The deadline in effect: 0 = none; `d > 0` pending, with the timer armed for `d` or
     /// earlier (`State::armed`); `-d` passed. Written under the lock, except a move later of a
@@ -143,6 +149,7 @@ impl Default for Half {
             ready: AtomicUsize::new(0),
             drained: AtomicUsize::new(WAITING),
             hung_up: AtomicBool::new(false),
+            urgent: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             deadline: AtomicI64::new(0),
             releases: AtomicUsize::new(0),
@@ -174,11 +181,23 @@ impl Half {
     /// once, as after a `WouldBlock`. A hint: however stale, it only names a count at which
     /// the buffer was drained after the count was reached. Never after a hang-up: an end of
     /// stream that came before the short read sends no edge after it (tokio keeps its
-    /// closed states out of the readiness a short read clears, for the same reason).
+    /// closed states out of the readiness a short read clears, for the same reason). Nor
+    /// once urgent data came ([`Half::set_urgent`]): a read stops short at its mark.
     pub fn drained_at(&self, seen: Edges) -> bool {
-        // The hang-up is stored before its edge's release: if `seen` (acquired by `prepare`)
-        // counts that edge, this load sees it; if not, the edge makes `wait` retry.
-        self.drained.load(Relaxed) == seen.0 && !self.hung_up.load(Relaxed)
+        // The hang-up and the urgent mark are stored before their edge's release: if `seen`
+        // (acquired by `prepare`) counts that edge, these loads see them; if not, the edge
+        // makes `wait` retry.
+        self.drained.load(Relaxed) == seen.0
+            && !self.hung_up.load(Relaxed)
+            && !self.urgent.load(Relaxed)
+    }
+
+    /// The poller saw urgent data on the socket; call before [`Half::set_ready`] for the
+    /// same event. From then on a short transfer never makes the next one skip its syscall
+    /// ([`Half::drained_at`]): a read stops at the urgent mark, shorter than asked, while
+    /// the bytes behind the mark are queued already and bring no edge.
+    pub fn set_urgent(&self) {
+        self.urgent.store(true, Relaxed);
     }
 
     /// The poller saw the peer hang up or the socket fail; call before [`Half::set_ready`]
@@ -202,7 +221,8 @@ impl Half {
     /// Go's `netpollblock` after a syscall said `WouldBlock`: registers `waker` unless
     /// readiness (an edge after `seen`, the ticket of [`Half::prepare`]), the deadline or a
     /// close came meanwhile. For a poll with no future to give its slot back (the I/O trait
-    /// impls): one slot per task, kept until the next release.
+    /// impls): one slot per task, kept until the next release; past 256 such
+    /// slots, one is emptied and its task woken (a spurious wake-up if it still waits).
     pub fn wait(&self, seen: Edges, waker: &Waker, count: &dyn Count) -> Wait {
         self.wait_owned(seen, waker, count, None)
     }
@@ -233,6 +253,7 @@ impl Half {
         }
         let mut mine = Some(waker.clone()); // user code: outside the lock
         let mut replaced = None;
+        let mut evicted = None;
         let mut st = self.state.lock();
         let outcome = if self.closed.load(SeqCst) {
             Wait::Fail(Fail::Closed)
@@ -262,6 +283,9 @@ impl Half {
                     if st.waiters.is_empty() {
                         count.add();
                     }
+                    if st.waiters.unowned() >= MAX_UNOWNED {
+                        evicted = st.waiters.evict_unowned();
+                    }
                     if let Some(w) = mine.take() {
                         st.waiters.push(w, false);
                     }
@@ -271,6 +295,9 @@ impl Half {
         }
         drop(st);
         drop((mine, replaced)); // user code: outside the lock
+        if let Some(w) = evicted {
+            w.wake();
+        }
         outcome
     }
 

@@ -57,6 +57,12 @@ impl Ready for Desc {
         self.pd.ready(readable, writable, wakers, &self.waiters);
     }
 
+    /// Urgent data: a read may now stop short at its mark with bytes left behind it, so no
+    /// read skips its syscall after a short one any more ([`Half::set_urgent`]).
+    fn urgent(&self) {
+        self.pd.read.set_urgent();
+    }
+
     /// The runtime shut down: both halves close (Go's `pollUnblock`), so a blocked operation
     /// (a blocking closure's, which shutdown waits for) fails instead of waiting for ever.
     fn shutdown(&self, wakers: &mut Vec<Waker>) {
@@ -155,10 +161,13 @@ impl<S: Source> Io<S> {
     /// request/response connection makes one `EAGAIN` fewer per request. A zero-length read
     /// returns 0 at once, as Go's `Read` and std's contract: the kernel would make it wait
     /// for data (a stream `recv` of 0 bytes says `EAGAIN` until some is queued).
+    /// `short_empties`: whether a short transfer does mean that (false for a Unix stream's
+    /// reads: [`StreamSource::SHORT_READ_EMPTIES`](crate::stream::StreamSource)).
     pub(crate) fn transfer<'a, F>(
         &'a self,
         dir: Dir,
         len: usize,
+        short_empties: bool,
         mut op: F,
     ) -> Op<'a, S, impl FnMut(&S, Edges) -> io::Result<usize> + 'a>
     where
@@ -169,7 +178,7 @@ impl<S: Source> Io<S> {
             if len == 0 && dir == Dir::Read {
                 return Ok(0);
             }
-            transfer_once(half, len, seen, || op(s))
+            transfer_once(half, len, short_empties, seen, || op(s))
         })
     }
 
@@ -179,6 +188,7 @@ impl<S: Source> Io<S> {
         dir: Dir,
         cx: &mut Context<'_>,
         len: usize,
+        short_empties: bool,
         op: &mut impl FnMut(&S) -> io::Result<usize>,
     ) -> Poll<io::Result<usize>> {
         if len == 0 && dir == Dir::Read {
@@ -188,7 +198,7 @@ impl<S: Source> Io<S> {
         self.poll_op_after(
             dir,
             cx,
-            &mut |s, seen| transfer_once(half, len, seen, || op(s)),
+            &mut |s, seen| transfer_once(half, len, short_empties, seen, || op(s)),
             None,
         )
     }
@@ -314,10 +324,12 @@ impl<S: Source> Io<S> {
 }
 
 /// One try of a stream transfer of `len` bytes ([`Io::transfer`]): skipped (`WouldBlock`)
-/// while the direction is drained at `seen`; one shorter than asked marks it drained.
+/// while the direction is drained at `seen`; one shorter than asked marks it drained when
+/// `short_empties` (a transfer that never marks is never skipped).
 fn transfer_once(
     half: &Half,
     len: usize,
+    short_empties: bool,
     seen: Edges,
     op: impl FnOnce() -> io::Result<usize>,
 ) -> io::Result<usize> {
@@ -325,7 +337,7 @@ fn transfer_once(
         return Err(io::ErrorKind::WouldBlock.into());
     }
     let n = op()?;
-    if n > 0 && n < len {
+    if short_empties && n > 0 && n < len {
         half.note_drained(seen);
     }
     Ok(n)

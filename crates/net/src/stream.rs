@@ -19,7 +19,17 @@ use std::task::{Context, Poll};
 pub trait StreamSource: Source + AsRawFd + std::fmt::Debug + Send + Sync + 'static {
     /// Its kind's address (`std::net::SocketAddr`, `std::os::unix::net::SocketAddr`).
     type Addr;
-    /// One `read`.
+    /// Whether a read shorter than asked found the receive queue empty, so that the next
+    /// read may wait for an edge without trying its syscall (`Half::drained_at`). True for
+    /// TCP (whose reads stop short with bytes queued only at an urgent mark, which the
+    /// poller reports: `Half::set_urgent`). False for a Unix stream: its reads stop after
+    /// bytes that carried ancillary data (descriptors passed with `SCM_RIGHTS`, another
+    /// writer's credentials with `SO_PASSCRED`) with the next bytes queued and no edge to
+    /// come for them, and a `read(2)` cannot tell such a stop (a `recvmsg` can, by
+    /// `MSG_CTRUNC`, but cost N6 9-15% per round trip over `recvfrom`): a reader so skipped
+    /// hung (`tests/abuse_compat.rs`).
+    const SHORT_READ_EMPTIES: bool;
+    /// One read.
     fn read_some(&self, buf: &mut [u8]) -> io::Result<usize>;
     /// One `write`.
     fn write_some(&self, buf: &[u8]) -> io::Result<usize>;
@@ -36,9 +46,10 @@ pub trait StreamSource: Source + AsRawFd + std::fmt::Debug + Send + Sync + 'stat
 }
 
 macro_rules! impl_stream_source {
-    ($t:ty, $addr:ty) => {
+    ($t:ty, $addr:ty, $short_read_empties:expr) => {
         impl StreamSource for $t {
             type Addr = $addr;
+            const SHORT_READ_EMPTIES: bool = $short_read_empties;
             fn read_some(&self, buf: &mut [u8]) -> io::Result<usize> {
                 (&mut &*self).read(buf)
             }
@@ -88,8 +99,8 @@ fn send_slices(fd: std::os::fd::RawFd, bufs: &[IoSlice<'_>]) -> io::Result<usize
     }
 }
 
-impl_stream_source!(mio::net::TcpStream, std::net::SocketAddr);
-impl_stream_source!(mio::net::UnixStream, std::os::unix::net::SocketAddr);
+impl_stream_source!(mio::net::TcpStream, std::net::SocketAddr, true);
+impl_stream_source!(mio::net::UnixStream, std::os::unix::net::SocketAddr, false);
 
 /// A connected stream socket on the netpoller with Go's write lock: the operations of
 /// [`TcpStream`](crate::TcpStream) and [`UnixStream`](crate::UnixStream).
@@ -126,7 +137,9 @@ impl<S: StreamSource> Conn<S> {
 
     pub(crate) async fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         let len = buf.len();
-        self.io.transfer(Dir::Read, len, |s| s.read_some(buf)).await
+        self.io
+            .transfer(Dir::Read, len, S::SHORT_READ_EMPTIES, |s| s.read_some(buf))
+            .await
     }
 
     pub(crate) async fn write(&self, buf: &[u8]) -> io::Result<usize> {
@@ -149,7 +162,7 @@ impl<S: StreamSource> Conn<S> {
     async fn write_unlocked(&self, buf: &[u8]) -> io::Result<usize> {
         let len = buf.len();
         self.io
-            .transfer(Dir::Write, len, |s| s.write_some(buf))
+            .transfer(Dir::Write, len, true, |s| s.write_some(buf))
             .await
     }
 
@@ -192,7 +205,9 @@ impl<S: StreamSource> Conn<S> {
     ) -> Poll<io::Result<usize>> {
         let len = buf.len();
         self.io
-            .poll_transfer(Dir::Read, cx, len, &mut |s| s.read_some(buf))
+            .poll_transfer(Dir::Read, cx, len, S::SHORT_READ_EMPTIES, &mut |s| {
+                s.read_some(buf)
+            })
     }
 
     /// One write without the write lock (the I/O traits take none, as Tokio's).
@@ -203,7 +218,7 @@ impl<S: StreamSource> Conn<S> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         self.io
-            .poll_transfer(Dir::Write, cx, buf.len(), &mut |s| s.write_some(buf))
+            .poll_transfer(Dir::Write, cx, buf.len(), true, &mut |s| s.write_some(buf))
     }
 
     /// One `writev` of `bufs`, waiting for room as [`Conn::write`] does.
@@ -221,7 +236,7 @@ impl<S: StreamSource> Conn<S> {
         let bufs = &bufs[..bufs.len().min(IOV_MAX)];
         let len = bufs.iter().map(|b| b.len()).sum();
         self.io
-            .poll_transfer(Dir::Write, cx, len, &mut |s| s.write_slices(bufs))
+            .poll_transfer(Dir::Write, cx, len, true, &mut |s| s.write_slices(bufs))
     }
 }
 

@@ -46,7 +46,8 @@ impl IntoIterator for Wakers {
 /// when dropped ([`Half::cancel`](crate::desc::Half::cancel)), so a read given up under a
 /// `timeout` does not keep its task until the next release; a poll without an owning future
 /// (the I/O trait impls) shares one slot per task (deduplicated with `will_wake`) until the
-/// release. A slot given back is reused by the next registration.
+/// release, and at most [`MAX_UNOWNED`] such slots are kept ([`Waiting::evict_unowned`]).
+/// A slot given back is reused by the next registration.
 #[derive(Debug, Default)]
 pub(crate) struct Waiting {
     /// Slot 0.
@@ -55,7 +56,24 @@ pub(crate) struct Waiting {
     more: Vec<Option<Entry>>,
     /// Occupied slots.
     live: usize,
+    /// Occupied slots that no future owns.
+    unowned: usize,
 }
+
+/// The most slots a direction keeps for polls without an owning future (the I/O trait
+/// impls). Nothing tells such a slot that its poller gave up (a trait read dropped by a
+/// `timeout`), so on an idle socket read that way by many short-lived tasks the list grew
+/// by one slot per task until the next readiness: each kept its finished task's memory, and
+/// each registration scanned them all under the lock (20,000 such tasks: 82 MiB and 4.3 s
+/// of CPU in a debug build, quadratic; `tests/abuse_compat.rs`). Past the cap the first
+/// such slot found is woken and emptied: a spurious wake-up for a task still waiting (it
+/// polls again and registers anew), nothing for one that gave up. The cost of the cap:
+/// more than this many tasks polling one direction through the traits at once keep waking
+/// each other (a spin while the socket is idle; 100 readers with a cap of 64 kept both
+/// cores busy), hence a cap far above any real use of one stream (hyper and the codecs
+/// poll each from one task). Tokio keeps one waker per direction for such polls, the last
+/// (an earlier poller is never woken), and offers them on `&mut` streams only.
+pub(crate) const MAX_UNOWNED: usize = 256;
 
 #[derive(Debug)]
 struct Entry {
@@ -84,10 +102,26 @@ impl Waiting {
             .any(|e| !e.owned && e.waker.will_wake(waker))
     }
 
+    /// How many occupied slots no future owns.
+    pub(crate) fn unowned(&self) -> usize {
+        self.unowned
+    }
+
+    /// Empties the first slot found that no future owns, returning its waker for the caller
+    /// to wake outside the lock: the cap of [`MAX_UNOWNED`]. The list is not left empty (the
+    /// caller registers right after), so the waiter count does not change.
+    pub(crate) fn evict_unowned(&mut self) -> Option<Waker> {
+        let slot = std::iter::once(&self.first)
+            .chain(&self.more)
+            .position(|e| e.as_ref().is_some_and(|e| !e.owned))?;
+        self.take(slot)
+    }
+
     /// Puts `waker` in a free slot and returns the slot.
     pub(crate) fn push(&mut self, waker: Waker, owned: bool) -> usize {
         let entry = Some(Entry { waker, owned });
         self.live += 1;
+        self.unowned += usize::from(!owned);
         if self.first.is_none() {
             self.first = entry;
             return 0;
@@ -122,6 +156,7 @@ impl Waiting {
     pub(crate) fn take(&mut self, slot: usize) -> Option<Waker> {
         let entry = self.slot(slot).take()?;
         self.live -= 1;
+        self.unowned -= usize::from(!entry.owned);
         if self.live == 0 {
             self.more.clear(); // capacity kept
         }
@@ -133,5 +168,46 @@ impl Waiting {
         out.extend(self.first.take().map(|e| e.waker));
         out.extend(self.more.drain(..).flatten().map(|e| e.waker));
         self.live = 0;
+        self.unowned = 0;
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::task::Wake;
+
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn eviction_takes_an_unowned_slot_and_never_an_owned_one() {
+        let woken = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(woken.clone());
+        let mut list = Waiting::default();
+        let owned = list.push(waker.clone(), true);
+        for _ in 0..3 {
+            list.push(waker.clone(), false);
+        }
+        assert_eq!((list.live, list.unowned()), (4, 3));
+        for left in (0..3).rev() {
+            list.evict_unowned().unwrap().wake();
+            assert_eq!((list.live, list.unowned()), (left + 1, left));
+        }
+        assert!(list.evict_unowned().is_none());
+        assert!(list.take(owned).is_some());
+        assert!(list.is_empty());
+        assert_eq!(woken.0.load(Ordering::Relaxed), 3);
+        list.push(waker.clone(), false);
+        let mut out = Wakers::default();
+        list.move_into(&mut out);
+        assert_eq!((list.live, list.unowned()), (0, 0));
     }
 }

@@ -242,6 +242,38 @@ fn a_read_after_a_short_one_sees_an_earlier_end_of_stream() {
     });
 }
 
+/// The same race with urgent data in place of the end of stream: a read stops short at the
+/// urgent mark with bytes queued behind it, and when the edge that brought them was counted
+/// before the short read's ticket, only the urgent mark (stored before that edge) stops
+/// the skip. Guards `Half::set_urgent`: without it a stream with `MSG_OOB` data in its
+/// middle hung (`abuse_compat.rs`, `urgent_data_in_the_middle_of_a_stream`).
+#[test]
+fn a_read_after_a_short_one_sees_earlier_urgent_data() {
+    loom::model(|| {
+        let s = setup();
+        let flag = Arc::new(Flag::default());
+        let waker = Waker::from(flag.clone());
+        let poller = {
+            let s = s.clone();
+            thread::spawn(move || {
+                s.data.store(true, SeqCst); // the bytes behind the urgent mark
+                s.half.set_urgent();
+                let mut out = Vec::new();
+                s.half.set_ready(&mut out, &s.count);
+                wake_all(out);
+            })
+        };
+        let short = s.half.prepare().unwrap();
+        s.half.note_drained(short);
+        let first = transfer(&s.half, &s.data, &waker, &s.count);
+        poller.join().unwrap();
+        let lost = "a read waits for bytes queued behind an urgent mark";
+        assert_goes_on(first, &flag, lost, || {
+            transfer(&s.half, &s.data, &waker, &s.count)
+        });
+    });
+}
+
 /// An edge with no task waiting takes no lock (`WAITING` clear); a release by expiry clears
 /// the bit while the task, its deadline cleared, registers again and the poller reports
 /// readiness: the re-registered task is still woken.

@@ -47,6 +47,12 @@ pub trait Ready: Send + Sync + 'static {
     /// sees the end of stream or the error).
     fn ready(&self, readable: bool, writable: bool, hung_up: bool, wakers: &mut Vec<Waker>);
 
+    /// The source has urgent data pending (`EPOLLPRI`: TCP's `MSG_OOB`, or a Unix stream's):
+    /// a stream read stops at its mark, shorter than asked while more bytes wait behind it.
+    /// Called before [`Ready::ready`] for the same event, under the same locks. Does nothing
+    /// by default.
+    fn urgent(&self) {}
+
     /// The runtime shut down: no readiness will reach the source any more. Its waiters (a
     /// blocking closure's `block_on`, which shutdown waits for) must be released into
     /// `wakers` to fail, as Go's `poll_runtime_pollUnblock` releases them. Called without the
@@ -156,6 +162,9 @@ impl Net {
 /// Delivers the readiness of one event to its source's handler (slab lock held by the caller).
 pub(crate) fn dispatch(sources: &Sources, ev: &Readiness, wakers: &mut Vec<Waker>) {
     if let Some(h) = sources.get(ev.token) {
+        if ev.urgent {
+            h.urgent();
+        }
         h.ready(ev.readable, ev.writable, ev.hung_up, wakers);
     }
 }
@@ -386,6 +395,11 @@ pub mod net_api {
     pub fn register(source: &mut impl Source, handler: Arc<dyn Ready>) -> io::Result<Registration> {
         let shared = current()?;
         let token = shared.poller.net.sources.lock().insert(handler);
+        // `PRIORITY` (`EPOLLPRI`) reports urgent data (`Ready::urgent`); no other socket
+        // kind gort registers raises it.
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        let interest = Interest::READABLE | Interest::WRITABLE | Interest::PRIORITY;
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
         let interest = Interest::READABLE | Interest::WRITABLE;
         let registered = if shared.is_shutdown() {
             Err(io::Error::other("gort::net: the runtime is shut down"))

@@ -77,6 +77,8 @@ pub(crate) struct Readiness {
     pub(crate) writable: bool,
     /// The peer closed or reset its side, or the socket failed.
     pub(crate) hung_up: bool,
+    /// Urgent data is pending (`EPOLLPRI`: TCP's `MSG_OOB`, a Unix stream's).
+    pub(crate) urgent: bool,
 }
 
 /// What only the M holding the poller role touches.
@@ -258,6 +260,7 @@ impl Poller {
                 readable: ev.is_readable() || hung_up,
                 writable: ev.is_writable() || hung_up,
                 hung_up,
+                urgent: ev.is_priority(),
             }
         });
         self.take_events(events, ready)

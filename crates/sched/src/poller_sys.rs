@@ -187,6 +187,7 @@ fn decode(ev: &libc::epoll_event) -> Readiness {
         readable: has(libc::EPOLLIN) || has(libc::EPOLLPRI) || hung_up,
         writable: has(libc::EPOLLOUT) || hung_up,
         hung_up,
+        urgent: has(libc::EPOLLPRI),
     }
 }
 
