@@ -1,0 +1,167 @@
+//! Ports of Go 1.19's `src/net/tcpsock_test.go`, one test per Go test that maps onto
+//! [`gort::net::TcpListener`] and [`gort::net::TcpStream`] (named in each doc comment),
+//! each under a watchdog.
+//!
+//! Not ported: TestResolveTCPAddr (std's `ToSocketAddrs` resolves), TestIPv6LinkLocalUnicastTCP
+//! (needs a link-local interface; scope ids pass through std's `SocketAddrV6` untouched),
+//! TestTCPReadWriteAllocs (gort's per-operation allocations are measured by the benchmarks
+//! and `deadline_memory.rs`, not here), TestTCPStress (the stress suite's job).
+
+#[path = "support/watchdog.rs"]
+#[allow(dead_code)]
+mod watchdog;
+
+use gort::net::{TcpListener, TcpStream, UnixStream};
+use std::net::Shutdown;
+use std::sync::Arc;
+use watchdog::within;
+
+fn run<F: std::future::Future + Send + 'static>(f: F) -> F::Output
+where
+    F::Output: Send + 'static,
+{
+    within(|| gort::Runtime::new().unwrap().block_on(f))
+}
+
+/// Go: TestTCPListenerName (tcpsock_test.go). A listener bound to port 0 reports the
+/// address and port it got.
+#[test]
+fn tcp_listener_name() {
+    run(async {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let a = l.local_addr().unwrap();
+        assert!(a.ip().is_loopback() && a.port() != 0, "{a}");
+    });
+}
+
+/// Go: TestTCPConcurrentAccept (tcpsock_test.go). Several tasks accept on one listener
+/// while several dial it: every dial is accepted exactly once, and the accepting tasks
+/// end when the listener's deadline is moved to now (gort's stand-in for Go's
+/// `ln.Close()` from another goroutine).
+#[test]
+fn tcp_concurrent_accept() {
+    run(async {
+        const ACCEPTERS: usize = 4;
+        const DIALS: usize = 100;
+        let l = Arc::new(TcpListener::bind("127.0.0.1:0").await.unwrap());
+        let addr = l.local_addr().unwrap();
+        let mut accepters = Vec::new();
+        for _ in 0..ACCEPTERS {
+            let l = l.clone();
+            accepters.push(gort::spawn(async move {
+                let mut n = 0;
+                loop {
+                    match l.accept().await {
+                        Ok((c, _)) => {
+                            let mut b = [0; 1];
+                            c.read_exact(&mut b).await.unwrap();
+                            n += 1;
+                        }
+                        Err(e) => {
+                            assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+                            return n;
+                        }
+                    }
+                }
+            }));
+        }
+        let mut dialers = Vec::new();
+        for _ in 0..DIALS {
+            dialers.push(gort::spawn(async move {
+                let c = TcpStream::connect(addr).await.unwrap();
+                c.write_all(b"x").await.unwrap();
+                c
+            }));
+        }
+        let mut conns = Vec::new();
+        for d in dialers {
+            conns.push(d.await.unwrap());
+        }
+        // Each accepted connection is dropped once its byte is read, so every dialer reads
+        // EOF once the accepters have served it; then the accepters are stopped.
+        for c in &conns {
+            assert_eq!(c.read(&mut [0; 1]).await.unwrap(), 0);
+        }
+        l.set_deadline(Some(gort::time::Instant::now())).unwrap();
+        let mut accepted = 0;
+        for a in accepters {
+            accepted += a.await.unwrap();
+        }
+        assert_eq!(accepted, DIALS);
+    });
+}
+
+/// Go: TestTCPBig (tcpsock_test.go, which writes 5 GB behind `-tcpbig`): one `write_all`
+/// of 64 MiB arrives whole and in order while the peer reads it in pieces.
+#[test]
+fn tcp_big() {
+    run(async {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let size = 64 << 20;
+        let writer = gort::spawn(async move {
+            let (c, _) = l.accept().await.unwrap();
+            let buf: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+            c.write_all(&buf).await.unwrap();
+        });
+        let c = TcpStream::connect(addr).await.unwrap();
+        let mut buf = vec![0; 1 << 20];
+        let mut got = 0usize;
+        loop {
+            let n = c.read(&mut buf).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            for (k, &b) in buf[..n].iter().enumerate() {
+                assert_eq!(b, ((got + k) % 251) as u8, "byte {}", got + k);
+            }
+            got += n;
+        }
+        assert_eq!(got, size);
+        writer.await.unwrap();
+    });
+}
+
+/// Go: TestCopyPipeIntoTCP (tcpsock_test.go). Go copies an `io.Pipe` into a TCP
+/// connection with `io.Copy` (its splice path); gort has no pipe type, so the source is a
+/// Unix stream pair and the copy a read/write loop (the `gort::net` table's `io.Copy`).
+/// The 2 bytes written arrive, then EOF once the source ends: the reader's `ReadFull` of
+/// 100 bytes gets 2 and `UnexpectedEof`.
+#[test]
+fn copy_pipe_into_tcp() {
+    run(async {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = gort::spawn(async move {
+            let (c, _) = l.accept().await.unwrap();
+            let mut buf = [0; 100];
+            let mut n = 0;
+            loop {
+                match c.read(&mut buf[n..]).await.unwrap() {
+                    0 => break,
+                    k => n += k,
+                }
+            }
+            assert_eq!(n, 2);
+            let e = c.read_exact(&mut [0; 100]).await.unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
+        });
+        let c = TcpStream::connect(addr).await.unwrap();
+        let (pw, pr) = UnixStream::pair().unwrap();
+        let copier = gort::spawn(async move {
+            let mut buf = [0; 32];
+            loop {
+                match pr.read(&mut buf).await.unwrap() {
+                    0 => break,
+                    n => c.write_all(&buf[..n]).await.unwrap(),
+                }
+            }
+            c.shutdown(Shutdown::Write).unwrap();
+            c
+        });
+        pw.write_all(b"ab").await.unwrap();
+        drop(pw);
+        let _c = copier.await.unwrap();
+        server.await.unwrap();
+    });
+}
