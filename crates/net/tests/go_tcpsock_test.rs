@@ -200,3 +200,85 @@ fn copy_pipe_into_tcp() {
         server.await.unwrap();
     });
 }
+
+/// Go: TestTCPConnSpecificMethods (protoconn_test.go). The TCP-specific setters (keep-alive
+/// off then a 3 s period, no-delay off; `SetLinger` has no method: `AsRawFd`) and deadlines
+/// all succeed on a dialed connection, which then still echoes through a server.
+#[test]
+fn tcp_conn_specific_methods() {
+    run(async {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = gort::spawn(async move {
+            let (c, _) = l.accept().await.unwrap();
+            let mut b = [0; 128];
+            let n = c.read(&mut b).await.unwrap();
+            c.write_all(&b[..n]).await.unwrap();
+        });
+        let c = TcpStream::connect(addr).await.unwrap();
+        c.set_keepalive(None).unwrap();
+        assert_eq!(c.keepalive().unwrap(), None);
+        c.set_keepalive(Some(std::time::Duration::from_secs(3)))
+            .unwrap();
+        assert_eq!(
+            c.keepalive().unwrap(),
+            Some(std::time::Duration::from_secs(3))
+        );
+        c.set_nodelay(false).unwrap();
+        c.local_addr().unwrap();
+        c.peer_addr().unwrap();
+        let later = gort::time::Instant::now() + std::time::Duration::from_secs(10);
+        c.set_deadline(Some(later)).unwrap();
+        c.set_read_deadline(Some(later)).unwrap();
+        c.set_write_deadline(Some(later)).unwrap();
+        c.write_all(b"TCPCONN TEST").await.unwrap();
+        let mut rb = [0; 128];
+        assert_eq!(c.read(&mut rb).await.unwrap(), 12);
+        server.await.unwrap();
+    });
+}
+
+/// Go: TestTCPSpuriousConnSetupCompletion (tcpsock_unix_test.go). Many dials, a few at a
+/// time, each bounded by 50 ms (Go's `Dialer.Timeout`: here `gort::time::timeout`), while
+/// a server accepts, reads a byte and closes: a dial that reports success has a completed
+/// connection, whose first write never fails with `NotConnected` (a spurious completion of
+/// the non-blocking connect would).
+#[test]
+fn tcp_spurious_conn_setup_completion() {
+    run(async {
+        const ATTEMPTS: usize = 2000;
+        const THROTTLE: usize = 4;
+        let l = Arc::new(TcpListener::bind("127.0.0.1:0").await.unwrap());
+        let addr = l.local_addr().unwrap();
+        let acceptor = {
+            let l = l.clone();
+            gort::spawn(async move {
+                while let Ok((c, _)) = l.accept().await {
+                    gort::spawn(async move {
+                        let _ = c.read(&mut [0; 1]).await;
+                    });
+                }
+            })
+        };
+        let (tx, rx) = gort::chan::bounded::<()>(THROTTLE);
+        let mut dials = Vec::new();
+        for i in 0..ATTEMPTS {
+            tx.send(()).await.unwrap();
+            let rx = rx.clone();
+            dials.push(gort::spawn(async move {
+                let d = std::time::Duration::from_millis(50);
+                if let Ok(Ok(c)) = gort::time::timeout(d, TcpStream::connect(addr)).await {
+                    if let Err(e) = c.write(&[0]).await {
+                        assert_ne!(e.kind(), std::io::ErrorKind::NotConnected, "#{i}: {e}");
+                    }
+                }
+                rx.recv().await.unwrap();
+            }));
+        }
+        for d in dials {
+            d.await.unwrap();
+        }
+        l.set_deadline(Some(gort::time::Instant::now())).unwrap();
+        acceptor.await.unwrap();
+    });
+}

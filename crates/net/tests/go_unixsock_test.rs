@@ -236,3 +236,30 @@ fn unix_autobind() {
         assert_eq!(e.unwrap_err().kind(), ErrorKind::ConnectionRefused);
     });
 }
+
+/// Go: TestUnixgramLinuxAbstractLongName (unixsock_linux_test.go). An abstract name as long
+/// as `sun_path` allows (107 bytes after the leading NUL, zero-padded as Go's) binds, and a
+/// datagram sent to it by an unbound socket arrives, with an unnamed sender.
+#[test]
+fn unixgram_linux_abstract_long_name() {
+    run(async {
+        let mut name = [0u8; 107];
+        let tag = format!("abstract_test-{}", std::process::id());
+        name[..tag.len()].copy_from_slice(tag.as_bytes());
+        let addr = SocketAddr::from_abstract_name(name).unwrap();
+        let c = UnixDatagram::bind_addr(&addr).unwrap();
+        assert_eq!(c.local_addr().unwrap().as_abstract_name(), Some(&name[..]));
+        let s = UnixDatagram::unbound().unwrap();
+        assert_eq!(s.send_to_addr(&[1, 2, 3, 4, 5], &addr).await.unwrap(), 5);
+        let mut b = [0; 64];
+        c.set_read_deadline(Some(
+            gort::time::Instant::now() + std::time::Duration::from_secs(5),
+        ))
+        .unwrap();
+        let (n, from) = c.recv_from(&mut b).await.unwrap();
+        assert_eq!(&b[..n], &[1, 2, 3, 4, 5]);
+        assert!(from.is_unnamed(), "{from:?}");
+        // One byte more does not fit.
+        assert!(SocketAddr::from_abstract_name([b'x'; 108]).is_err());
+    });
+}
