@@ -227,10 +227,10 @@ fn zero_byte_read() {
 #[test]
 fn close_unblocks_read() {
     run(async {
-        for closer_is_reader in [false, true] {
+        for client_side in [false, true] {
             let (c, s) = tcp_pair().await;
             let (c, s) = (Arc::new(c), Arc::new(s));
-            let (reader, other) = if closer_is_reader { (c, s) } else { (s, c) };
+            let (reader, other) = if client_side { (c, s) } else { (s, c) };
             let r = reader.clone();
             let blocked = gort::spawn(async move {
                 let mut b = [0; 8];
