@@ -243,9 +243,18 @@ impl TcpStream {
     pub async fn connect(addr: impl ToSocketAddrs + Send + 'static) -> io::Result<TcpStream> {
         let addrs = resolve(addr).await?;
         first_ok(addrs, |a| async move {
-            let io = Io::new(mio::net::TcpStream::connect(a)?)?;
-            // A non-blocking connect completes when the socket turns writable.
-            io.op(Dir::Write, connected).await?;
+            let mut io = dial(a).await?;
+            // Go's `selfConnect` rule (tcpsock_posix.go): a dial to a local port nobody
+            // listens on can be given that very port as its source by the kernel and
+            // "connect" to itself (TCP's simultaneous open). Go closes such a socket and
+            // dials again, twice at most; so does gort (`tests/go_tcpsock_test.rs`).
+            for _ in 0..2 {
+                if !is_self_connected(io.source(), a) {
+                    break;
+                }
+                drop(io);
+                io = dial(a).await?;
+            }
             go_socket_options(io.source());
             Ok(TcpStream::from_io(io))
         })
@@ -352,4 +361,18 @@ fn options_for_accepted(listener: &mio::net::TcpListener) {
     let fd = listener.as_raw_fd();
     let _ = crate::keepalive::set_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
     let _ = set_keepalive(fd, Some(DEFAULT_KEEPALIVE));
+}
+
+/// A registered socket connected to `a`: a non-blocking connect completes when the socket
+/// turns writable.
+async fn dial(a: SocketAddr) -> io::Result<Io<mio::net::TcpStream>> {
+    let io = Io::new(mio::net::TcpStream::connect(a)?)?;
+    io.op(Dir::Write, connected).await?;
+    Ok(io)
+}
+
+/// Whether `s`, connected to `peer`, is connected to itself: its local address is `peer`
+/// (one `getsockname`; the peer is known, so no `getpeername`).
+fn is_self_connected(s: &mio::net::TcpStream, peer: SocketAddr) -> bool {
+    s.local_addr().is_ok_and(|l| l == peer)
 }

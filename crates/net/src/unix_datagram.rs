@@ -153,6 +153,70 @@ impl UnixDatagram {
         self.io.source().connect(path)
     }
 
+    /// Sets the socket's default peer to `addr`, as [`connect`](Self::connect) does to a
+    /// path: for an abstract name (Linux's `SocketAddrExt::from_abstract_name`), or the
+    /// address a datagram came from ([`recv_from`](Self::recv_from)), such as an autobound
+    /// sender's. std's `UnixDatagram::connect_addr`.
+    ///
+    /// # Errors
+    ///
+    /// The OS's (`ConnectionRefused` with no socket bound at `addr`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[cfg(target_os = "linux")]
+    /// # {
+    /// use gort::net::UnixDatagram;
+    /// use std::os::linux::net::SocketAddrExt;
+    /// use std::os::unix::net::SocketAddr;
+    ///
+    /// gort::Runtime::new().unwrap().block_on(async {
+    ///     let name = format!("gort-doc-dgram-connect-{}", std::process::id());
+    ///     let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    ///     let server = UnixDatagram::bind_addr(&addr).unwrap();
+    ///     let client = UnixDatagram::unbound().unwrap();
+    ///     client.connect_addr(&addr).unwrap();
+    ///     client.send(b"@").await.unwrap();
+    ///     assert_eq!(server.recv(&mut [0; 1]).await.unwrap(), 1);
+    /// });
+    /// # }
+    /// ```
+    pub fn connect_addr(&self, addr: &SocketAddr) -> io::Result<()> {
+        with_std(self.io.source(), |s| s.connect_addr(addr))
+    }
+
+    /// Sends `buf` as one datagram to `addr`, as [`send_to`](Self::send_to) does to a path:
+    /// to an abstract name, or back to the address a datagram came from (std's
+    /// `UnixDatagram::send_to_addr`). Cancel-safe; waits for room as `send_to` does.
+    ///
+    /// # Errors
+    ///
+    /// As [`send_to`](Self::send_to)'s.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::net::UnixDatagram;
+    ///
+    /// gort::Runtime::new().unwrap().block_on(async {
+    ///     let dir = std::env::temp_dir().join(format!("gort-doc-send-addr-{}", std::process::id()));
+    ///     std::fs::create_dir_all(&dir).unwrap();
+    ///     let server = UnixDatagram::bind(dir.join("s")).unwrap();
+    ///     let client = UnixDatagram::bind(dir.join("c")).unwrap();
+    ///     client.send_to(b"ping", dir.join("s")).await.unwrap();
+    ///     let mut buf = [0; 4];
+    ///     let (_, from) = server.recv_from(&mut buf).await.unwrap();
+    ///     server.send_to_addr(b"pong", &from).await.unwrap(); // reply to the sender
+    ///     assert_eq!(client.recv(&mut buf).await.unwrap(), 4);
+    ///     std::fs::remove_dir_all(&dir).unwrap();
+    /// });
+    /// ```
+    pub async fn send_to_addr(&self, buf: &[u8], addr: &SocketAddr) -> io::Result<usize> {
+        self.send_with(|s| with_std(s, |s| s.send_to_addr(buf, addr)))
+            .await
+    }
+
     /// Sends `buf` as one datagram to the socket bound at `path`. Cancel-safe. While the
     /// receiver's queue is full it tries again after a pause (1 ms, doubling up to 64 ms,
     /// never past the write deadline): Linux signals no room to such a sender, and a write
@@ -290,4 +354,19 @@ impl UnixDatagram {
 /// std makes one only from a socket's, so from an unbound socket made for this rare case.
 fn unnamed() -> io::Result<SocketAddr> {
     std::os::unix::net::UnixDatagram::unbound()?.local_addr()
+}
+
+/// Runs `f` on a std view of `socket`'s fd, for the operations mio lacks (`connect_addr`,
+/// `send_to_addr`). The fd is non-blocking, so the view's calls say `WouldBlock` as mio's.
+fn with_std<R>(
+    socket: &mio::net::UnixDatagram,
+    f: impl FnOnce(&std::os::unix::net::UnixDatagram) -> R,
+) -> R {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // SAFETY: the fd is open for as long as `socket` is borrowed, which outlives `view`;
+    // `ManuallyDrop` keeps the view from closing the fd it does not own.
+    let view = std::mem::ManuallyDrop::new(unsafe {
+        std::os::unix::net::UnixDatagram::from_raw_fd(socket.as_raw_fd())
+    });
+    f(&view)
 }
