@@ -59,8 +59,10 @@
 ///
 /// Patterns are matched against a reference to the output first (as in Tokio), so a `mut`
 /// binding of a non-`Copy` value inside a refutable pattern does not compile: bind without
-/// `mut` and rebind in the body. Any number of arms is accepted (up to the macro recursion
-/// limit).
+/// `mut` and rebind in the body (`ref mut` does not compile either). Up to 64 arms (Tokio's
+/// limit) fit the default `recursion_limit`; more need a higher one. An arm's expression may
+/// be any `IntoFuture`, and a temporary it borrows (`() = &mut std::future::ready(())`) lives
+/// as long as the select.
 ///
 /// On its first poll, a `select!` without `default` looks at every arm twice, as Go's
 /// `selectgo` does: once where channel operations only try (so a select with a ready arm
@@ -266,10 +268,14 @@ macro_rules! __select_expand {
     ([$biased:expr] [$($default:tt)*] [$($else:tt)*]
         $([($p:pat) ($f:expr) ($c:expr) ($($body:tt)*)])*) => {{
         // The arms' futures live in this inner block, so they are dropped before a body runs.
+        // Each arm's guard and expression are evaluated in order as elements of a tuple that a
+        // `let` initializes, so temporaries the expression borrows (as in
+        // `() = &mut std::future::ready(())`) live as long as the select, as in Tokio.
         let __gort_select_out = {
             #[allow(unused_imports)]
             use $crate::__private::{ArmViaFuture as _, ArmViaOption as _};
-            let __gort_select_futs = $crate::__select_tuple!($(($c) ($f),)*);
+            let __gort_select_raw = $crate::__select_raw!($(($c) ($f),)*);
+            let __gort_select_futs = $crate::__select_tuple!(__gort_select_raw; $(($p))*);
             let __gort_select_arms = $crate::__select_arms!(__gort_select_futs; $(($p))*);
             let __gort_select_out = $crate::__private::select(
                 __gort_select_arms,
@@ -292,21 +298,57 @@ macro_rules! __select_expand {
     }};
 }
 
-/// `(pin!(guard(c0, f0)), (pin!(guard(c1, f1)), ... ()))`, pinned in place on the caller's
-/// stack; each guard is evaluated just before its arm's expression.
+/// `((c0, f0), ((c1, f1), ... ()))`: each arm's guard, then its expression, evaluated in
+/// order, directly inside tuple expressions so that a `let` extends their temporaries.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __select_raw {
+    () => { () };
+    // Two arms per step (the same tuple as two single steps): halves the expansion depth, so
+    // that Tokio's 64 arms fit the default recursion limit.
+    (($c1:expr) ($f1:expr), ($c2:expr) ($f2:expr), $($rest:tt)*) => {
+        (($c1, $f1), (($c2, $f2), $crate::__select_raw!($($rest)*)))
+    };
+    (($c:expr) ($f:expr), $($rest:tt)*) => {
+        (($c, $f), $crate::__select_raw!($($rest)*))
+    };
+}
+
+/// `(pin!(guard(c0, arm0)), (pin!(guard(c1, arm1)), ... ()))` from `__select_raw!`'s tuple,
+/// pinned in place on the caller's stack (the `let` extends the pins' temporaries).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __select_tuple {
-    () => { () };
-    (($c:expr) ($f:expr), $($rest:tt)*) => {
+    ($raw:expr;) => {{
+        let () = $raw;
+    }};
+    // Two arms per step (the same tuple as two single steps): halves the expansion depth.
+    ($raw:expr; $a:tt $b:tt $($rest:tt)*) => {{
+        let ((__gort_c1, __gort_f1), ((__gort_c2, __gort_f2), __gort_rest)) = $raw;
         (
             ::core::pin::pin!($crate::__private::guard(
-                $c,
-                (&$crate::__private::ArmWrap::new($f)).__gort_select_arm(),
+                __gort_c1,
+                $crate::__private::ArmWrap::new(__gort_f1).__gort_select_arm(),
             )),
-            $crate::__select_tuple!($($rest)*),
+            (
+                ::core::pin::pin!($crate::__private::guard(
+                    __gort_c2,
+                    $crate::__private::ArmWrap::new(__gort_f2).__gort_select_arm(),
+                )),
+                $crate::__select_tuple!(__gort_rest; $($rest)*),
+            ),
         )
-    };
+    }};
+    ($raw:expr; $a:tt $($rest:tt)*) => {{
+        let ((__gort_c, __gort_f), __gort_rest) = $raw;
+        (
+            ::core::pin::pin!($crate::__private::guard(
+                __gort_c,
+                $crate::__private::ArmWrap::new(__gort_f).__gort_select_arm(),
+            )),
+            $crate::__select_tuple!(__gort_rest; $($rest)*),
+        )
+    }};
 }
 
 /// Pairs each pinned future with its pattern as a predicate (`match` on a reference to the
@@ -315,6 +357,34 @@ macro_rules! __select_tuple {
 #[macro_export]
 macro_rules! __select_arms {
     ($futs:expr;) => { () };
+    // Two arms per step (the same pairs as two single steps): halves the expansion depth.
+    ($futs:expr; ($p1:pat) ($p2:pat) $($rest:tt)*) => {{
+        let (__gort_fut, __gort_rest) = $futs;
+        (
+            $crate::__private::Arm::new(__gort_fut, |__gort_out| {
+                #[allow(unused_variables, unused_mut, unreachable_patterns)]
+                let __gort_accept = match __gort_out {
+                    $p1 => true,
+                    _ => false,
+                };
+                __gort_accept
+            }),
+            {
+                let (__gort_fut, __gort_rest) = __gort_rest;
+                (
+                    $crate::__private::Arm::new(__gort_fut, |__gort_out| {
+                        #[allow(unused_variables, unused_mut, unreachable_patterns)]
+                        let __gort_accept = match __gort_out {
+                            $p2 => true,
+                            _ => false,
+                        };
+                        __gort_accept
+                    }),
+                    $crate::__select_arms!(__gort_rest; $($rest)*),
+                )
+            },
+        )
+    }};
     ($futs:expr; ($p:pat) $($rest:tt)*) => {{
         let (__gort_fut, __gort_rest) = $futs;
         (
@@ -336,6 +406,26 @@ macro_rules! __select_arms {
 macro_rules! __select_dispatch {
     ($out:ident) => {
         match $out {}
+    };
+    // Two arms per step (the same match as two single steps): halves the expansion depth.
+    ($out:ident [($p1:pat) ($($body1:tt)*)] [($p2:pat) ($($body2:tt)*)] $($rest:tt)*) => {
+        match $out {
+            $crate::__private::Either::Left($p1) => { $($body1)* }
+            #[allow(unreachable_patterns)]
+            $crate::__private::Either::Left(_) => {
+                ::core::unreachable!("select! chose an arm whose pattern did not match")
+            }
+            $crate::__private::Either::Right($crate::__private::Either::Left($p2)) => {
+                $($body2)*
+            }
+            #[allow(unreachable_patterns)]
+            $crate::__private::Either::Right($crate::__private::Either::Left(_)) => {
+                ::core::unreachable!("select! chose an arm whose pattern did not match")
+            }
+            $crate::__private::Either::Right($crate::__private::Either::Right($out)) => {
+                $crate::__select_dispatch!($out $($rest)*)
+            }
+        }
     };
     ($out:ident [($p:pat) ($($body:tt)*)] $($rest:tt)*) => {
         match $out {
