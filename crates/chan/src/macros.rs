@@ -61,8 +61,8 @@
 /// binding of a non-`Copy` value inside a refutable pattern does not compile: bind without
 /// `mut` and rebind in the body (`ref mut` does not compile either). Up to 64 arms (Tokio's
 /// limit) fit the default `recursion_limit`; more need a higher one. An arm's expression may
-/// be any `IntoFuture`, and a temporary it borrows (`() = &mut std::future::ready(())`) lives
-/// as long as the select.
+/// be any `IntoFuture`. A temporary it borrows ends before the select waits (Tokio's lives
+/// as long as the select): bind it with `let` first (`let mut f = ready(()); ... = &mut f`).
 ///
 /// On its first poll, a `select!` without `default` looks at every arm twice, as Go's
 /// `selectgo` does: once where channel operations only try (so a select with a ready arm
@@ -268,14 +268,13 @@ macro_rules! __select_expand {
     ([$biased:expr] [$($default:tt)*] [$($else:tt)*]
         $([($p:pat) ($f:expr) ($c:expr) ($($body:tt)*)])*) => {{
         // The arms' futures live in this inner block, so they are dropped before a body runs.
-        // Each arm's guard and expression are evaluated in order as elements of a tuple that a
-        // `let` initializes, so temporaries the expression borrows (as in
-        // `() = &mut std::future::ready(())`) live as long as the select, as in Tokio.
+        // A temporary that an arm's expression borrows ends with the `let` below (Tokio's
+        // lets it live as long as the select): making it live longer cost 4% per select
+        // (design/PERFORMANCE-LOG.md, "select! arms").
         let __gort_select_out = {
             #[allow(unused_imports)]
             use $crate::__private::{ArmViaFuture as _, ArmViaOption as _};
-            let __gort_select_raw = $crate::__select_raw!($(($c) ($f),)*);
-            let __gort_select_futs = $crate::__select_tuple!(__gort_select_raw; $(($p))*);
+            let __gort_select_futs = $crate::__select_tuple!($(($c) ($f),)*);
             let __gort_select_arms = $crate::__select_arms!(__gort_select_futs; $(($p))*);
             let __gort_select_out = $crate::__private::select(
                 __gort_select_arms,
@@ -298,57 +297,38 @@ macro_rules! __select_expand {
     }};
 }
 
-/// `((c0, f0), ((c1, f1), ... ()))`: each arm's guard, then its expression, evaluated in
-/// order, directly inside tuple expressions so that a `let` extends their temporaries.
+/// `(pin!(guard(c0, f0)), (pin!(guard(c1, f1)), ... ()))`, pinned in place on the caller's
+/// stack; each guard is evaluated just before its arm's expression.
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __select_raw {
+macro_rules! __select_tuple {
     () => { () };
     // Two arms per step (the same tuple as two single steps): halves the expansion depth, so
     // that Tokio's 64 arms fit the default recursion limit.
     (($c1:expr) ($f1:expr), ($c2:expr) ($f2:expr), $($rest:tt)*) => {
-        (($c1, $f1), (($c2, $f2), $crate::__select_raw!($($rest)*)))
-    };
-    (($c:expr) ($f:expr), $($rest:tt)*) => {
-        (($c, $f), $crate::__select_raw!($($rest)*))
-    };
-}
-
-/// `(pin!(guard(c0, arm0)), (pin!(guard(c1, arm1)), ... ()))` from `__select_raw!`'s tuple,
-/// pinned in place on the caller's stack (the `let` extends the pins' temporaries).
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __select_tuple {
-    ($raw:expr;) => {{
-        let () = $raw;
-    }};
-    // Two arms per step (the same tuple as two single steps): halves the expansion depth.
-    ($raw:expr; $a:tt $b:tt $($rest:tt)*) => {{
-        let ((__gort_c1, __gort_f1), ((__gort_c2, __gort_f2), __gort_rest)) = $raw;
         (
             ::core::pin::pin!($crate::__private::guard(
-                __gort_c1,
-                $crate::__private::ArmWrap::new(__gort_f1).__gort_select_arm(),
+                $c1,
+                $crate::__private::ArmWrap::new($f1).__gort_select_arm(),
             )),
             (
                 ::core::pin::pin!($crate::__private::guard(
-                    __gort_c2,
-                    $crate::__private::ArmWrap::new(__gort_f2).__gort_select_arm(),
+                    $c2,
+                    $crate::__private::ArmWrap::new($f2).__gort_select_arm(),
                 )),
-                $crate::__select_tuple!(__gort_rest; $($rest)*),
+                $crate::__select_tuple!($($rest)*),
             ),
         )
-    }};
-    ($raw:expr; $a:tt $($rest:tt)*) => {{
-        let ((__gort_c, __gort_f), __gort_rest) = $raw;
+    };
+    (($c:expr) ($f:expr), $($rest:tt)*) => {
         (
             ::core::pin::pin!($crate::__private::guard(
-                __gort_c,
-                $crate::__private::ArmWrap::new(__gort_f).__gort_select_arm(),
+                $c,
+                $crate::__private::ArmWrap::new($f).__gort_select_arm(),
             )),
-            $crate::__select_tuple!(__gort_rest; $($rest)*),
+            $crate::__select_tuple!($($rest)*),
         )
-    }};
+    };
 }
 
 /// Pairs each pinned future with its pattern as a predicate (`match` on a reference to the

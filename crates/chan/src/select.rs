@@ -154,7 +154,7 @@ impl<F: Future, M: FnMut(&F::Output) -> bool, R: Arms> Arms for (Arm<'_, F, M>, 
 ///
 /// The option reading takes `self` by value and the future reading `&mut self`, so method
 /// resolution tries the option reading first; the wrapper is a temporary of the `let` that
-/// builds the arms, gone before the select awaits (it needs no interior mutability, so a
+/// pins the arms, gone before the select awaits (it needs no interior mutability, so a
 /// select of `Send` futures stays `Send`).
 #[doc(hidden)]
 pub struct ArmWrap<T>(Option<T>);
