@@ -59,8 +59,10 @@
 ///
 /// Patterns are matched against a reference to the output first (as in Tokio), so a `mut`
 /// binding of a non-`Copy` value inside a refutable pattern does not compile: bind without
-/// `mut` and rebind in the body. Any number of arms is accepted (up to the macro recursion
-/// limit).
+/// `mut` and rebind in the body (`ref mut` does not compile either). Up to 64 arms (Tokio's
+/// limit) fit the default `recursion_limit`; more need a higher one. An arm's expression may
+/// be any `IntoFuture`. A temporary it borrows ends before the select waits (Tokio's lives
+/// as long as the select): bind it with `let` first (`let mut f = ready(()); ... = &mut f`).
 ///
 /// On its first poll, a `select!` without `default` looks at every arm twice, as Go's
 /// `selectgo` does: once where channel operations only try (so a select with a ready arm
@@ -266,6 +268,9 @@ macro_rules! __select_expand {
     ([$biased:expr] [$($default:tt)*] [$($else:tt)*]
         $([($p:pat) ($f:expr) ($c:expr) ($($body:tt)*)])*) => {{
         // The arms' futures live in this inner block, so they are dropped before a body runs.
+        // A temporary that an arm's expression borrows ends with the `let` below (Tokio's
+        // lets it live as long as the select): making it live longer cost 4% per select
+        // (design/PERFORMANCE-LOG.md, "select! arms").
         let __gort_select_out = {
             #[allow(unused_imports)]
             use $crate::__private::{ArmViaFuture as _, ArmViaOption as _};
@@ -298,11 +303,28 @@ macro_rules! __select_expand {
 #[macro_export]
 macro_rules! __select_tuple {
     () => { () };
+    // Two arms per step (the same tuple as two single steps): halves the expansion depth, so
+    // that Tokio's 64 arms fit the default recursion limit.
+    (($c1:expr) ($f1:expr), ($c2:expr) ($f2:expr), $($rest:tt)*) => {
+        (
+            ::core::pin::pin!($crate::__private::guard(
+                $c1,
+                $crate::__private::ArmWrap::new($f1).__gort_select_arm(),
+            )),
+            (
+                ::core::pin::pin!($crate::__private::guard(
+                    $c2,
+                    $crate::__private::ArmWrap::new($f2).__gort_select_arm(),
+                )),
+                $crate::__select_tuple!($($rest)*),
+            ),
+        )
+    };
     (($c:expr) ($f:expr), $($rest:tt)*) => {
         (
             ::core::pin::pin!($crate::__private::guard(
                 $c,
-                (&$crate::__private::ArmWrap::new($f)).__gort_select_arm(),
+                $crate::__private::ArmWrap::new($f).__gort_select_arm(),
             )),
             $crate::__select_tuple!($($rest)*),
         )
@@ -315,6 +337,34 @@ macro_rules! __select_tuple {
 #[macro_export]
 macro_rules! __select_arms {
     ($futs:expr;) => { () };
+    // Two arms per step (the same pairs as two single steps): halves the expansion depth.
+    ($futs:expr; ($p1:pat) ($p2:pat) $($rest:tt)*) => {{
+        let (__gort_fut, __gort_rest) = $futs;
+        (
+            $crate::__private::Arm::new(__gort_fut, |__gort_out| {
+                #[allow(unused_variables, unused_mut, unreachable_patterns)]
+                let __gort_accept = match __gort_out {
+                    $p1 => true,
+                    _ => false,
+                };
+                __gort_accept
+            }),
+            {
+                let (__gort_fut, __gort_rest) = __gort_rest;
+                (
+                    $crate::__private::Arm::new(__gort_fut, |__gort_out| {
+                        #[allow(unused_variables, unused_mut, unreachable_patterns)]
+                        let __gort_accept = match __gort_out {
+                            $p2 => true,
+                            _ => false,
+                        };
+                        __gort_accept
+                    }),
+                    $crate::__select_arms!(__gort_rest; $($rest)*),
+                )
+            },
+        )
+    }};
     ($futs:expr; ($p:pat) $($rest:tt)*) => {{
         let (__gort_fut, __gort_rest) = $futs;
         (
@@ -336,6 +386,26 @@ macro_rules! __select_arms {
 macro_rules! __select_dispatch {
     ($out:ident) => {
         match $out {}
+    };
+    // Two arms per step (the same match as two single steps): halves the expansion depth.
+    ($out:ident [($p1:pat) ($($body1:tt)*)] [($p2:pat) ($($body2:tt)*)] $($rest:tt)*) => {
+        match $out {
+            $crate::__private::Either::Left($p1) => { $($body1)* }
+            #[allow(unreachable_patterns)]
+            $crate::__private::Either::Left(_) => {
+                ::core::unreachable!("select! chose an arm whose pattern did not match")
+            }
+            $crate::__private::Either::Right($crate::__private::Either::Left($p2)) => {
+                $($body2)*
+            }
+            #[allow(unreachable_patterns)]
+            $crate::__private::Either::Right($crate::__private::Either::Left(_)) => {
+                ::core::unreachable!("select! chose an arm whose pattern did not match")
+            }
+            $crate::__private::Either::Right($crate::__private::Either::Right($out)) => {
+                $crate::__select_dispatch!($out $($rest)*)
+            }
+        }
     };
     ($out:ident [($p:pat) ($($body:tt)*)] $($rest:tt)*) => {
         match $out {

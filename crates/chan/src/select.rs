@@ -27,7 +27,6 @@
 //! So at most one arm's channel operation takes effect, as in Go. See `group.rs` for the
 //! states and the proof obligations.
 
-use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -151,14 +150,19 @@ impl<F: Future, M: FnMut(&F::Output) -> bool, R: Arms> Arms for (Arm<'_, F, M>, 
 
 /// An arm expression, sorted by type at the call site (autoref specialization): an
 /// `Option<&Receiver<T>>` becomes an [`OptionRecv`] (Go's nil channel when `None`), and any
-/// other expression must be a future and is the arm's future itself.
+/// other expression must be a future (or `IntoFuture`) and is the arm's future itself.
+///
+/// The option reading takes `self` by value and the future reading `&mut self`, so method
+/// resolution tries the option reading first; the wrapper is a temporary of the `let` that
+/// pins the arms, gone before the select awaits (it needs no interior mutability, so a
+/// select of `Send` futures stays `Send`).
 #[doc(hidden)]
-pub struct ArmWrap<T>(Cell<Option<T>>);
+pub struct ArmWrap<T>(Option<T>);
 
 impl<T> ArmWrap<T> {
     /// Wraps an arm expression.
     pub fn new(expr: T) -> Self {
-        ArmWrap(Cell::new(Some(expr)))
+        ArmWrap(Some(expr))
     }
 }
 
@@ -168,31 +172,35 @@ pub trait ArmViaOption {
     /// The arm's future.
     type Fut;
     /// Takes the expression out as the arm's future.
-    fn __gort_select_arm(&self) -> Self::Fut;
+    fn __gort_select_arm(self) -> Self::Fut;
 }
 
 impl<'a, T> ArmViaOption for ArmWrap<Option<&'a Receiver<T>>> {
     type Fut = OptionRecv<'a, T>;
 
-    fn __gort_select_arm(&self) -> OptionRecv<'a, T> {
-        OptionRecv(self.0.take().flatten().map(Receiver::recv))
+    fn __gort_select_arm(self) -> OptionRecv<'a, T> {
+        OptionRecv(self.0.flatten().map(Receiver::recv))
     }
 }
 
-/// The fallback reading of an arm expression: a future.
+/// The fallback reading of an arm expression: anything that converts into a future
+/// (`IntoFuture`, as `.await` and Tokio's `select!` accept; every future is one).
 #[doc(hidden)]
 pub trait ArmViaFuture {
     /// The arm's future.
     type Fut;
     /// Takes the expression out as the arm's future.
-    fn __gort_select_arm(&self) -> Self::Fut;
+    fn __gort_select_arm(&mut self) -> Self::Fut;
 }
 
-impl<F: Future> ArmViaFuture for &ArmWrap<F> {
-    type Fut = F;
+impl<F: std::future::IntoFuture> ArmViaFuture for ArmWrap<F> {
+    type Fut = F::IntoFuture;
 
-    fn __gort_select_arm(&self) -> F {
-        self.0.take().expect("select! arm expression taken twice")
+    fn __gort_select_arm(&mut self) -> F::IntoFuture {
+        self.0
+            .take()
+            .expect("select! arm expression taken twice")
+            .into_future()
     }
 }
 
