@@ -17,45 +17,22 @@
 #[path = "support/watchdog.rs"]
 mod watchdog;
 
-use gort::net::{TcpListener, TcpStream};
+#[allow(dead_code)] // not every helper is used by this binary
+#[path = "support/tcp.rs"]
+mod tcp;
+
 use gort::time::Instant;
 use std::io::{self, ErrorKind};
 use std::net::Shutdown;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Duration;
+use tcp::{linger_zero, tcp_pair};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadBuf};
 use watchdog::{open_fds, serial};
 
 fn run<F: std::future::Future>(f: F) -> F::Output {
     gort::Builder::new().procs(2).build().unwrap().block_on(f)
-}
-
-async fn tcp_pair() -> (TcpStream, TcpStream) {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
-    let (s, _) = l.accept().await.unwrap();
-    (c, s)
-}
-
-/// Sets `SO_LINGER` to zero: closing the socket then sends a reset instead of a FIN.
-fn linger_zero(fd: std::os::fd::RawFd) {
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    let len = std::mem::size_of::<libc::linger>() as libc::socklen_t;
-    // SAFETY: `linger` is valid for reads of `len` bytes for the call; `fd` is open.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            len,
-        )
-    };
-    assert_eq!(rc, 0, "setsockopt: {}", io::Error::last_os_error());
 }
 
 /// Two tasks read one stream through `&TcpStream`'s tokio `AsyncRead` while a third writes
@@ -174,7 +151,7 @@ fn trait_reads_and_writes_after_a_reset_fail_at_once() {
                 (first.map_err(|e| e.kind()), second.map_err(|e| e.kind()))
             });
             gort::time::sleep(Duration::from_millis(50)).await;
-            linger_zero(c.as_raw_fd());
+            linger_zero(&c);
             drop(c);
             let (first, second) = reader.await.unwrap();
             assert!(
@@ -185,7 +162,7 @@ fn trait_reads_and_writes_after_a_reset_fail_at_once() {
         });
         run(async {
             let (c, s) = tcp_pair().await;
-            linger_zero(c.as_raw_fd());
+            linger_zero(&c);
             drop(c);
             gort::time::sleep(Duration::from_millis(50)).await;
             let mut s = &s;

@@ -14,46 +14,24 @@
 #[path = "support/watchdog.rs"]
 mod watchdog;
 
+#[allow(dead_code)] // not every helper is used by this binary
+#[path = "support/tcp.rs"]
+mod tcp;
+
 use gort::net::{TcpListener, TcpStream};
 use gort::time::Instant;
 use std::io::{self, ErrorKind};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
+use std::os::fd::{FromRawFd, IntoRawFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tcp::{linger_zero, tcp_pair};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use watchdog::{open_fds, serial};
 
 fn run<F: std::future::Future>(f: F) -> F::Output {
     gort::Builder::new().procs(2).build().unwrap().block_on(f)
-}
-
-async fn tcp_pair() -> (TcpStream, TcpStream) {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
-    let (s, _) = l.accept().await.unwrap();
-    (c, s)
-}
-
-/// Sets `SO_LINGER` to zero: closing the socket then sends a reset instead of a FIN.
-fn linger_zero(fd: std::os::fd::RawFd) {
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    let len = std::mem::size_of::<libc::linger>() as libc::socklen_t;
-    // SAFETY: `linger` is valid for reads of `len` bytes for the call; `fd` is open.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            len,
-        )
-    };
-    assert_eq!(rc, 0, "setsockopt: {}", io::Error::last_os_error());
 }
 
 /// `from_std` of a std stream left blocking: gort makes it non-blocking, so a read with
@@ -304,9 +282,9 @@ fn socket_options_on_shut_down_and_reset_streams() {
             assert_eq!(s.keepalive().unwrap(), Some(Duration::from_secs(30)));
             s.set_keepalive(None).unwrap();
 
-            linger_zero(c.as_raw_fd());
+            linger_zero(&c);
             let (c2, s2) = tcp_pair().await;
-            linger_zero(c2.as_raw_fd());
+            linger_zero(&c2);
             drop(c2);
             gort::time::sleep(Duration::from_millis(50)).await;
             let _ = s2.set_nodelay(true);

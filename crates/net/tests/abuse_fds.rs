@@ -5,12 +5,17 @@
 //! and after. The cases take one lock, as a case running beside another would open fds
 //! meanwhile.
 
+#[allow(dead_code)] // not every helper is used by this binary
+#[path = "support/tcp.rs"]
+mod tcp;
+
 use gort::net::{TcpListener, TcpStream, UdpSocket};
 use gort::time::Instant;
 use std::io::ErrorKind;
 use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+use tcp::tcp_pair;
 
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
@@ -42,14 +47,6 @@ fn assert_back_to(baseline: usize, what: &str) {
         std::thread::sleep(Duration::from_millis(10));
     }
     panic!("{what}: {} fds open, {baseline} before", open_fds());
-}
-
-/// A connected loopback pair: (the client, the accepted side).
-async fn tcp_pair() -> (TcpStream, TcpStream) {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
-    let (s, _) = l.accept().await.unwrap();
-    (c, s)
 }
 
 fn far() -> Instant {

@@ -9,21 +9,19 @@
 #[path = "support/watchdog.rs"]
 mod watchdog;
 
-use gort::net::{TcpListener, TcpStream, UnixStream};
+#[allow(dead_code)] // not every helper is used by this binary
+#[path = "support/tcp.rs"]
+mod tcp;
+
+use gort::net::UnixStream;
 use std::io::{ErrorKind, IoSlice};
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use tcp::tcp_pair;
 use watchdog::within;
 
 fn run<F: std::future::Future>(f: F) -> F::Output {
     gort::Runtime::new().unwrap().block_on(f)
-}
-
-async fn tcp_pair() -> (TcpStream, TcpStream) {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
-    let (s, _) = l.accept().await.unwrap();
-    (c, s)
 }
 
 /// The slices of `data` past its first `done` bytes.

@@ -10,13 +10,17 @@
 #[allow(dead_code)]
 mod watchdog;
 
+#[allow(dead_code)] // not every helper is used by this binary
+#[path = "support/tcp.rs"]
+mod tcp;
+
 use gort::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use gort::time::Instant;
 use std::io::ErrorKind;
 use std::net::Shutdown;
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Duration;
+use tcp::linger_zero;
 use watchdog::within;
 
 fn run<F: std::future::Future + Send + 'static>(f: F) -> F::Output
@@ -32,20 +36,6 @@ async fn tcp_pair() -> (TcpStream, TcpStream) {
     let c = gort::spawn(async move { TcpStream::connect(addr).await.unwrap() });
     let (s, _) = l.accept().await.unwrap();
     (c.await.unwrap(), s)
-}
-
-/// Sets `SO_LINGER` to 0 s, so that dropping `conn` sends a RST (Go's `SetLinger(0)`).
-fn linger_zero(fd: &impl AsRawFd) {
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    let len = std::mem::size_of::<libc::linger>() as libc::socklen_t;
-    let opt = (&linger as *const libc::linger).cast();
-    // SAFETY: `linger` is valid for reads of `len` bytes for the call; the fd is open.
-    let rc =
-        unsafe { libc::setsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, libc::SO_LINGER, opt, len) };
-    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
 }
 
 /// Go: TestCloseRead (net_test.go). After `CloseRead`, a read returns no data: gort's (and
