@@ -208,24 +208,20 @@ fn a_read_that_skips_its_syscall_after_a_short_one_gets_later_data() {
     });
 }
 
-/// The peer's end of stream (a final state: every read returns it at once) comes before or
-/// while a short read drains the data: the next read must not wait for an edge that will
-/// never come.
-///
-/// Guards the hang-up mark: when the end of stream's edge was counted before the short
-/// read's ticket, only the mark (stored before that edge) stops the skip; this hung
-/// tokio's `io::copy` through gort's `AsyncRead` before the mark existed.
-#[test]
-fn a_read_after_a_short_one_sees_an_earlier_end_of_stream() {
-    loom::model(|| {
+/// A mark that stops a read's syscall skip for good once the poller stored it before the
+/// edge that brought it (`Half::set_hung_up`, `Half::set_urgent`), raced against a short
+/// read and the read after it: the second read must not wait for an edge that came before
+/// its ticket. `lost` says what a failure means.
+fn a_read_after_a_short_one_sees_an_earlier_mark(mark: fn(&Half), lost: &'static str) {
+    loom::model(move || {
         let s = setup();
         let flag = Arc::new(Flag::default());
         let waker = Waker::from(flag.clone());
         let poller = {
             let s = s.clone();
             thread::spawn(move || {
-                s.data.store(true, SeqCst); // end of stream: never consumed
-                s.half.set_hung_up();
+                s.data.store(true, SeqCst); // what the mark stands for: never consumed
+                mark(&s.half);
                 let mut out = Vec::new();
                 s.half.set_ready(&mut out, &s.count);
                 wake_all(out);
@@ -242,6 +238,21 @@ fn a_read_after_a_short_one_sees_an_earlier_end_of_stream() {
     });
 }
 
+/// The peer's end of stream (a final state: every read returns it at once) comes before or
+/// while a short read drains the data: the next read must not wait for an edge that will
+/// never come.
+///
+/// Guards the hang-up mark: when the end of stream's edge was counted before the short
+/// read's ticket, only the mark (stored before that edge) stops the skip; this hung
+/// tokio's `io::copy` through gort's `AsyncRead` before the mark existed.
+#[test]
+fn a_read_after_a_short_one_sees_an_earlier_end_of_stream() {
+    a_read_after_a_short_one_sees_an_earlier_mark(
+        Half::set_hung_up,
+        "a read waits for an end of stream that came",
+    );
+}
+
 /// The same race with urgent data in place of the end of stream: a read stops short at the
 /// urgent mark with bytes queued behind it, and when the edge that brought them was counted
 /// before the short read's ticket, only the urgent mark (stored before that edge) stops
@@ -249,29 +260,10 @@ fn a_read_after_a_short_one_sees_an_earlier_end_of_stream() {
 /// middle hung (`abuse_compat.rs`, `urgent_data_in_the_middle_of_a_stream`).
 #[test]
 fn a_read_after_a_short_one_sees_earlier_urgent_data() {
-    loom::model(|| {
-        let s = setup();
-        let flag = Arc::new(Flag::default());
-        let waker = Waker::from(flag.clone());
-        let poller = {
-            let s = s.clone();
-            thread::spawn(move || {
-                s.data.store(true, SeqCst); // the bytes behind the urgent mark
-                s.half.set_urgent();
-                let mut out = Vec::new();
-                s.half.set_ready(&mut out, &s.count);
-                wake_all(out);
-            })
-        };
-        let short = s.half.prepare().unwrap();
-        s.half.note_drained(short);
-        let first = transfer(&s.half, &s.data, &waker, &s.count);
-        poller.join().unwrap();
-        let lost = "a read waits for bytes queued behind an urgent mark";
-        assert_goes_on(first, &flag, lost, || {
-            transfer(&s.half, &s.data, &waker, &s.count)
-        });
-    });
+    a_read_after_a_short_one_sees_an_earlier_mark(
+        Half::set_urgent,
+        "a read waits for bytes queued behind an urgent mark",
+    );
 }
 
 /// An edge with no task waiting takes no lock (`WAITING` clear); a release by expiry clears
