@@ -1,5 +1,6 @@
-//! Ports of Go 1.19's `src/context/context_test.go` (run by `x_test.go`), through gort's public
-//! API, one test per Go test, named in its doc comment. Goroutines are `gort::spawn`ed tasks,
+//! Ports of Go 1.19's `src/context/context_test.go` (run by `x_test.go`) and of its
+//! `example_test.go` (but ExampleWithValue), through gort's public API, one test per Go test,
+//! named in its doc comment. Goroutines are `gort::spawn`ed tasks,
 //! `<-c.Done()` is `ctx.done().recv()`, and each test that waits runs on a fresh runtime
 //! under a watchdog. Go's `quiescent` bound (5 s) is 20 s here.
 //!
@@ -372,4 +373,71 @@ fn deadline_exceeded_supports_timeout() {
     let io: std::io::Error = Error::DeadlineExceeded.into();
     assert_eq!(io.kind(), std::io::ErrorKind::TimedOut);
     assert_eq!(io.to_string(), "context deadline exceeded");
+}
+
+/// Go: ExampleWithCancel. A generator task stops when its context is canceled: the consumer
+/// takes 1 to 5, cancels, and the generator returns (Go's leak check: its handle resolves).
+#[test]
+fn example_with_cancel() {
+    run(async {
+        // gen generates integers in a separate task and sends them to the returned channel.
+        fn gen(ctx: Context) -> (gort::chan::Receiver<i32>, gort::task::JoinHandle<()>) {
+            let (dst_tx, dst) = gort::chan::bounded(0);
+            let task = gort::spawn(async move {
+                let mut n = 1;
+                loop {
+                    gort::select! {
+                        _ = ctx.done().recv() => return, // returning not to leak the task
+                        _ = dst_tx.send(n) => n += 1,
+                    }
+                }
+            });
+            (dst, task)
+        }
+        let (ctx, cancel) = context::with_cancel(&Context::background());
+        let (ints, task) = gen(ctx);
+        let mut got = Vec::new();
+        while let Some(n) = ints.recv().await {
+            got.push(n);
+            if n == 5 {
+                break;
+            }
+        }
+        cancel.cancel(); // cancel when we are finished consuming integers
+        assert_eq!(got, [1, 2, 3, 4, 5]);
+        task.await.unwrap(); // the generator returned
+    });
+}
+
+/// Go's ExampleWithDeadline and ExampleWithTimeout: a wait of (here) 10 s loses to the
+/// context's 1 ms deadline, whose error prints as Go's.
+async fn abandon_at(ctx: &Context) {
+    let overslept = gort::time::after(Duration::from_secs(10));
+    gort::select! {
+        _ = overslept.recv() => panic!("overslept"),
+        _ = ctx.done().recv() => {
+            assert_eq!(ctx.err().unwrap().to_string(), "context deadline exceeded");
+        }
+    }
+}
+
+/// Go: ExampleWithDeadline.
+#[test]
+fn example_with_deadline() {
+    run(async {
+        let d = Instant::now() + SHORT;
+        let (ctx, cancel) = context::with_deadline(&Context::background(), d);
+        let _cancel = cancel.drop_guard(); // Go's defer cancel()
+        abandon_at(&ctx).await;
+    });
+}
+
+/// Go: ExampleWithTimeout.
+#[test]
+fn example_with_timeout() {
+    run(async {
+        let (ctx, cancel) = context::with_timeout(&Context::background(), SHORT);
+        let _cancel = cancel.drop_guard(); // Go's defer cancel()
+        abandon_at(&ctx).await;
+    });
 }
