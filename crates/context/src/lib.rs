@@ -104,6 +104,56 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+impl Error {
+    /// Whether the context's deadline passed (Go's `DeadlineExceeded.Timeout()`, which Go
+    /// code checks through `net.Error` to treat a context's deadline as a socket's).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::context::Error;
+    /// assert!(Error::DeadlineExceeded.is_timeout());
+    /// assert!(!Error::Canceled.is_timeout());
+    /// ```
+    #[doc(alias = "Timeout")]
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::DeadlineExceeded)
+    }
+}
+
+/// A context's error as an I/O error, for a `?` in a function that returns `io::Result`:
+/// [`Error::DeadlineExceeded`] is [`TimedOut`](std::io::ErrorKind::TimedOut), the kind
+/// `gort::net`'s socket deadlines give, so one check covers both (Go's `Timeout()`);
+/// [`Error::Canceled`] is [`Other`](std::io::ErrorKind::Other). The context's error is the
+/// I/O error's inner error.
+///
+/// # Examples
+///
+/// ```
+/// use std::io;
+/// use gort::context::{self, Context};
+///
+/// fn step(ctx: &Context) -> io::Result<()> {
+///     if let Some(err) = ctx.err() {
+///         return Err(err.into());
+///     }
+///     Ok(())
+/// }
+///
+/// let past = gort::time::Instant::now() - std::time::Duration::from_secs(1);
+/// let (ctx, _cancel) = context::with_deadline(&Context::background(), past);
+/// assert_eq!(step(&ctx).unwrap_err().kind(), io::ErrorKind::TimedOut);
+/// ```
+impl From<Error> for std::io::Error {
+    fn from(err: Error) -> std::io::Error {
+        let kind = match err {
+            Error::DeadlineExceeded => std::io::ErrorKind::TimedOut,
+            Error::Canceled => std::io::ErrorKind::Other,
+        };
+        std::io::Error::new(kind, err)
+    }
+}
+
 /// A child of `parent` that is canceled when the returned [`CancelFn`] is called or when
 /// `parent` is canceled (Go's `context.WithCancel`). Its deadline is its parent's.
 ///

@@ -35,13 +35,13 @@ use std::future::Future;
 use std::panic::resume_unwind;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use gort_context::{CancelFn, Context};
+use gort_context::Context;
 use gort_sched::{JoinError, JoinSet};
 
-use crate::WaitGroup;
-
+mod first;
 mod joining;
 mod slots;
+use first::{Canceler, FirstError, Running};
 use joining::Joining;
 use slots::{Slot, Slots};
 
@@ -143,61 +143,6 @@ impl Tasks {
     }
 }
 
-/// The error of the first task that failed, the cancel of the group's context, and the
-/// count of the tasks still running.
-struct FirstError<E> {
-    error: Mutex<Option<E>>,
-    cancel: Option<CancelFn>,
-    running: WaitGroup,
-}
-
-/// Counts a task as running from before its spawn until its future is dropped (it ended,
-/// panicked, was aborted, or never spawned), and holds its slot if the group has a limit.
-struct Running<E> {
-    first: Arc<FirstError<E>>,
-    slot: Option<Slot>,
-}
-
-impl<E> Drop for Running<E> {
-    fn drop(&mut self) {
-        // The slot first: once `wait` sees no task running, every slot is free again.
-        drop(self.slot.take());
-        self.first.running.done();
-    }
-}
-
-impl<E> FirstError<E> {
-    /// Keeps `error` if it is the first, and cancels the context either way.
-    fn record(&self, error: E) {
-        let later = {
-            let mut slot = self.error.lock().unwrap_or_else(PoisonError::into_inner);
-            match *slot {
-                None => {
-                    *slot = Some(error);
-                    None
-                }
-                Some(_) => Some(error),
-            }
-        };
-        // A later error is dropped here, outside the lock (its Drop is user code).
-        drop(later);
-        self.cancel_context();
-    }
-
-    fn cancel_context(&self) {
-        if let Some(cancel) = &self.cancel {
-            cancel.cancel();
-        }
-    }
-
-    fn take(&self) -> Option<E> {
-        self.error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-    }
-}
-
 impl<E: Send + 'static> ErrGroup<E> {
     /// A group without a context (Go's zero `errgroup.Group`): an error does not stop the
     /// other tasks; `wait` still returns the first one.
@@ -215,12 +160,15 @@ impl<E: Send + 'static> ErrGroup<E> {
     /// });
     /// ```
     pub fn new() -> ErrGroup<E> {
-        ErrGroup::with_cancel(None)
+        ErrGroup::with_cancel(Canceler::None)
     }
 
     /// A group and a context derived from `parent`, canceled as soon as a task returns an
     /// error, and at the latest when [`wait`](ErrGroup::wait) returns (Go's
-    /// `errgroup.WithContext`). Tasks watch `ctx.done()` to stop early.
+    /// `errgroup.WithContext`). Tasks watch `ctx.done()` to stop early. The context's
+    /// [`cause`](gort_context::Context::cause) is [`Error::Canceled`](gort_context::Error::Canceled);
+    /// [`with_context_cause`](ErrGroup::with_context_cause) makes it the first error, as Go's
+    /// does.
     ///
     /// # Examples
     ///
@@ -238,17 +186,53 @@ impl<E: Send + 'static> ErrGroup<E> {
     #[doc(alias = "WithContext")]
     pub fn with_context(parent: &Context) -> (ErrGroup<E>, Context) {
         let (ctx, cancel) = gort_context::with_cancel(parent);
-        (ErrGroup::with_cancel(Some(cancel)), ctx)
+        (ErrGroup::with_cancel(Canceler::Plain(cancel)), ctx)
     }
 
-    fn with_cancel(cancel: Option<CancelFn>) -> ErrGroup<E> {
+    /// [`with_context`](ErrGroup::with_context) whose context is canceled with the first
+    /// error as its cause: [`Context::cause`](gort_context::Context::cause) gives a copy of
+    /// the error (downcast it to `E`, or to `String` for a `String` error), or
+    /// [`Error::Canceled`](gort_context::Error::Canceled) once `wait` returns without one
+    /// (Go's `WithContext` since x/sync 0.7, which cancels with `WithCancelCause`). It needs
+    /// `E: Clone` (`wait` still returns the error itself) and a conversion to a boxed error,
+    /// which `String`, `&str` and every `std::error::Error` have.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use gort::context::Context;
+    /// use gort::sync::ErrGroup;
+    ///
+    /// let rt = gort::Runtime::new().unwrap();
+    /// rt.block_on(async {
+    ///     let (group, ctx) = ErrGroup::with_context_cause(&Context::background());
+    ///     let watcher = ctx.clone();
+    ///     group.spawn(async move {
+    ///         watcher.done().recv().await; // stopped by its sibling's failure
+    ///         Err(format!("stopped: {}", watcher.cause().unwrap()))
+    ///     });
+    ///     group.spawn(async { Err("disk full".to_string()) });
+    ///     assert_eq!(group.wait().await, Err("disk full".to_string()));
+    ///     assert_eq!(ctx.cause().unwrap().to_string(), "disk full");
+    /// });
+    /// ```
+    #[doc(alias = "WithContext")]
+    pub fn with_context_cause(parent: &Context) -> (ErrGroup<E>, Context)
+    where
+        E: Clone + Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let (ctx, cancel) = gort_context::with_cancel_cause(parent);
+        let to_cause: first::ToCause<E> = |error| error.clone().into();
+        (
+            ErrGroup::with_cancel(Canceler::Cause(cancel, to_cause)),
+            ctx,
+        )
+    }
+
+    fn with_cancel(cancel: Canceler<E>) -> ErrGroup<E> {
         ErrGroup {
             tasks: Mutex::new(Tasks::default()),
-            first: Arc::new(FirstError {
-                error: Mutex::new(None),
-                cancel,
-                running: WaitGroup::new(),
-            }),
+            first: Arc::new(FirstError::new(cancel)),
             slots: None,
         }
     }
@@ -559,7 +543,7 @@ impl<E> fmt::Debug for ErrGroup<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ErrGroup")
             .field("running", &self.first.running.count())
-            .field("has_context", &self.first.cancel.is_some())
+            .field("has_context", &self.first.has_context())
             .field("limit", &self.slots.as_ref().map(|slots| slots.limit))
             .finish_non_exhaustive()
     }

@@ -1,20 +1,46 @@
 //! A fresh runtime per test, on its own thread under a watchdog: a hang (a lost timer or
-//! wake-up) fails the test after a minute instead of hanging CI.
+//! wake-up) fails the test after a minute instead of hanging CI. Shared by the Go ports of
+//! `gort-time`, `gort-context` and `gort-sync` (`#[path]` to this file).
 
 use std::time::Duration;
 
-use gort_sched::Runtime;
+use gort_sched::{Builder, Runtime};
 
-/// Runs `f` on a fresh runtime on its own thread; panics if it has not finished within a
-/// minute, and passes on a panic of `f`.
+/// Runs `f` on a fresh default runtime on its own thread; panics if it has not finished
+/// within a minute, and passes on a panic of `f`.
+#[allow(dead_code)] // not every test binary that includes this file calls each helper
 pub fn run<F>(f: F) -> F::Output
 where
     F: std::future::Future + Send + 'static,
     F::Output: Send + 'static,
 {
+    watch(move || Runtime::new().unwrap().block_on(f))
+}
+
+/// [`run`] on a runtime of `procs` Ps, its clock paused from the start if `paused`.
+#[allow(dead_code)]
+pub fn run_with<F>(procs: usize, paused: bool, f: F) -> F::Output
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    watch(move || {
+        let rt = Builder::new()
+            .procs(procs)
+            .start_paused(paused)
+            .build()
+            .unwrap();
+        rt.block_on(f)
+    })
+}
+
+/// Runs `f` on its own thread; panics if it has not returned within a minute, and passes on
+/// a panic of `f`.
+#[allow(dead_code)]
+pub fn watch<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
     let (tx, rx) = std::sync::mpsc::channel();
     let t = std::thread::spawn(move || {
-        let out = Runtime::new().unwrap().block_on(f);
+        let out = f();
         let _ = tx.send(());
         out
     });
