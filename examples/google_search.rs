@@ -114,7 +114,10 @@ async fn main() {
             let start = Instant::now();
             let results = google(&query, &backends).await;
             let took = start.elapsed();
-            assert!(took < Duration::from_millis(80 + 1_000), "{query}: {took:?}");
+            assert!(
+                took < Duration::from_millis(80 + 1_000),
+                "{query}: {took:?}"
+            );
             if let Some(results) = &results {
                 let mut kinds: Vec<&str> = results
                     .iter()
@@ -159,7 +162,11 @@ async fn main() {
     let deadline = Instant::now() + Duration::from_secs(10);
     let handle = gort::Handle::current();
     while handle.metrics().tasks_alive > 0 {
-        assert!(Instant::now() < deadline, "tasks left: {}", handle.metrics().tasks_alive);
+        assert!(
+            Instant::now() < deadline,
+            "tasks left: {}",
+            handle.metrics().tasks_alive
+        );
         gort::time::sleep(Duration::from_millis(5)).await;
     }
     println!("ok: no task left");

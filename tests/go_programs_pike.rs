@@ -10,7 +10,6 @@
 
 mod support;
 
-use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,36 +21,119 @@ fn rt(procs: usize) -> gort::Runtime {
     gort::Builder::new().procs(procs).build().unwrap()
 }
 
-/// A small xorshift generator (Go's `rand.Intn`), seeded per call site.
-fn rand_below(state: &AtomicU64, n: u64) -> u64 {
-    let mut x = state.load(SeqCst);
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    state.store(x, SeqCst);
-    x % n
+/// FNV-1a of the parts: the fake backends' latency and crashes are a function of the query,
+/// so that on the paused clock every query's outcome is known in advance, whatever the load
+/// and the interleaving.
+fn fnv(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for p in parts {
+        for b in p.bytes().chain([0]) {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100000001b3);
+        }
+    }
+    h
+}
+
+/// Go's `rand.Intn(100)` milliseconds for this replica and query; never exactly the 80 ms
+/// timeout, so that no answer ties with it.
+fn latency_ms(kind: &str, query: &str) -> u64 {
+    match fnv(&[kind, query]) % 100 {
+        80 => 81,
+        ms => ms,
+    }
+}
+
+/// Whether this replica crashes on this query (one query in three, for crashing replicas).
+fn crashes(kind: &str, query: &str, crashing: bool) -> bool {
+    crashing && fnv(&[kind, query, "crash"]) % 3 == 0
 }
 
 /// Go's `type Search func(query string) Result`.
 type Search = Arc<dyn Fn(String) -> futures::future::BoxFuture<'static, String> + Send + Sync>;
 
-/// Go's `fakeSearch(kind)`: sleeps a random 0-99 ms, then answers. `panic_every` > 0 makes
-/// every n-th call panic (a backend bug), which Go would not survive and gort confines to
-/// the replica's task.
-fn fake_search(kind: &'static str, seed: u64, panic_every: u64) -> Search {
-    let rng = Arc::new(AtomicU64::new(seed | 1));
-    let calls = Arc::new(AtomicU64::new(0));
+/// Go's `fakeSearch(kind)`: sleeps 0-99 ms, then answers. A `crashing` replica panics on a
+/// third of the queries (a backend bug), which Go would not survive and gort confines to the
+/// replica's task.
+fn fake_search(kind: &'static str, crashing: bool) -> Search {
     Arc::new(move |query: String| {
-        let delay = rand_below(&rng, 100);
-        let n = calls.fetch_add(1, SeqCst) + 1;
         Box::pin(async move {
+            let delay = latency_ms(kind, &query);
             gort::time::sleep(Duration::from_millis(delay)).await;
-            if panic_every > 0 && n % panic_every == 0 {
+            if crashes(kind, &query, crashing) {
                 panic!("{kind} backend crashed on {query:?}");
             }
             format!("{kind} result for {query:?}")
         })
     })
+}
+
+const KINDS: [[&str; 2]; 3] = [["web1", "web2"], ["image1", "image2"], ["video1", "video2"]];
+/// The replicas that crash now and then, in `backends(true)`.
+const CRASHING: [&str; 3] = ["web1", "image1", "video2"];
+
+/// What `google(query)` must return on the paused clock: the replicas that may have
+/// answered, whether it timed out, and how long it took in virtual time.
+fn expected(query: &str, crashing: bool) -> (Vec<Vec<&'static str>>, bool, u64) {
+    let mut answers = Vec::new(); // per backend: (time, the replicas answering then)
+    let mut ends = Vec::new(); // per backend: when its task ends
+    for pair in KINDS {
+        let alive: Vec<(u64, &'static str)> = pair
+            .iter()
+            .filter(|k| !crashes(k, query, crashing && CRASHING.contains(k)))
+            .map(|k| (latency_ms(k, query), *k))
+            .collect();
+        match alive.iter().map(|a| a.0).min() {
+            Some(t) => {
+                let who: Vec<&'static str> =
+                    alive.iter().filter(|a| a.0 == t).map(|a| a.1).collect();
+                answers.push(Some((t, who)));
+                ends.push(t);
+            }
+            None => {
+                answers.push(None);
+                ends.push(pair.iter().map(|k| latency_ms(k, query)).max().unwrap());
+            }
+        }
+    }
+    let in_time: Vec<Vec<&str>> = answers
+        .iter()
+        .flatten()
+        .filter(|a| a.0 < 80)
+        .map(|a| a.1.clone())
+        .collect();
+    if answers.iter().all(|a| matches!(a, Some((t, _)) if *t < 80)) {
+        let took = answers.iter().flatten().map(|a| a.0).max().unwrap();
+        (in_time, false, took)
+    } else if ends.iter().all(|&t| t < 80) {
+        (in_time, false, *ends.iter().max().unwrap()) // a backend died: the loop ends early
+    } else {
+        (in_time, true, 80)
+    }
+}
+
+/// Runs `google(query)` and checks it against [`expected`] (on the paused clock).
+async fn google_checked(query: String, b: Arc<Backends>, crashing: bool) -> bool {
+    let start = gort::time::Instant::now();
+    let (results, timed_out) = google(&query, &b).await;
+    let took = start.elapsed();
+    check_results(&query, &results);
+    let (want, want_timed_out, want_ms) = expected(&query, crashing);
+    assert_eq!(timed_out, want_timed_out, "{query}: {results:?}");
+    assert_eq!(took, Duration::from_millis(want_ms), "{query}");
+    assert_eq!(
+        results.len(),
+        want.len(),
+        "{query}: {results:?} vs {want:?}"
+    );
+    for r in &results {
+        let kind = r.split(' ').next().unwrap();
+        assert!(
+            want.iter().any(|w| w.contains(&kind)),
+            "{query}: {kind} answered"
+        );
+    }
+    !timed_out && results.len() == 3
 }
 
 /// Go's `First(query, replicas...)`: asks every replica, returns the first answer. The
@@ -75,20 +157,12 @@ struct Backends {
     video: [Search; 2],
 }
 
-fn backends(panic_every: u64) -> Arc<Backends> {
+fn backends(crashing: bool) -> Arc<Backends> {
+    let k = |kind: &'static str| fake_search(kind, crashing && CRASHING.contains(&kind));
     Arc::new(Backends {
-        web: [
-            fake_search("web1", 1, panic_every),
-            fake_search("web2", 2, 0),
-        ],
-        image: [
-            fake_search("image1", 3, panic_every),
-            fake_search("image2", 4, 0),
-        ],
-        video: [
-            fake_search("video1", 5, 0),
-            fake_search("video2", 6, panic_every),
-        ],
+        web: [k("web1"), k("web2")],
+        image: [k("image1"), k("image2")],
+        video: [k("video1"), k("video2")],
     })
 }
 
@@ -143,46 +217,37 @@ fn check_results(query: &str, results: &[String]) {
     );
 }
 
-/// 300 concurrent queries, every one done within 80 ms plus scheduling slack, complete or
-/// timed out, never a duplicate backend; afterwards no task is left (the losers' sends
+fn paused_rt(procs: usize) -> gort::Runtime {
+    gort::Builder::new()
+        .procs(procs)
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
+/// 300 concurrent queries on the paused clock (so the machine's load changes nothing): each
+/// ends exactly when it must, complete or timed out at 80 ms, with the replicas that must
+/// have answered, never one backend twice; afterwards no task is left (the losers' sends
 /// failed instead of blocking forever as Go's do).
 #[test]
 fn google_search_replicated_with_timeout() {
     for procs in [1, 4] {
         within(move || {
-            let rt = rt(procs);
+            let rt = paused_rt(procs);
             let base = rt.metrics().tasks_alive;
-            let (complete, timed_out) = rt.block_on(async {
-                let b = backends(0);
-                let (tx, rx) = bounded(0);
-                for i in 0..300 {
-                    let (tx, b) = (tx.clone(), b.clone());
-                    gort::spawn(async move {
-                        let query = format!("golang {i}");
-                        let start = Instant::now();
-                        let (results, timed_out) = google(&query, &b).await;
-                        let took = start.elapsed();
-                        assert!(took < Duration::from_millis(80 + 1500), "{took:?}");
-                        check_results(&query, &results);
-                        tx.send((results.len(), timed_out)).await.unwrap();
-                    });
+            let complete = rt.block_on(async {
+                let b = backends(false);
+                let handles: Vec<_> = (0..300)
+                    .map(|i| gort::spawn(google_checked(format!("golang {i}"), b.clone(), false)))
+                    .collect();
+                let mut complete = 0;
+                for h in handles {
+                    complete += h.await.unwrap() as usize;
                 }
-                drop(tx);
-                let (mut complete, mut timed_out) = (0, 0);
-                while let Some((n, t)) = rx.recv().await {
-                    if t {
-                        timed_out += 1;
-                    } else {
-                        assert_eq!(n, 3);
-                        complete += 1;
-                    }
-                }
-                (complete, timed_out)
+                complete
             });
-            assert_eq!(complete + timed_out, 300);
-            // Two replicas each under a uniform 0-99 ms: P(min > 80 ms) = 4 %, for one of
-            // three backends ~12 %; loose bounds, this is no timing test.
-            assert!(complete > 100, "procs {procs}: only {complete} complete");
+            // Two replicas under 0-99 ms: P(min > 80 ms) = 4 % a backend.
+            assert!(complete > 200, "procs {procs}: only {complete} complete");
             wait_tasks(&rt, base);
         });
     }
@@ -205,34 +270,25 @@ fn wait_tasks(rt: &gort::Runtime, base: u64) {
     }
 }
 
-/// Backends whose replicas panic now and then: a query still gets the other replica's
-/// answer; only when both replicas of a backend crash does the search end early. Nothing
-/// hangs, no panic escapes the tasks, no task is left.
+/// Backends whose replicas panic on a third of the queries (paused clock): a query still
+/// gets the other replica's answer; when both replicas of a backend crash the search ends
+/// without it, exactly when the last one died. Nothing hangs, no panic escapes the tasks,
+/// no task is left.
 #[test]
 fn google_search_with_crashing_replicas() {
     for procs in [1, 4] {
         within(move || {
-            let rt = rt(procs);
+            let rt = paused_rt(procs);
             let base = rt.metrics().tasks_alive;
-            let answered = rt.block_on(async {
-                let b = backends(3);
-                let mut handles = Vec::new();
-                for i in 0..200 {
-                    let b = b.clone();
-                    handles.push(gort::spawn(async move {
-                        let query = format!("crash {i}");
-                        let (results, _) = google(&query, &b).await;
-                        check_results(&query, &results);
-                        results.len()
-                    }));
-                }
-                let mut answered = 0;
+            rt.block_on(async {
+                let b = backends(true);
+                let handles: Vec<_> = (0..200)
+                    .map(|i| gort::spawn(google_checked(format!("crash {i}"), b.clone(), true)))
+                    .collect();
                 for h in handles {
-                    answered += h.await.unwrap();
+                    h.await.unwrap();
                 }
-                answered
             });
-            assert!(answered > 200, "procs {procs}: {answered} answers of 600");
             wait_tasks(&rt, base);
         });
     }
@@ -247,7 +303,7 @@ fn google_search_cancelled_and_runtime_dropped() {
         within(move || {
             let rt = rt(procs);
             rt.block_on(async {
-                let b = backends(0);
+                let b = backends(false);
                 let mut handles = Vec::new();
                 for i in 0..100 {
                     let b = b.clone();
