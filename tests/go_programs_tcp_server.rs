@@ -486,3 +486,80 @@ fn runtime_dropped_under_live_connections() {
         });
     }
 }
+
+/// A listener with a backlog of 0 that nobody accepts from: most dials to it hang in
+/// SYN_SENT until they are given up.
+fn full_listener() -> std::net::TcpListener {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain socket calls on a socket this function owns; `addr` outlives `bind`; the
+    // fd is handed to the std listener, which closes it.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0);
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        let len = std::mem::size_of_val(&addr) as libc::socklen_t;
+        assert_eq!(
+            libc::bind(fd, (&addr as *const libc::sockaddr_in).cast(), len),
+            0
+        );
+        assert_eq!(libc::listen(fd, 0), 0);
+        std::net::TcpListener::from_raw_fd(fd)
+    }
+}
+
+/// Go's `Dialer.DialContext` against a server that never accepts: a `select!` on the dial
+/// and a per-dial context with a 20 ms deadline, and a parent context canceled while 50
+/// more dials wait. Every dial ends (connected, or with the context's error), and no fd is
+/// left once the connections are dropped.
+#[test]
+fn dial_context_against_a_full_backlog() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for procs in [1, 4] {
+        within(move || {
+            let rt = rt(procs);
+            let base_fds = open_fds();
+            let listener = full_listener();
+            let addr = listener.local_addr().unwrap();
+            rt.block_on(async {
+                let dial = |ctx: Context| async move {
+                    gort::select! {
+                        c = TcpStream::connect(addr) => c.map_err(|e| e.to_string()),
+                        _ = ctx.done().recv() => Err(ctx.err().unwrap().to_string()),
+                    }
+                };
+                let (mut connected, mut expired) = (Vec::new(), 0);
+                for _ in 0..50 {
+                    let (ctx, cancel) =
+                        context::with_timeout(&Context::background(), Duration::from_millis(20));
+                    let _cancel = cancel.drop_guard();
+                    match dial(ctx).await {
+                        Ok(c) => connected.push(c),
+                        Err(e) => {
+                            assert_eq!(e, "context deadline exceeded");
+                            expired += 1;
+                        }
+                    }
+                }
+                assert!(expired > 0, "every dial connected: the backlog is not full");
+                let (parent, cancel) = context::with_cancel(&Context::background());
+                let dials: Vec<_> = (0..50).map(|_| gort::spawn(dial(parent.clone()))).collect();
+                gort::time::sleep(Duration::from_millis(10)).await;
+                cancel.cancel();
+                for d in dials {
+                    match d.await.unwrap() {
+                        Ok(c) => connected.push(c),
+                        Err(e) => assert_eq!(e, "context canceled"),
+                    }
+                }
+            });
+            drop((rt, listener));
+            let fds = open_fds();
+            assert!(
+                fds <= base_fds,
+                "fds: {base_fds} before, {fds} after: leaked"
+            );
+        });
+    }
+}

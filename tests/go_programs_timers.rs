@@ -244,3 +244,67 @@ fn panicking_callbacks_hurt_nobody_else() {
         });
     }
 }
+
+/// Where the ticker is, for [`ticker_stopped_and_reset_from_a_plain_thread`].
+#[derive(Clone, Copy, Debug)]
+enum TickerState {
+    Running,
+    /// Stopped; `stop` returned at this instant.
+    Stopped(gort::time::Instant),
+}
+
+/// A task selects on a 1 ms `Ticker` and a quit channel while a plain thread (entered in
+/// the runtime) stops it and resets it again and again. No tick due after a `stop` returned
+/// is ever received before the next `reset` (the ticker's timer does not fire once
+/// stopped); ticks keep coming after each reset (none lost for good).
+#[test]
+fn ticker_stopped_and_reset_from_a_plain_thread() {
+    for procs in [1, 4] {
+        within(move || {
+            let rt = Arc::new(rt(procs));
+            let ticker =
+                Arc::new(rt.block_on(async { gort::time::Ticker::new(Duration::from_millis(1)) }));
+            let state = Arc::new(Mutex::new(TickerState::Running));
+            let (quit_tx, quit) = gort::chan::bounded::<()>(0);
+            let receiver = {
+                let (ticker, state) = (ticker.clone(), state.clone());
+                rt.spawn(async move {
+                    let mut ticks = 0u64;
+                    loop {
+                        gort::select! {
+                            t = ticker.c().recv() => {
+                                let due = t.unwrap();
+                                if let TickerState::Stopped(at) = *state.lock().unwrap() {
+                                    assert!(due <= at, "a tick due {:?} after the stop", due - at);
+                                }
+                                ticks += 1;
+                            }
+                            _ = quit.recv() => return ticks,
+                        }
+                    }
+                })
+            };
+            {
+                let _enter = rt.handle().enter();
+                for round in 0..100 {
+                    {
+                        let mut s = state.lock().unwrap();
+                        ticker.stop();
+                        *s = TickerState::Stopped(gort::time::Instant::now());
+                    }
+                    std::thread::sleep(Duration::from_micros(500 + 30 * (round % 50)));
+                    {
+                        let mut s = state.lock().unwrap();
+                        ticker.reset(Duration::from_millis(1));
+                        *s = TickerState::Running;
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+            quit_tx.close();
+            let ticks = rt.block_on(receiver).unwrap();
+            // 100 running windows of 2 ms each at 1 ms: at least a few ticks, whatever the load.
+            assert!(ticks > 0, "procs {procs}: no tick after any reset");
+        });
+    }
+}
