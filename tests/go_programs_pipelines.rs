@@ -396,7 +396,7 @@ fn md5_all_runtime_dropped_mid_walk() {
             let rt = rt(procs);
             let tree = make_tree(2000, None);
             for _ in 0..4 {
-                let _ = rt.spawn(md5_all(tree.clone(), None));
+                drop(rt.spawn(md5_all(tree.clone(), None)));
             }
             std::thread::sleep(Duration::from_millis(3));
             support::drop_within(rt, Duration::from_secs(10), "runtime drop hung");

@@ -58,7 +58,7 @@ fn debounce_reset_from_every_p() {
                     p.await.unwrap();
                 }
                 let start = Instant::now();
-                while pending.lock().unwrap().len() > 0 || flushes.load(SeqCst) == 0 {
+                while !pending.lock().unwrap().is_empty() || flushes.load(SeqCst) == 0 {
                     assert!(start.elapsed() < Duration::from_secs(10), "never flushed");
                     gort::time::sleep(Duration::from_millis(1)).await;
                 }
