@@ -15,6 +15,7 @@
 mod support;
 
 use std::collections::{HashSet, VecDeque};
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -411,6 +412,52 @@ fn subscriptions_closed_and_dropped_mid_flight() {
             });
             support::drop_within(rt, Duration::from_secs(10), "runtime drop hung");
             drop(subs);
+        });
+    }
+}
+
+/// `Close` itself dropped midway (a caller's `timeout` of 0-3 polls around it): its reply
+/// channel may be in the loop's hands or not yet; either way the loop never blocks on a
+/// reply nobody waits for, and a later `Close` answers (or finds the loop gone), never
+/// hangs.
+#[test]
+fn close_dropped_midway_then_closed_again() {
+    for procs in [1, 4] {
+        within(move || {
+            let rt = rt(procs);
+            let base = rt.metrics().tasks_alive;
+            rt.block_on(async {
+                for i in 0..300u64 {
+                    let sub = subscribe(FakeFetcher::new(&format!("c{i}"), 4, 9));
+                    for _ in 0..i % 4 {
+                        let _ = sub.updates().recv().await;
+                    }
+                    // Polled a few times, then dropped (at the end of this block: a pinned
+                    // future lives as long as its scope).
+                    {
+                        let mut close = std::pin::pin!(sub.close());
+                        for _ in 0..i % 3 {
+                            let waker = futures::task::noop_waker();
+                            let mut cx = std::task::Context::from_waker(&waker);
+                            if close.as_mut().poll(&mut cx).is_ready() {
+                                break;
+                            }
+                            gort::yield_now().await;
+                        }
+                    }
+                    let again = gort::time::timeout(Duration::from_secs(5), sub.close()).await;
+                    match again.expect("a second Close hung") {
+                        Ok(()) | Err(_) => {}
+                    }
+                    assert_eq!(
+                        gort::time::timeout(Duration::from_secs(5), sub.updates().recv())
+                            .await
+                            .expect("updates never closed"),
+                        None
+                    );
+                }
+            });
+            wait_tasks(&rt, base);
         });
     }
 }
