@@ -62,7 +62,8 @@ fn run_on_a_new_thread(f: Func) {
 
 /// Arranges for `f` to run in its own task once `ctx` is done, or at once (in its own task)
 /// if it already is (Go 1.21's `context.AfterFunc`). On [`Context::background`], `f` never
-/// runs. Dropping the returned handle does not unregister `f`.
+/// runs. Dropping the returned handle does not unregister `f`;
+/// [`AfterFunc::drop_guard`] does, when its guard drops (Go's `defer stop()`).
 ///
 /// `f`'s task is a task like any other: a cancel during the runtime's shutdown (a context's
 /// cancel guard dropped with the tasks being torn down) spawns it on a runtime that runs

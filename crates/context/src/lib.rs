@@ -7,7 +7,8 @@
 //!   parent's.
 //! - [`Context::done`] is a channel closed on cancellation, usable as a `select!` arm;
 //!   [`Context::err`] says why ([`Error::Canceled`] or [`Error::DeadlineExceeded`]).
-//! - [`after_func`] runs a function in its own task once a context is done (Go 1.21).
+//! - [`after_func`] runs a function in its own task once a context is done (Go 1.21);
+//!   [`AfterFunc::drop_guard`] unregisters it when a scope ends (Go's `defer stop()`).
 //! - [`with_cancel_cause`], [`with_deadline_cause`] and [`with_timeout_cause`] say why, and
 //!   [`Context::cause`] tells it (Go 1.20's `Cause`, 1.21's `WithDeadlineCause`).
 //! - Go 1.21's `WithoutCancel(parent)` keeps the parent's values but none of its cancellation;
@@ -73,7 +74,7 @@ pub use crate::cause::{
     Cause,
 };
 pub use crate::ctx::{CancelFn, Context};
-pub use crate::guard::CancelGuard;
+pub use crate::guard::{AfterFuncGuard, CancelGuard};
 use gort_time::Instant;
 
 /// Why a context is done (Go's `context.Canceled` and `context.DeadlineExceeded`).

@@ -479,6 +479,13 @@ impl<E: Send + 'static> ErrGroup<E> {
     /// pass the result on (a channel, an `Arc`) when several need it. A panic is resumed,
     /// likewise, by the one `wait` that joined the task that panicked.
     ///
+    /// So x/sync/errgroup's pipeline example, which closes its results channel in
+    /// `go func() { g.Wait(); close(c) }()` and then calls `g.Wait()` again for the error,
+    /// ported literally could return the partial results with `Ok(())` when the first
+    /// `wait` took the error. On gort the channel closes by itself once the last task's
+    /// `Sender` drops, so that first `wait` is not needed; if it is kept, it sends its result
+    /// on (`tests/go_programs_pipelines.rs` ports the example).
+    ///
     /// A task that never finished because its runtime was dropped (the group outlived the
     /// runtime its tasks ran on, and `wait` runs on another) has neither an error nor a
     /// panic to give, and `wait` counts it as done: `Ok(())` if no other task failed. Go has

@@ -29,6 +29,7 @@
 mod err_group;
 pub mod singleflight;
 mod wait_group;
+mod wait_group_go;
 
 pub use crate::err_group::ErrGroup;
 pub use crate::wait_group::WaitGroup;
