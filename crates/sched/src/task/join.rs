@@ -267,3 +267,25 @@ impl fmt::Debug for JoinError {
 }
 
 impl std::error::Error for JoinError {}
+
+/// A `JoinError` as an `io::Error` of kind `Other` (Tokio's conversion), so that `?` takes it
+/// in a function returning `io::Result`; `into_inner` gives the `JoinError` back, with its
+/// panic payload.
+///
+/// # Examples
+///
+/// ```
+/// let rt = gort::Runtime::new().unwrap();
+/// let err: std::io::Error = rt.block_on(async {
+///     let h = gort::spawn(async { panic!("boom") });
+///     h.await.unwrap_err().into()
+/// });
+/// assert_eq!(err.kind(), std::io::ErrorKind::Other);
+/// let join_err = err.into_inner().unwrap().downcast::<gort::JoinError>().unwrap();
+/// assert!(join_err.is_panic());
+/// ```
+impl From<JoinError> for std::io::Error {
+    fn from(err: JoinError) -> std::io::Error {
+        std::io::Error::other(err)
+    }
+}
