@@ -8,7 +8,10 @@
 //! `panics_when_no_reactor`, `io_panics_when_no_tokio_context` and
 //! `no_runtime_panics_binding_net_tcp_listener` check the error; timers panic, as Tokio's do.
 //! Skipped: `fs_panics_when_no_tokio_context` and `stdout_panics_when_no_tokio_context`
-//! (gort has no `fs` or `io::stdout`).
+//! (gort has no `fs` or `io::stdout`); `net_panic.rs` (its `from_std` panics come from a
+//! runtime without I/O, and gort's I/O is always on; outside a runtime they are the errors
+//! checked here); `io_panic.rs` (its panics are `tokio::io`'s own utilities: `ReadBuf`,
+//! `duplex`, `AsyncFd`, `BufReader`, which gort runs unchanged or does not have).
 
 mod support;
 
