@@ -295,6 +295,13 @@ mod chan {
     async_assert_fn!(Sender<NN>::send(_, NN): !Send & !Sync & Unpin);
     async_assert_fn!(Sender<YN>::send(_, YN): Send & !Sync & Unpin);
     async_assert_fn!(Sender<YY>::send(_, YY): Send & Sync & Unpin);
+    async_assert_fn!(gort::time::Timer::new(Duration): Send & Sync & Unpin);
+    async_assert_fn!(timer_recv(&gort::time::Timer): Send & Sync & Unpin);
+
+    /// A timer's receive, as a `select!` arm or an `.await` takes it.
+    fn timer_recv(timer: &gort::time::Timer) -> RecvFuture<'_, Instant> {
+        timer.c().recv()
+    }
 }
 
 mod context {
@@ -307,6 +314,11 @@ mod context {
     assert_value!(CancelCauseFn: Send & Sync & Unpin);
     assert_value!(AfterFunc: Send & Sync & Unpin);
     assert_value!(Error: Send & Sync & Unpin);
+    async_assert_fn!(done_recv(&Context): Send & Sync & Unpin);
+
+    fn done_recv(ctx: &Context) -> gort::chan::RecvFuture<'_, ()> {
+        ctx.done().recv()
+    }
 }
 
 mod sync {
@@ -322,6 +334,13 @@ mod sync {
     async_assert_fn!(
         ErrGroup<std::io::Error>::spawn_limited(_, BoxFutureSend<std::io::Result<()>>): Send & !Sync & !Unpin
     );
+    async_assert_fn!(singleflight_call(&singleflight::Group<u32, YY>): Send & Sync & !Unpin);
+
+    fn singleflight_call(
+        group: &singleflight::Group<u32, YY>,
+    ) -> impl std::future::Future<Output = Result<(YY, bool), singleflight::CallError>> {
+        group.call(1, || async { YY {} })
+    }
 }
 
 fn is_unwind_safe<T: UnwindSafe + RefUnwindSafe>() {}
