@@ -124,7 +124,7 @@ fn split() {
             assert_eq!(&read_buf[..read_len], MSG);
         });
         let stream = TcpStream::connect(addr).await.unwrap();
-        let (mut read_half, mut write_half) = stream.split();
+        let (read_half, write_half) = stream.split();
         let mut read_buf = [0u8; 32];
         let read_len = read_half.read(&mut read_buf[..]).await.unwrap();
         assert_eq!(&read_buf[..read_len], MSG);
