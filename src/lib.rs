@@ -90,7 +90,7 @@ pub mod runtime {
 /// spawn functions again, and the cooperative budget (Tokio's): each task poll may do 128
 /// ready channel, socket or join operations before they return `Pending` and the task yields;
 /// [`unconstrained`](task::unconstrained) lifts it, [`consume_budget`](task::consume_budget)
-/// spends it by hand.
+/// spends it by hand, [`has_budget_remaining`](task::has_budget_remaining) reads it.
 ///
 /// ```
 /// let rt = gort::Runtime::new().unwrap();
@@ -119,7 +119,7 @@ pub mod runtime {
 pub mod task {
     pub use gort_sched::task::{id, try_id, AbortHandle, Id, JoinError, JoinHandle, JoinSet};
     pub use gort_sched::{block_in_place, spawn, spawn_blocking, yield_now};
-    pub use gort_sched::{consume_budget, unconstrained, Unconstrained};
+    pub use gort_sched::{consume_budget, has_budget_remaining, unconstrained, Unconstrained};
 }
 
 pub use gort_macros::{main, test};

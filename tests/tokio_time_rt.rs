@@ -134,9 +134,14 @@ fn tickspace() {
         };
         let deadline = sleep.deadline();
         rt.block_on(async { sleep.as_mut().reset(deadline + Duration::from_millis(1)) });
-        let now = rt_past.block_on(async { Instant::now() });
         rt_past.block_on(sleep);
-        let elapsed = rt_past.block_on(async { Instant::now() }) - now;
+        // Measured from the sleep's start on `rt_past`'s clock, not from a read after the
+        // reset (Tokio's `now`): `rt_past` runs nothing, so its idle Ms may jump its paused
+        // clock to the sleep's first deadline at any time, as a Tokio multi-thread runtime's
+        // idle workers do (Tokio's current-thread one moves it only in `block_on`); a read
+        // after that jump measured 1 ms (10 runs in 20).
+        let start = deadline - Duration::from_millis(1);
+        let elapsed = rt_past.block_on(async { Instant::now() }) - start;
         assert_eq!(elapsed, Duration::from_millis(2));
     });
 }

@@ -115,6 +115,15 @@ mod wake;
 #[doc(hidden)]
 pub use crate::chan::Chan;
 pub use crate::error::{SendError, TryRecvError, TrySendError};
+
+// Unwind safety, as Tokio's `mpsc` channels have: a panic never leaves a channel
+// half-updated. Its state changes under its lock, where no user waker runs (wakers are woken
+// after the lock is released: design/CHANNELS.md, "Wake-ups outside the lock"; a panicking
+// waker costs the others nothing), so a channel seen after a caught panic is consistent.
+impl<T> std::panic::UnwindSafe for Receiver<T> {}
+impl<T> std::panic::RefUnwindSafe for Receiver<T> {}
+impl<T> std::panic::UnwindSafe for Sender<T> {}
+impl<T> std::panic::RefUnwindSafe for Sender<T> {}
 #[doc(hidden)]
 pub use crate::fused::{bounded_fused, Fused, FusedReceiver};
 pub use crate::receiver::{Receiver, RecvFuture};

@@ -80,7 +80,25 @@ fn with_left<R>(left: u64, f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Whether the current poll has budget left (always true outside a budget).
+/// Whether the current poll has budget left (always true outside a budget); Tokio's
+/// `task::coop::has_budget_remaining`. A loop of work that awaits nothing of gort's may ask
+/// it to decide when to yield.
+///
+/// # Examples
+///
+/// ```
+/// let rt = gort::Builder::new().procs(1).build().unwrap();
+/// rt.block_on(async {
+///     let task = gort::spawn(async {
+///         assert!(gort::task::has_budget_remaining());
+///         for _ in 0..128 {
+///             gort::task::consume_budget().await; // the budget is 128 operations per poll
+///         }
+///         assert!(!gort::task::has_budget_remaining());
+///     });
+///     task.await.unwrap();
+/// });
+/// ```
 #[inline]
 pub fn has_budget_remaining() -> bool {
     LEFT.with(Cell::get) != 0

@@ -21,7 +21,7 @@ use quote::{quote, quote_spanned};
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{Expr, ExprLit, ItemFn, Lit, LitBool, LitInt, Meta, MetaNameValue, Token};
+use syn::{Expr, ExprLit, ItemFn, Lit, LitBool, LitInt, LitStr, Meta, MetaNameValue, Token};
 
 /// Which attribute is expanded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,7 +56,11 @@ fn try_expand(attr: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result
     let Args {
         procs,
         start_paused,
+        krate,
     } = parse_args(attr)?;
+    // The crate's path: `::gort` unless `crate = "..."` names another (a renamed dependency,
+    // a re-export), as Tokio's `crate` argument does.
+    let krate = krate.map_or_else(|| quote! { ::gort }, |path| quote! { #path });
     let mut func: ItemFn = syn::parse2(item)?;
     check_signature(&func, kind)?;
     func.sig.asyncness = None;
@@ -69,14 +73,14 @@ fn try_expand(attr: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result
     let paused = start_paused.map(|b| quote_spanned! {b.span()=> .start_paused(#b) });
     let builder = match &procs {
         Some(n) => {
-            quote_spanned! {n.span()=> ::gort::Builder::new().procs(#n) #paused #exit .build() }
+            quote_spanned! {n.span()=> #krate::Builder::new().procs(#n) #paused #exit .build() }
         }
-        None => quote! { ::gort::Builder::new() #paused #exit .build() },
+        None => quote! { #krate::Builder::new() #paused #exit .build() },
     };
     let max_check = procs.as_ref().map(|n| {
         quote_spanned! {n.span()=>
             const _: () = ::core::assert!(
-                #n <= ::gort::MAX_PROCS,
+                #n <= #krate::MAX_PROCS,
                 "gort: `procs` must be in 1..=gort::MAX_PROCS",
             );
         }
@@ -95,8 +99,8 @@ fn try_expand(attr: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result
             })) {
                 ::core::result::Result::Ok(__gort_out) => {
                     #[allow(unused_imports)]
-                    use ::gort::__macro_support::{FailedResult as _, NotAResult as _};
-                    if (&::gort::__macro_support::TestOutput(&__gort_out)).gort_failed() {
+                    use #krate::__macro_support::{FailedResult as _, NotAResult as _};
+                    if (&#krate::__macro_support::TestOutput(&__gort_out)).gort_failed() {
                         __gort_rt.shutdown_timeout(::std::time::Duration::from_secs(1));
                     } else {
                         ::core::mem::drop(__gort_rt);
@@ -130,9 +134,12 @@ struct Args {
     procs: Option<LitInt>,
     /// `start_paused = true|false`.
     start_paused: Option<LitBool>,
+    /// `crate = "path"`: where gort is, if not at `::gort`.
+    krate: Option<syn::Path>,
 }
 
-/// Parses the arguments: any of `procs = N` and `start_paused = BOOL`, each at most once.
+/// Parses the arguments: any of `procs = N`, `start_paused = BOOL` and `crate = "PATH"`, each
+/// at most once.
 fn parse_args(attr: TokenStream2) -> syn::Result<Args> {
     let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(attr)?;
     let mut args = Args::default();
@@ -146,6 +153,9 @@ fn parse_args(attr: TokenStream2) -> syn::Result<Args> {
         } else if nv.path.is_ident("start_paused") {
             once(&args.start_paused, nv)?;
             args.start_paused = Some(parse_bool(&nv.value)?);
+        } else if nv.path.is_ident("crate") {
+            once(&args.krate, nv)?;
+            args.krate = Some(parse_crate(&nv.value)?);
         } else {
             return Err(unknown(nv.path.span(), &arg));
         }
@@ -209,8 +219,28 @@ fn parse_bool(value: &Expr) -> syn::Result<LitBool> {
     }
 }
 
+/// `crate`'s value: a string literal holding a path (`"gort1"`, `"::my_facade::gort"`).
+fn parse_crate(value: &Expr) -> syn::Result<syn::Path> {
+    match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) => s.parse::<syn::Path>().map_err(|_| not_a_path(s)),
+        other => Err(syn::Error::new(
+            other.span(),
+            "gort: `crate` takes a path in a string, e.g. `crate = \"my_facade::gort\"`",
+        )),
+    }
+}
+
+fn not_a_path(s: &LitStr) -> syn::Error {
+    syn::Error::new(
+        s.span(),
+        format!("gort: `crate = {:?}` is not a path", s.value()),
+    )
+}
+
 fn unknown(span: Span, arg: &Meta) -> syn::Error {
-    for name in ["procs", "start_paused"] {
+    for name in ["procs", "start_paused", "crate"] {
         if arg.path().is_ident(name) {
             return syn::Error::new(
                 span,
@@ -232,7 +262,8 @@ fn unknown(span: Span, arg: &Meta) -> syn::Error {
     syn::Error::new(
         span,
         format!(
-            "gort: unknown {name}; the arguments are `procs = N` and `start_paused = BOOL`{hint}"
+            "gort: unknown {name}; the arguments are `procs = N`, `start_paused = BOOL` and \
+             `crate = \"PATH\"`{hint}"
         ),
     )
 }

@@ -1,7 +1,9 @@
 //! `#[gort::main]` and `#[gort::test]`: run an `async fn` on a fresh gort runtime.
 //!
 //! Both accept the optional arguments `procs = N` (the runtime's number of Ps,
-//! `1..=MAX_PROCS`) and `start_paused = true` (a paused clock: `Builder::start_paused`).
+//! `1..=MAX_PROCS`), `start_paused = true` (a paused clock: `Builder::start_paused`) and
+//! `crate = "PATH"` (where gort is when not at `::gort`: a renamed dependency, a re-export;
+//! Tokio's `crate` argument).
 //! The function keeps its return type: `main` may return anything a plain `fn main` may (any
 //! `T: Termination`, e.g. `Result<(), E>`), a test `()` or `Result<(), E>`; other attributes
 //! (`#[should_panic]`, `#[ignore]`, ...) stay on the generated function.
@@ -28,7 +30,9 @@ mod expand;
 ///
 /// `#[gort::main(procs = 4)]` sets the number of Ps (without it, the `GORT_MAXPROCS`
 /// environment variable does, else one P per CPU: `gort::Builder::new`); `start_paused = true` starts the
-/// runtime with a paused clock (`gort::Builder::start_paused`). A bad argument, a `procs` outside
+/// runtime with a paused clock (`gort::Builder::start_paused`); `crate = "PATH"` names where gort
+/// is when it is not at `::gort` (`gort` renamed in `Cargo.toml`, or re-exported by a crate
+/// of one's own: `#[my_facade::gort::main(crate = "my_facade::gort")]`). A bad argument, a `procs` outside
 /// `1..=gort::MAX_PROCS`, a non-`async` function or one with parameters is a compile error.
 #[proc_macro_attribute]
 pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {

@@ -33,6 +33,20 @@ macro_rules! for_each_stream_type {
     };
 }
 
+/// Tokio's `poll_shutdown` and futures-io's `poll_close`: `NotConnected` is success (a
+/// peer's reset may have closed the connection already; tokio#4665), so that a program's
+/// `shutdown().await`, `close().await` and `copy_bidirectional` do not fail on a reset peer
+/// here when they do not under Tokio, through either adapter (Tokio's
+/// `shutdown_after_tcp_reset`, `tests/tokio_tcp.rs`; `tests/compat.rs`). gort's own
+/// [`TcpStream::shutdown`] reports it, as Go's `CloseWrite` does.
+#[cfg(any(feature = "tokio-io", feature = "futures-io"))]
+fn shut_write<S: crate::stream::StreamSource>(conn: &crate::stream::Conn<S>) -> io::Result<()> {
+    match conn.shutdown(Shutdown::Write) {
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
+        other => other,
+    }
+}
+
 #[cfg(feature = "tokio-io")]
 mod tokio_io {
     use super::*;
@@ -75,18 +89,6 @@ mod tokio_io {
         unsafe { buf.assume_init(n) };
         buf.advance(n);
         Poll::Ready(Ok(()))
-    }
-
-    /// Tokio's `poll_shutdown`: `NotConnected` is success (a peer's reset may have closed the
-    /// connection already; tokio#4665), so that a Tokio program's `shutdown().await` and
-    /// `copy_bidirectional` do not fail on a reset peer here when they do not under Tokio
-    /// (Tokio's `shutdown_after_tcp_reset`, `tests/tokio_tcp.rs`). gort's own
-    /// [`TcpStream::shutdown`] reports it, as Go's `CloseWrite` does.
-    fn shut_write<S: crate::stream::StreamSource>(conn: &crate::stream::Conn<S>) -> io::Result<()> {
-        match conn.shutdown(Shutdown::Write) {
-            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
-            other => other,
-        }
     }
 
     macro_rules! impl_tokio_read {
@@ -187,7 +189,7 @@ mod futures_io_impls {
                 }
 
                 fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-                    Poll::Ready(self.conn().shutdown(Shutdown::Write))
+                    Poll::Ready(shut_write(self.conn()))
                 }
             }
         };

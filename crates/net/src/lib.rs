@@ -109,8 +109,9 @@
 //! `AsyncWriteExt::shutdown()`: tokio code's `stream.shutdown().await` does not compile here;
 //! write `AsyncWriteExt::shutdown(&mut stream).await`, or `stream.shutdown(Shutdown::Write)`
 //! (the same half-close, done at once). They differ on a connection the peer has reset: the
-//! tokio adapter succeeds, as Tokio's `shutdown` does (`NotConnected` is no error there),
-//! where `shutdown(Shutdown::Write)` reports `NotConnected`, as Go's `CloseWrite` does.
+//! tokio adapter's `shutdown` and the futures-io adapter's `close` succeed, as Tokio's
+//! `shutdown` does (`NotConnected` is no error there), where `shutdown(Shutdown::Write)`
+//! reports `NotConnected`, as Go's `CloseWrite` does.
 
 #![warn(missing_docs)]
 
@@ -147,3 +148,25 @@ pub use tcp::{TcpListener, TcpStream};
 pub use udp::UdpSocket;
 pub use unix::{UnixListener, UnixStream};
 pub use unix_datagram::UnixDatagram;
+
+/// Unwind safety, as Tokio's sockets have (Tokio's `unwindsafe.rs`,
+/// `tests/tokio_async_send_sync.rs`): a panic never leaves a socket half-updated. Its state
+/// is its poll descriptor's atomics and locks, under which no user code runs (wakers are
+/// woken after the lock is released), so a socket seen after a caught panic is consistent.
+macro_rules! unwind_safe {
+    ($($t:ty),*) => {
+        $(
+            impl std::panic::UnwindSafe for $t {}
+            impl std::panic::RefUnwindSafe for $t {}
+        )*
+    };
+}
+
+unwind_safe!(
+    TcpListener,
+    TcpStream,
+    UdpSocket,
+    UnixListener,
+    UnixStream,
+    UnixDatagram
+);

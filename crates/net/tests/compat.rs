@@ -5,6 +5,14 @@
 //! Run: `cargo test -p gort-net --features tokio-io,futures-io --test compat`
 #![cfg(all(feature = "tokio-io", feature = "futures-io"))]
 
+#[allow(dead_code)] // not every helper is used by this binary
+#[path = "support/watchdog.rs"]
+mod watchdog;
+
+#[allow(dead_code)] // not every helper is used by this binary
+#[path = "support/tcp.rs"]
+mod tcp;
+
 use gort::net::{ReadHalf, TcpListener, TcpStream, WriteHalf};
 use gort::time::Instant;
 use std::io::ErrorKind;
@@ -213,5 +221,34 @@ fn an_owned_streams_split_with_futures_ext_in_scope_is_the_traits() {
             futures::io::ReadHalf<TcpStream>,
             futures::io::WriteHalf<TcpStream>,
         ) = c.split();
+    });
+}
+
+/// Tokio's `shutdown_after_tcp_reset` through both adapters: after the peer reset the
+/// connection, tokio's `shutdown` and futures' `close` both succeed (tokio#4665: the
+/// `NotConnected` that `shutdown(2)` gives there is no error to a program closing its side),
+/// so the same program does not fail through one adapter and pass through the other.
+#[test]
+fn closing_after_the_peers_reset_succeeds_through_both_adapters() {
+    watchdog::within(|| {
+        gort::Runtime::new().unwrap().block_on(async {
+            for adapter in ["tokio", "futures"] {
+                let (mut c, s) = tcp::tcp_pair().await;
+                tcp::linger_zero(&s);
+                drop(s); // a reset
+                         // Wait until the reset has arrived: a read sees it.
+                let mut buf = [0; 8];
+                let _ = c.read(&mut buf).await;
+                let closed = match adapter {
+                    "tokio" => tokio::io::AsyncWriteExt::shutdown(&mut c).await,
+                    _ => futures::AsyncWriteExt::close(&mut c).await,
+                };
+                match closed {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == ErrorKind::ConnectionReset => {}
+                    Err(e) => panic!("{adapter}: closing after a reset: {e:?}"),
+                }
+            }
+        })
     });
 }

@@ -219,7 +219,8 @@ where
 }
 
 /// Keeps a runtime current on this thread; made by [`Handle::enter`]. Not `Send`: it must
-/// be dropped on the thread that made it.
+/// be dropped on the thread that made it. `Sync`, as Tokio's is (a future or struct holding
+/// a `&EnterGuard` stays `Sync`).
 ///
 /// # Examples
 ///
@@ -234,6 +235,11 @@ pub struct EnterGuard<'a> {
     _ctx: context::EnterGuard,
     _handle: PhantomData<&'a Handle>,
 }
+
+// SAFETY: a shared reference to the guard reaches nothing: it has no `&self` method that
+// reads its fields (`Debug` prints none), and only its drop, on the thread that made it,
+// restores the thread's previous runtime from them.
+unsafe impl Sync for EnterGuard<'_> {}
 
 impl fmt::Debug for EnterGuard<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

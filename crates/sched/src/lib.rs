@@ -51,7 +51,7 @@ pub use task::{AbortHandle, JoinError, JoinHandle};
 
 // The cooperative budget (gort-coop), which the `gort` facade re-exports as
 // `gort::task::{unconstrained, consume_budget}`.
-pub use gort_coop::{consume_budget, unconstrained, Unconstrained};
+pub use gort_coop::{consume_budget, has_budget_remaining, unconstrained, Unconstrained};
 
 use std::future::Future;
 use std::pin::Pin;

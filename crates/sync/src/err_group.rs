@@ -511,17 +511,7 @@ impl<E: Send + 'static> ErrGroup<E> {
             panic: None,
         };
         loop {
-            let (batch, aborted, reaped) = {
-                let mut tasks = self.lock_tasks();
-                let aborted = std::mem::take(&mut tasks.aborted);
-                (std::mem::take(&mut tasks.set), aborted, tasks.panic.take())
-            };
-            joining.batches.extend(aborted);
-            joining.batches.push(batch);
-            joining.batches.retain(|batch| !batch.is_empty());
-            if let Some(payload) = reaped {
-                joining.keep(payload);
-            }
+            joining.take_tasks();
             if joining.batches.is_empty() {
                 break;
             }
@@ -531,7 +521,7 @@ impl<E: Send + 'static> ErrGroup<E> {
         self.first.running.wait().await;
         self.first.cancel_context();
         if let Some(payload) = joining.panic.take() {
-            resume_unwind(payload);
+            resume_unwind(payload.into_inner());
         }
         match self.first.take() {
             Some(error) => Err(error),

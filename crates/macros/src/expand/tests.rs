@@ -27,7 +27,9 @@ fn unknown_argument_is_named() {
     );
     assert_error(
         &out,
-        "gort: unknown `flavor`; the arguments are `procs = N` and `start_paused = BOOL`",
+        // (the expansion prints the message's quotes escaped)
+        "gort: unknown `flavor`; the arguments are `procs = N`, `start_paused = BOOL` and \
+         `crate = ",
     );
     let out = expand_main(
         quote!(multi_thread),
@@ -260,8 +262,9 @@ fn errors_point_at_the_offending_tokens() {
     assert_eq!(
         (msg.as_str(), col),
         (
-            "gort: unknown `flavor`; the arguments are `procs = N` and `start_paused = BOOL` \
-             (gort has one scheduler: Tokio's `current_thread` is `procs = 1`)",
+            "gort: unknown `flavor`; the arguments are `procs = N`, `start_paused = BOOL` and \
+             `crate = \"PATH\"` (gort has one scheduler: Tokio's `current_thread` is \
+             `procs = 1`)",
             11
         )
     );
@@ -298,4 +301,32 @@ fn start_paused_sets_the_builder_option() {
         ),
     );
     assert_error(&out, "gort: `start_paused` is given twice");
+}
+
+/// `crate = "PATH"` (Tokio's `crate` argument): every path of the expansion goes through it,
+/// so a renamed dependency or a re-export works where `::gort` does not exist.
+#[test]
+fn crate_names_the_path_to_gort() {
+    let item = quote!(
+        async fn t() {}
+    );
+    for kind in [Kind::Main, Kind::Test] {
+        let attr = quote!(procs = 2, crate = "my_facade::rt");
+        let out = expand(attr, item.clone(), kind).to_string();
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(
+            !out.contains(":: gort ::"),
+            "a path still names ::gort: {out}"
+        );
+        assert!(
+            out.contains("my_facade :: rt :: Builder :: new ()"),
+            "{out}"
+        );
+    }
+    let out = expand(quote!(crate = 1), item.clone(), Kind::Main).to_string();
+    assert_error(&out, "gort: `crate` takes a path in a string");
+    let out = expand(quote!(crate = "a b"), item.clone(), Kind::Main).to_string();
+    assert_error(&out, "is not a path");
+    let out = expand(quote!(crate = "a", crate = "b"), item, Kind::Main).to_string();
+    assert_error(&out, "gort: `crate` is given twice");
 }

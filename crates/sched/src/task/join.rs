@@ -153,7 +153,30 @@ pub struct JoinError {
 
 enum Repr {
     Cancelled,
-    Panic(Box<dyn Any + Send + 'static>),
+    Panic(Payload),
+}
+
+/// A panic payload, `Sync` so that `JoinError` is (as Tokio's is: an error goes into
+/// `Box<dyn Error + Send + Sync>` and `anyhow::Error`, and a future holding one across an
+/// `.await` stays `Sync`; Tokio's `async_send_sync.rs`, `tests/tokio_async_send_sync.rs`).
+/// Through a shared reference it gives only what [`message`](Payload::message) reads, a
+/// `&str`, which is `Sync`; the payload itself leaves only by value.
+struct Payload(Box<dyn Any + Send + 'static>);
+
+// SAFETY: no `&self` method hands out the payload: `message` only calls `downcast_ref`
+// (which reads the vtable's type id, not the value) for `&'static str` and `String`, both
+// `Sync`, so the references it returns may be shared between threads; everything else takes
+// the payload by value.
+unsafe impl Sync for Payload {}
+
+impl Payload {
+    /// The panic's message, for a `&str` or `String` payload (what `panic!` makes).
+    fn message(&self) -> Option<&str> {
+        let p = &self.0;
+        p.downcast_ref::<&'static str>()
+            .copied()
+            .or_else(|| p.downcast_ref::<String>().map(String::as_str))
+    }
 }
 
 impl JoinError {
@@ -166,7 +189,7 @@ impl JoinError {
 
     pub(crate) fn panic(id: Id, payload: Box<dyn Any + Send + 'static>) -> JoinError {
         JoinError {
-            repr: Repr::Panic(payload),
+            repr: Repr::Panic(Payload(payload)),
             id,
         }
     }
@@ -208,17 +231,14 @@ impl JoinError {
     #[track_caller]
     pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
         match self.repr {
-            Repr::Panic(p) => p,
+            Repr::Panic(p) => p.0,
             Repr::Cancelled => panic!("gort: JoinError::into_panic on a cancelled task"),
         }
     }
 
     fn panic_message(&self) -> Option<&str> {
         match &self.repr {
-            Repr::Panic(p) => p
-                .downcast_ref::<&'static str>()
-                .copied()
-                .or_else(|| p.downcast_ref::<String>().map(String::as_str)),
+            Repr::Panic(p) => p.message(),
             Repr::Cancelled => None,
         }
     }
@@ -247,3 +267,25 @@ impl fmt::Debug for JoinError {
 }
 
 impl std::error::Error for JoinError {}
+
+/// A `JoinError` as an `io::Error` of kind `Other` (Tokio's conversion), so that `?` takes it
+/// in a function returning `io::Result`; `into_inner` gives the `JoinError` back, with its
+/// panic payload.
+///
+/// # Examples
+///
+/// ```
+/// let rt = gort::Runtime::new().unwrap();
+/// let err: std::io::Error = rt.block_on(async {
+///     let h = gort::spawn(async { panic!("boom") });
+///     h.await.unwrap_err().into()
+/// });
+/// assert_eq!(err.kind(), std::io::ErrorKind::Other);
+/// let join_err = err.into_inner().unwrap().downcast::<gort::JoinError>().unwrap();
+/// assert!(join_err.is_panic());
+/// ```
+impl From<JoinError> for std::io::Error {
+    fn from(err: JoinError) -> std::io::Error {
+        std::io::Error::other(err)
+    }
+}
