@@ -328,20 +328,18 @@ fn ping_pong_hog_counts(run_for: Duration) -> HogCounts {
 /// Go's factor: "if the scheduler isn't working right, the gap should be ~1000X".
 const HOG_FACTOR: u64 = 20;
 
-/// Go: TestPingPongHog (proc_test.go), as Go states it: the two pairs' work stays within a
-/// factor of 20, because each pair hands the P on within a time slice (the woken task
-/// inherits its waker's slice, and sysmon preempts after 10 ms).
-///
-/// Ignored: gort does not hold this. It bounds a run of `runnext` tasks by count (3 in a
-/// row, then the P takes from its queue: design/ARCHITECTURE.md, "The run queues"), not by
-/// time, so the pairs alternate turn for turn and the hog, whose turn is 1,000 times
-/// longer, gets about 1,000 times the work (measured: 18,000,000 / 13,000 in release, 1,384x;
-/// 14,000,000 / 9,000 in debug). Holding it takes a time-sliced `runnext` (Go's
-/// `inheritTime`); `ping_pong_hog_turns` checks what gort guarantees instead.
+/// Go: TestPingPongHog (proc_test.go): the two pairs' work stays within a factor of 20,
+/// because each pair hands the P on within a time slice: a task readied through `runnext`
+/// inherits its waker's slice, and once sysmon finds the slice 10 ms old the P takes from
+/// its queue (design/ARCHITECTURE.md, "The run queues"). Before the slice, `runnext` was
+/// bounded by count (3 in a row), the pairs alternated turn for turn, and the hog got about
+/// 1,000 times the work (18,000,000 / 13,000 in release).
 #[test]
-#[ignore = "gort's runnext is bounded by count, not by Go's time slice (see the docs)"]
 fn ping_pong_hog() {
-    let c = ping_pong_hog_counts(Duration::from_millis(100));
+    // Go runs 100 ms; 300 averages over more slices (10-20 ms each, so a slice the OS takes
+    // from a loaded machine weighs less), and a debug build's light turns, whose channel
+    // operations cost about as much as their work, over more turns.
+    let c = ping_pong_hog_counts(Duration::from_millis(300));
     assert!(
         c.hog / HOG_FACTOR <= c.light && c.light / HOG_FACTOR <= c.hog,
         "want hog/light in [1/{HOG_FACTOR}, {HOG_FACTOR}]; got {}/{} = {}",
@@ -351,8 +349,10 @@ fn ping_pong_hog() {
     );
 }
 
-/// TestPingPongHog's setup, with gort's guarantee: neither pair is starved of turns (their
-/// turn counts stay within Go's factor of 20), though a turn's length is not bounded.
+/// TestPingPongHog's setup, by turns: neither pair is starved of turns. With time slices the
+/// light pair, whose turns are 1,000 times shorter, runs many turns for each of the hog's
+/// (in Go as in gort), so the turns are not within a factor: the hog pair runs at least two,
+/// and the light pair at least as many as it.
 #[test]
 fn ping_pong_hog_turns() {
     // Debug builds count about ten times slower: a longer run for a few hog turns.
@@ -364,10 +364,10 @@ fn ping_pong_hog_turns() {
         c.hog_turns
     );
     assert!(
-        c.hog_turns / HOG_FACTOR <= c.light_turns && c.light_turns / HOG_FACTOR <= c.hog_turns,
-        "want hog/light turns in [1/{HOG_FACTOR}, {HOG_FACTOR}]; got {}/{}",
-        c.hog_turns,
-        c.light_turns
+        c.light_turns >= c.hog_turns,
+        "the light pair ran fewer turns than the hog: {}/{}",
+        c.light_turns,
+        c.hog_turns
     );
 }
 

@@ -34,6 +34,7 @@ mod runnext;
 mod runq;
 pub mod runtime;
 mod shared;
+mod slice;
 mod sysmon;
 pub mod task;
 mod threads;

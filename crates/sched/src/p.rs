@@ -13,6 +13,7 @@
 use crate::metrics::BusyClock;
 use crate::runnext::{Fill, Pushed, RunNext};
 use crate::runq::{self, Global, Lane, Stealer, Take};
+use crate::slice::{Seen, Slices};
 use crate::task::Task;
 use crate::task::{Releases, RELEASE_BATCH};
 use crossbeam_utils::CachePadded;
@@ -32,9 +33,11 @@ pub(crate) enum PStatus {
     Dead = 2,
 }
 
-/// After this many `runnext` tasks in a row the P takes from its queue instead, so that two
-/// tasks waking each other forever cannot starve the rest (Go bounds this with the time slice
-/// inherited by `runnext`; Tokio with `MAX_LIFO_POLLS_PER_TICK = 3`).
+/// After this many `runnext` tasks in a row that the scheduling round itself readied (timers,
+/// the poller) the P takes from its queue instead (Tokio's `MAX_LIFO_POLLS_PER_TICK = 3`):
+/// timers firing round after round would otherwise keep the tasks they pushed into the ring
+/// waiting (T3_1M's lateness grew). Tasks readied by a running task are bounded by
+/// its time slice instead (slice.rs, [`Local::inherits`]).
 const MAX_RUNNEXT_STREAK: u32 = 3;
 
 /// Every 61st scheduling round the P looks at the global queue first so that it cannot starve
@@ -47,6 +50,10 @@ pub(crate) struct Local {
     runnext_lane: Lane,
     pub(crate) tick: u32,
     runnext_streak: u32,
+    /// Whether the task in `runnext` was readied by a running task (a chain's next link, which
+    /// inherits its slice), not by the scheduling round (timers, the poller): see
+    /// [`Local::inherits`].
+    runnext_chained: bool,
     /// Set when a task yielded after a task was readied into the global queue: the next pick
     /// serves the global queue first (see [`P::note_yield`]).
     serve_global: bool,
@@ -62,10 +69,78 @@ impl Local {
     fn next(
         &mut self,
         runnext: &RunNext<Task>,
+        slices: &Slices,
         global: &Global<Task>,
         thieves: &dyn Thieves,
     ) -> Option<Task> {
         self.tick = self.tick.wrapping_add(1);
+        if let Some(t) = self.ahead_of_runnext(runnext, global, thieves) {
+            slices.begin();
+            return Some(t);
+        }
+        // SAFETY: the holder's take (`Local` is the holder's).
+        if let Some(next) = unsafe { runnext.pop() } {
+            let chained = self.runnext_chained;
+            if self.inherits(chained, slices) {
+                self.runnext_streak += 1;
+                return Some(next);
+            }
+            // Past the bound: the ring's oldest task goes first, in a slice of its own.
+            self.runnext_streak = 0;
+            slices.begin();
+            return match self
+                .queue
+                .pop()
+                .or_else(|| self.after_a_spent_slice(chained, global))
+            {
+                Some(t) => {
+                    self.put_back(next, runnext, global);
+                    Some(self.passing_over_runnext(t, runnext, global, thieves))
+                }
+                None => Some(next),
+            };
+        }
+        self.runnext_streak = 0;
+        slices.begin();
+        self.queue.pop()
+    }
+
+    /// Whether the `runnext` task just taken runs now. One readied by a running task
+    /// (`chained`: the one that ran last, or an earlier one) inherits its time slice, as in Go, and runs unless sysmon
+    /// found the slice spent (slice.rs): two tasks readying each other hold the P for a slice,
+    /// however many turns that is (Go's TestPingPongHog). One the round readied (timers, the
+    /// poller) is bounded by count: at most [`MAX_RUNNEXT_STREAK`] in a row.
+    #[inline]
+    fn inherits(&self, chained: bool, slices: &Slices) -> bool {
+        if chained {
+            !slices.is_spent()
+        } else {
+            self.runnext_streak < MAX_RUNNEXT_STREAK
+        }
+    }
+
+    /// The global queue's oldest task (`Ready` lane first) when a chain's slice is spent
+    /// (`chained`) and the ring is empty, as Go's preempted goroutine goes behind it. Else a
+    /// task spawned off every P waited for the 61-tick check, 61 turns of the chain
+    /// (TestPingPongHog's light pair, spawned by `block_on`: 100 ms behind the hog's turns).
+    #[cold]
+    #[inline(never)]
+    fn after_a_spent_slice(&mut self, chained: bool, global: &Global<Task>) -> Option<Task> {
+        if !chained {
+            return None;
+        }
+        self.queue.refill(global, 1, Take::First(Lane::Ready))
+    }
+
+    /// The picks that go ahead of `runnext`: the global queue every 61st tick, and after a
+    /// yield that saw started work waiting there.
+    #[inline]
+    fn ahead_of_runnext(
+        &mut self,
+        runnext: &RunNext<Task>,
+        global: &Global<Task>,
+        thieves: &dyn Thieves,
+    ) -> Option<Task> {
         if self.tick % GLOBAL_QUEUE_INTERVAL == 0 {
             // Every other check serves the global queue's `Fresh` lane first, so that
             // new tasks get in however many woken ones keep arriving (runq.rs).
@@ -84,24 +159,7 @@ impl Local {
                 return Some(self.passing_over_runnext(t, runnext, global, thieves));
             }
         }
-        // SAFETY: the holder's take (`Local` is the holder's).
-        if let Some(next) = unsafe { runnext.pop() } {
-            if self.runnext_streak < MAX_RUNNEXT_STREAK {
-                self.runnext_streak += 1;
-                return Some(next);
-            }
-            // The streak limit: the ring's oldest task goes first.
-            self.runnext_streak = 0;
-            return match self.queue.pop() {
-                Some(t) => {
-                    self.put_back(next, runnext, global);
-                    Some(self.passing_over_runnext(t, runnext, global, thieves))
-                }
-                None => Some(next),
-            };
-        }
-        self.runnext_streak = 0;
-        self.queue.pop()
+        None
     }
 
     /// A yield's look at the tasks woken off every P (`P::note_yield`): takes Go's
@@ -208,6 +266,8 @@ struct Hot {
     timer_round_at: AtomicI64,
     /// The time Ms have held this P (`Runtime::proc_metrics`), written at its status changes.
     busy: BusyClock,
+    /// The slices the holder began and sysmon's verdict on the current one (slice.rs).
+    slices: Slices,
     /// How many keys `Local::releases` holds, for `Runtime::metrics` (`tasks_alive`); written
     /// only by the holder.
     releases_pending: AtomicU64,
@@ -246,12 +306,14 @@ impl P {
                 stolen: AtomicU64::new(0),
                 timer_round_at: AtomicI64::new(0),
                 busy: BusyClock::new(),
+                slices: Slices::new(),
                 releases_pending: AtomicU64::new(0),
                 local: UnsafeCell::new(Local {
                     queue,
                     runnext_lane: Lane::Ready,
                     tick: 0,
                     runnext_streak: 0,
+                    runnext_chained: false,
                     serve_global: false,
                     seen_woken: 0,
                     releases: Releases::default(),
@@ -370,8 +432,8 @@ impl P {
 
     /// Go's `runqget`, preceded by the global-queue fairness check of `schedule`.
     ///
-    /// A pick other than `runnext` (the fairness check, a served global queue, the streak
-    /// limit) would leave `runnext`'s task behind for as long as the picked one runs, and no
+    /// A pick other than `runnext` (the fairness check, a served global queue, a spent slice
+    /// or the count bound) would leave `runnext`'s task behind for as long as the picked one runs, and no
     /// other M takes from `runnext` (Go's thieves do: `runqgrab`'s `stealRunNextG`): a task
     /// that spins would keep it from starting while another P idles. When a thief may need
     /// it (a P idles, or nothing else is left in the ring) it moves to the ring's tail
@@ -387,7 +449,17 @@ impl P {
         thieves: &dyn Thieves,
     ) -> Option<Task> {
         // SAFETY: forwarded contract.
-        unsafe { self.with_local(|l| l.next(&self.runnext, global, thieves)) }
+        unsafe { self.with_local(|l| l.next(&self.runnext, &self.hot.slices, global, thieves)) }
+    }
+
+    /// sysmon's look at this P's slices (slice.rs): marks the holder's current slice spent if
+    /// it is the one `seen` at least a slice ago.
+    pub(crate) fn look_at_slice(&self, seen: &mut Seen, now: std::time::Instant) {
+        if self.status() == PStatus::Running {
+            seen.look(&self.hot.slices, now);
+        } else {
+            seen.forget();
+        }
     }
 
     /// A task of this P yielded: if a task was readied into the global queue since this P
@@ -451,11 +523,18 @@ impl P {
     /// As [`P::with_local`].
     #[inline]
     unsafe fn push_runnext(&self, task: Task, global: &Global<Task>, lane: Lane) -> bool {
+        // A chain's next link if a task readies it (a TLS load; the round's pushes are not).
+        let chained = crate::context::running_task();
         // SAFETY: the holder's push (forwarded contract).
         match unsafe { self.runnext.push(task) } {
             Pushed::Filled => {
                 // SAFETY: forwarded contract.
-                unsafe { self.with_local(|l| l.runnext_lane = lane) };
+                unsafe {
+                    self.with_local(|l| {
+                        l.runnext_lane = lane;
+                        l.runnext_chained = chained;
+                    })
+                };
                 false
             }
             // A kicked-out task keeps its own lane: a woken task that a spawn replaces is
@@ -465,6 +544,7 @@ impl P {
                 unsafe {
                     self.with_local(|l| {
                         let old_lane = std::mem::replace(&mut l.runnext_lane, lane);
+                        l.runnext_chained = chained;
                         l.queue.push(old, global, old_lane);
                     })
                 };

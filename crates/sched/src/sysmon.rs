@@ -1,4 +1,4 @@
-//! The monitor thread: Go's `sysmon`, reduced to its three duties in gort, and parked while
+//! The monitor thread: Go's `sysmon`, reduced to its duties in gort, and parked while
 //! every P is idle.
 //!
 //! Its duties, all for while some P runs:
@@ -18,6 +18,9 @@
 //!   idles, sysmon takes a task that sat there between two of its looks (the holder is stuck
 //!   in one task: Go's `retake` tells so by `schedtick`) to the global queue and wakes an M
 //!   (`take_stuck_runnext`). Spinning thieves take it sooner if one looks (`worker.rs`).
+//!   And it marks the time slice of a P that began none for 10 ms as spent, so that a chain
+//!   of tasks readying each other through `runnext` gives way to the P's queue at its next
+//!   pick (`look_at_slices`, slice.rs; Go's `retake` preempts the running goroutine).
 //!
 //! Go's other sysmon duties are not sysmon's here: `block_in_place` hands its P off before it
 //! blocks (Go's sysmon retakes Ps from syscalls), and a task woken off every P is served
@@ -55,6 +58,7 @@ use crate::p::PStatus;
 use crate::runnext::Fill;
 use crate::runq::Lane;
 use crate::shared::Shared;
+use crate::slice::Seen;
 use alarm::Alarm;
 use gort_timer::nanotime;
 use parking_lot::Mutex;
@@ -120,9 +124,12 @@ impl Sysmon {
         let mut runnexts = Vec::new();
         // Whether this look is the quick second look at a `runnext` (`take_stuck_runnext`).
         let mut second_look = false;
+        // Each P's slice count at the look that first saw it (slice.rs).
+        let mut slices = Vec::new();
         while !self.state.lock().stop {
             shared.sysmon_looks.fetch_add(1, Relaxed);
             let mut tick = look(&shared, &mut quiet);
+            look_at_slices(&shared, &mut slices);
             let look_again = shared.idle.npidle() > 0 && take_stuck_runnext(&shared, &mut runnexts);
             // At most every other look is a quick one: a holder that keeps refilling its
             // `runnext` (a chain of spawns) doubles sysmon's looks at most.
@@ -253,6 +260,20 @@ fn take_stuck_runnext(shared: &Arc<Shared>, seen: &mut Vec<Option<Fill>>) -> boo
         }
     }
     look_again
+}
+
+/// Marks the slice of each running P that has not begun a new one for a slice length, so that
+/// its holder passes over a `runnext` chain at its next pick (slice.rs; Go's `retake`
+/// preempts the running goroutine instead). `seen`: what the previous looks saw, by P id.
+fn look_at_slices(shared: &Shared, seen: &mut Vec<Seen>) {
+    // The real clock, not the runtime's: a paused clock does not stop a chain's slice.
+    let now = Instant::now();
+    seen.resize(shared.nallp(), Seen::default());
+    for p in shared.all_ps() {
+        if let Some(s) = seen.get_mut(p.id) {
+            p.look_at_slice(s, now);
+        }
+    }
 }
 
 /// Whether sysmon has nothing to do until a P is taken: every P idle (by the count the takers
