@@ -10,6 +10,7 @@
 //! P's timers and the select picks the ready timer arm at random).
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
@@ -367,4 +368,52 @@ fn a_select_with_a_timer_arm_fires_around_a_ready_channel() {
         .unwrap()
     });
     assert!(elapsed < GENEROUS, "fired after {elapsed:?}");
+}
+
+/// A receive parked under a `timeout` is handed a value, then polled again on a spent budget
+/// after its deadline: it returns the value. Before, the budget made the receive `Pending`,
+/// the timeout's deadline check came next and cut it off, and the value was put back behind
+/// anything delivered meanwhile (a `Ticker`'s receiver saw an older tick after a newer one:
+/// `tests/time_races.rs`, design/CHANNELS.md "Cancel safety").
+#[test]
+fn a_handed_value_survives_a_spent_budget_and_a_timeout() {
+    within(WATCHDOG, || {
+        let rt = gort::Builder::new().procs(1).build().unwrap();
+        rt.block_on(async {
+            gort::spawn(async {
+                let (tx, rx) = gort::chan::bounded::<u32>(1);
+                let (fill_tx, fill_rx) = gort::chan::bounded::<u32>(256);
+                for i in 0..256 {
+                    fill_tx.try_send(i).unwrap();
+                }
+                let limit = Duration::from_millis(20);
+                let mut cut = Box::pin(gort::time::timeout(limit, rx.recv()));
+                std::future::poll_fn(|cx| {
+                    // One task poll: the receive parks, a sender completes it, ready receives
+                    // spend the budget, and the deadline passes.
+                    assert!(cut.as_mut().poll(cx).is_pending(), "nothing sent yet");
+                    tx.try_send(7).unwrap();
+                    let mut fill = 0;
+                    while gort::task::has_budget_remaining() {
+                        let mut recv = std::pin::pin!(fill_rx.recv());
+                        assert!(recv.as_mut().poll(cx).is_ready(), "a buffered value");
+                        fill += 1;
+                    }
+                    assert!(fill <= 256, "the budget is 128 operations a poll");
+                    std::thread::sleep(limit + Duration::from_millis(5));
+                    match cut.as_mut().poll(cx) {
+                        std::task::Poll::Ready(r) => {
+                            assert_eq!(r, Ok(Some(7)), "the handed value, not a timeout");
+                        }
+                        std::task::Poll::Pending => panic!("the handed value was held back"),
+                    }
+                    std::task::Poll::Ready(())
+                })
+                .await;
+                assert!(rx.try_recv().is_err(), "nothing was put back");
+            })
+            .await
+            .unwrap();
+        });
+    });
 }

@@ -42,7 +42,7 @@ fn timer_round(seed: u64) {
         period: 0,
     };
     let shared = Shared::new(w);
-    let rxs = receivers(&a, &b, &shared, timer.c(), false);
+    let rxs = receivers(&a, &b, &shared, timer.c());
     let (t, s) = (timer.clone(), shared.clone());
     control(&a, &b, seed, 300, move |rng| {
         if rng.below(10) < 7 {
@@ -89,7 +89,7 @@ fn ticker_round(seed: u64) {
         period: p,
     };
     let shared = Shared::new(w);
-    let rxs = receivers(&a, &b, &shared, ticker.c(), true);
+    let rxs = receivers(&a, &b, &shared, ticker.c());
     let (t, s) = (ticker.clone(), shared.clone());
     control(&a, &b, seed, 3000, move |rng| {
         // A ticker's stop and reset return nothing: recorded as "was live" (false), so
@@ -112,9 +112,12 @@ fn ticker_round(seed: u64) {
         false
     });
     shared.done.store(true, SeqCst);
-    let got: Vec<_> = rxs.into_iter().flat_map(|r| r.join().unwrap()).collect();
+    let got: Vec<_> = rxs.into_iter().map(|r| r.join().unwrap()).collect();
     let h = shared.history.lock().unwrap();
-    for &(e, v) in &got {
+    for one in &got {
+        check_increasing(&h, one);
+    }
+    for &(e, v) in got.iter().flatten() {
         check_value(&h, e, v);
     }
     assert!(ticker.c().try_recv().is_err(), "a tick after the last stop");

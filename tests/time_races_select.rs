@@ -128,7 +128,7 @@ fn unordered_round(seed: u64) {
     let windows = Arc::new(Mutex::new(vec![first]));
     let (resets, trues) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let shared = Shared::new(first);
-    let rxs = receivers(&a, &b, &shared, timer.c(), false);
+    let rxs = receivers(&a, &b, &shared, timer.c());
     let (t, w, r, tr) = (
         timer.clone(),
         windows.clone(),

@@ -314,6 +314,21 @@ impl<T> Core<T> {
         v
     }
 
+    /// The value a sender handed to the receive parked in `slot` (the slot is then released),
+    /// or `None` if it has none; nothing else is looked at (a poll on a spent cooperative
+    /// budget takes no new value).
+    pub(crate) fn take_handed(&mut self, slot: &mut Option<usize>, d: &mut Deferred) -> Option<T> {
+        let i = (*slot)?;
+        if self.slots[i].queued {
+            return None;
+        }
+        let v = self.slots[i].value.take()?;
+        self.release(slot, d);
+        self.handed -= 1;
+        self.settle(d);
+        Some(v)
+    }
+
     /// A receive future is dropped: unlink it, and put back a value handed to it.
     pub(crate) fn cancel_recv(&mut self, slot: &mut Option<usize>, d: &mut Deferred) {
         let Some(i) = *slot else { return };

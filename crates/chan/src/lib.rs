@@ -19,8 +19,8 @@
 //! Under gort's scheduler a task gets a budget of 128 operations per poll (Tokio's rule; see
 //! `gort::task::unconstrained`). A `send` or `recv` that completes, a `Sender` used as a
 //! `Sink`, a `Receiver` used as a `Stream` each spend one unit; once it is spent, the next
-//! such operation wakes the task and returns `Pending` without touching the channel (no value
-//! is taken or given, and a value already handed to a waiting receive stays with it), so a
+//! such operation wakes the task and returns `Pending` without taking or giving a value (but
+//! a receive that a sender already completed while it waited returns that value), so a
 //! loop over a channel that is always ready still lets the P's other tasks and a `timeout`
 //! around it run. A [`select!`] checks the budget once before it polls any arm and then
 //! costs one unit for the arm that completes. `try_send` and `try_recv` spend nothing.

@@ -231,16 +231,32 @@ fn narrow(slot: usize) -> u32 {
 }
 
 /// Polls a receive parked in `slot` under the cooperative budget: a received value (or the
-/// end of the channel) costs a unit, and on a spent budget the receive returns `Pending`
-/// before it looks at the channel, so no value is taken (one handed to the parked slot stays
-/// there for the next poll) (lib.rs, "Cooperative budget").
+/// end of the channel) costs a unit, and on a spent budget the receive takes no new value
+/// and returns `Pending`, unless a sender already handed its parked slot one: that value is
+/// returned (lib.rs, "Cooperative budget"), so that a `timeout` cutting the receive off next
+/// does not put it back behind values delivered since.
 #[inline]
 fn poll_recv<T>(
     chan: &ChanRef<T>,
     slot: &mut Option<usize>,
     cx: &mut Context<'_>,
 ) -> Poll<Option<T>> {
-    gort_coop::poll_budgeted(cx, |cx| poll_recv_op(chan, slot, cx))
+    gort_coop::poll_budgeted_or_held(
+        cx,
+        slot,
+        |slot| take_handed(chan, slot),
+        |slot, cx| poll_recv_op(chan, slot, cx),
+    )
+}
+
+/// The value a sender handed to the receive parked in `slot`, if any (the slot is then
+/// released), without looking at anything else in the channel.
+#[cold]
+fn take_handed<T>(chan: &ChanRef<T>, slot: &mut Option<usize>) -> Option<Option<T>> {
+    slot.as_ref()?;
+    let v = chan.with(|core, d| core.take_handed(slot, d))?;
+    chan.unparked();
+    Some(Some(v))
 }
 
 /// Polls a receive parked in `slot`, inside the current select context if any, and tells a

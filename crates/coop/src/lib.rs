@@ -131,6 +131,33 @@ pub fn poll_budgeted<T>(
     out
 }
 
+/// [`poll_budgeted`] for an operation that may already hold its result (a receive that a
+/// sender completed while it was parked): on a spent budget `held` is asked for that result
+/// first, and the task yields only if there is none. Returning what was already handed over
+/// lets nothing new in and costs no unit; yielding instead would leave it to be put back if
+/// the caller is then cut off (a `timeout` past its deadline), behind what was delivered
+/// meanwhile (design/CHANNELS.md, "Order"). Not a user API.
+#[inline]
+pub fn poll_budgeted_or_held<S, T>(
+    cx: &mut Context<'_>,
+    state: &mut S,
+    held: impl FnOnce(&mut S) -> Option<T>,
+    op: impl FnOnce(&mut S, &mut Context<'_>) -> Poll<T>,
+) -> Poll<T> {
+    if LEFT.with(Cell::get) == 0 {
+        return match held(state) {
+            Some(v) => Poll::Ready(v),
+            None => spent(cx),
+        };
+    }
+    let out = op(state, cx);
+    if out.is_ready() {
+        // Not 0: it was not before `op`, which polls no other future.
+        LEFT.with(|l| l.set(l.get().wrapping_sub(1)));
+    }
+    out
+}
+
 /// The units left to the current poll: a mark for [`spend_unless_spent_since`]. Not a user
 /// API.
 #[inline]
