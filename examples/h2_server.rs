@@ -28,7 +28,10 @@ use hyper_util::rt::TokioIo;
 use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// The body `GET /` answers with.
 pub const HELLO: &str = "hello from gort over h2\n";
@@ -45,6 +48,10 @@ pub struct H2Config {
     pub handler_timeout: Duration,
     /// Streams one connection may carry at once (the server's SETTINGS).
     pub max_streams: u32,
+    /// How long one write may stay blocked on a peer that does not read (Go's
+    /// `SetWriteDeadline` before each write). hyper's keep-alive cannot end such a connection
+    /// by itself: on the ping timeout it queues a GOAWAY, which never flushes.
+    pub write_timeout: Duration,
 }
 
 impl Default for H2Config {
@@ -54,6 +61,7 @@ impl Default for H2Config {
             ping_timeout: Duration::from_secs(5),
             handler_timeout: Duration::from_secs(10),
             max_streams: 1_000,
+            write_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -79,10 +87,88 @@ pub async fn serve_connection(conn: TcpStream, cfg: H2Config) -> Result<(), hype
         .keep_alive_timeout(cfg.ping_timeout)
         .max_concurrent_streams(cfg.max_streams)
         .serve_connection(
-            TokioIo::new(conn),
+            TokioIo::new(WriteDeadline::new(conn, cfg.write_timeout)),
             service_fn(move |req| answer(req, cfg.handler_timeout)),
         )
         .await
+}
+
+/// A connection whose writes fail with `TimedOut` once one has been blocked for `limit`: each
+/// write that starts after a finished one moves the socket's write deadline `limit` ahead
+/// (one timer reset, no allocation); a write still pending keeps the deadline it started with.
+struct WriteDeadline {
+    conn: TcpStream,
+    limit: Duration,
+    /// The last write returned `Pending`: the next call continues it.
+    blocked: bool,
+}
+
+impl WriteDeadline {
+    fn new(conn: TcpStream, limit: Duration) -> Self {
+        WriteDeadline {
+            conn,
+            limit,
+            blocked: false,
+        }
+    }
+
+    /// Arms the deadline for a write that starts now, unless one is already waiting.
+    fn arm(&mut self) -> io::Result<()> {
+        if !self.blocked {
+            let deadline = gort::time::Instant::now() + self.limit;
+            self.conn.set_write_deadline(Some(deadline))?;
+        }
+        Ok(())
+    }
+
+    fn track<T>(&mut self, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        self.blocked = polled.is_pending();
+        polled
+    }
+}
+
+impl AsyncRead for WriteDeadline {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.conn).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for WriteDeadline {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.arm()?;
+        let polled = Pin::new(&mut self.conn).poll_write(cx, buf);
+        self.track(polled)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.arm()?;
+        let polled = Pin::new(&mut self.conn).poll_write_vectored(cx, bufs);
+        self.track(polled)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.conn.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.conn).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.conn).poll_shutdown(cx)
+    }
 }
 
 /// The request header that shortens its handler's time limit, in milliseconds.
