@@ -443,6 +443,33 @@ fn client_ping_times_out_against_a_silent_server() {
 }
 
 #[test]
+fn answered_pings_keep_an_idle_connection_alive() {
+    // Both ends ping every 100 ms of silence for 1.5 s (hyper resets its keep-alive sleep
+    // through GortTimer::reset after each pong): no ping may go unanswered, no side may give
+    // up, and the connection serves afterwards.
+    let cfg = H2Config {
+        ping_interval: Duration::from_millis(100),
+        ping_timeout: Duration::from_secs(2),
+        ..H2Config::default()
+    };
+    within(move || {
+        let (rt, addr) = start(2, cfg);
+        rt.block_on(async move {
+            let (sender, conn) = connect(addr, cfg).await.unwrap();
+            gort::time::sleep(Duration::from_millis(1_500)).await;
+            assert!(
+                !conn.is_finished(),
+                "the client's connection ended while idle"
+            );
+            let (status, _) = fetch(&sender, request(addr, Method::GET, "/", Bytes::new()))
+                .await
+                .unwrap();
+            assert_eq!(status, StatusCode::OK);
+        });
+    });
+}
+
+#[test]
 fn runtime_dropped_with_live_streams() {
     within(|| {
         let cfg = H2Config {
