@@ -277,6 +277,63 @@ fn peer_vanishes_mid_body() {
 }
 
 #[test]
+fn peer_resets_the_tcp_connection_mid_body() {
+    // The peer asks for 20 MiB, reads a little and closes with SO_LINGER 0 (a TCP RST): the
+    // server's blocked writes fail and the connection ends with the error, promptly.
+    within(|| {
+        let rt = gort::Builder::new().procs(2).build().unwrap();
+        let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = rt.block_on(async move {
+            let peer = std::net::TcpStream::connect(addr).unwrap();
+            (accept_one(listener, H2Config::default()).await, peer)
+        });
+        let (server, mut peer) = server;
+        let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        hello.extend(frame(0x4, 0, 0, &[0, 4, 0x7f, 0xff, 0xff, 0xff]));
+        hello.extend(frame(0x8, 0, 0, &0x7fff_0000u32.to_be_bytes()));
+        for i in 0..20 {
+            hello.extend(get_frame(1 + 2 * i, "/bytes/1048576"));
+        }
+        peer.write_all(&hello).unwrap();
+        let mut some = vec![0; 100_000];
+        std::io::Read::read_exact(&mut peer, &mut some).unwrap();
+        reset_on_close(&peer);
+        drop(peer);
+        let started = Instant::now();
+        let ended = rt.block_on(gort::time::timeout(Duration::from_secs(5), server));
+        let ended = ended.expect("a reset connection lived on").unwrap();
+        assert!(ended.is_err(), "a reset connection ended clean");
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+    });
+}
+
+/// Makes the socket's close send a TCP RST (SO_LINGER with a zero timeout).
+fn reset_on_close(socket: &std::net::TcpStream) {
+    use std::os::fd::AsRawFd;
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: the fd is open (borrowed from a live socket) and `linger` is a valid
+    // `struct linger` whose size is passed with it.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+}
+
+#[test]
 fn stream_reset_mid_body_leaves_the_connection_serving() {
     within(|| {
         let (rt, addr) = start(2, quick());
