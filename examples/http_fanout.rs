@@ -11,12 +11,16 @@
 //!
 //! Run: `cargo run --release --example http_fanout --features tokio-io`
 
+#[path = "../tests/support/hyper_rt.rs"]
+mod hyper_rt;
+
 use bytes::Bytes;
 use gort::context::{self, Context};
 use gort::net::{TcpListener, TcpStream};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode, Uri};
+use hyper_rt::GortExec;
 use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioIo;
@@ -71,20 +75,6 @@ async fn serve(listener: TcpListener, stop: Context) {
             }
             _ = stop.done().recv() => return,
         }
-    }
-}
-
-/// hyper's executor on gort: the pool's connection tasks are gort tasks.
-#[derive(Clone, Copy, Debug)]
-struct GortExec;
-
-impl<F> hyper::rt::Executor<F> for GortExec
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    fn execute(&self, fut: F) {
-        gort::spawn(fut);
     }
 }
 

@@ -12,6 +12,11 @@
 //! `curl http://127.0.0.1:3000/`. `tests/hyper.rs` runs this file's [`serve`] against real
 //! clients.
 
+#[path = "../tests/support/hyper_rt.rs"]
+mod hyper_rt;
+
+pub use hyper_rt::GortTimer;
+
 use gort::net::{TcpListener, TcpStream};
 use gort::time::Instant;
 use http_body_util::Full;
@@ -21,7 +26,6 @@ use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::convert::Infallible;
-use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -130,41 +134,6 @@ impl AsyncWrite for IdleConn<'_> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.conn).poll_shutdown(cx)
-    }
-}
-
-/// `hyper::rt::Timer` on `gort::time`: hyper's sleeps are gort sleeps on the per-P timer
-/// heaps, and hyper's `reset` moves one in place (Go's `modtimer`) instead of making a new one.
-#[derive(Clone, Copy, Debug)]
-pub struct GortTimer;
-
-/// A `gort::time::Sleep` as hyper's `Sleep` (a foreign trait needs a local type).
-struct GortSleep(gort::time::Sleep);
-
-impl Future for GortSleep {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        Pin::new(&mut self.0).poll(cx)
-    }
-}
-
-impl hyper::rt::Sleep for GortSleep {}
-
-impl hyper::rt::Timer for GortTimer {
-    fn sleep(&self, duration: Duration) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(GortSleep(gort::time::sleep(duration)))
-    }
-
-    fn sleep_until(&self, deadline: std::time::Instant) -> Pin<Box<dyn hyper::rt::Sleep>> {
-        Box::pin(GortSleep(gort::time::sleep_until(deadline.into())))
-    }
-
-    fn reset(&self, sleep: &mut Pin<Box<dyn hyper::rt::Sleep>>, new_deadline: std::time::Instant) {
-        match sleep.as_mut().downcast_mut_pin::<GortSleep>() {
-            Some(mut ours) => Pin::new(&mut ours.0).reset(new_deadline.into()),
-            None => *sleep = self.sleep_until(new_deadline),
-        }
     }
 }
 
