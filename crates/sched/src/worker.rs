@@ -201,21 +201,14 @@ impl M {
     ///
     /// Go wakes one unconditionally; when the task found was the only one (a timer woke one
     /// task, a message arrived), that M spins, finds nothing and parks again: a futex round
-    /// trip per event. Work that arrives later wakes an M itself (`push_task`), so only work
-    /// already queued needs this wake-up.
+    /// trip per event. Work that arrives after this check wakes an M itself (`push_task`);
+    /// work that arrived while this M was spinning did not (`wakep` leaves new work to the
+    /// spinner), so this check must see all of it, in any P's ring.
     fn reset_spinning(&mut self, shared: &Arc<Shared>) {
         self.spinning = false;
-        if shared.idle.dec_spinning() == 0 && self.more_work_queued(shared) {
+        if shared.idle.dec_spinning() == 0 && more_work_queued(shared) {
             shared.wakep();
         }
-    }
-
-    /// Whether work is waiting where another M could take it: the global queue, or this P's
-    /// ring (the task this M runs is already out of it). No P may idle while a runnable task
-    /// waits: the task this M runs may not yield for a long time (work conservation; test
-    /// `two_tasks_spawned_together_both_start`).
-    fn more_work_queued(&self, shared: &Shared) -> bool {
-        !shared.global.is_empty() || self.p.as_ref().is_some_and(|p| !p.stealer.is_empty())
     }
 
     /// Go's `findrunnable`: the phases below, in Go's order, until one yields a task. Returns
@@ -564,4 +557,13 @@ impl Thieves for SpinningThief<'_> {
     fn procs(&self) -> usize {
         self.0.nprocs()
     }
+}
+
+/// Whether work is waiting where another M could take it: the global queue, or any P's ring
+/// (the task the caller runs is already out of its own). No P may idle while a runnable task
+/// waits: the task that P's holder runs may not yield for a long time (work conservation;
+/// tests `two_tasks_spawned_together_both_start` and Go's TestGoroutineParallelism2). Only
+/// the last spinner to find work asks, so the O(P) look is off every task's path.
+fn more_work_queued(shared: &Shared) -> bool {
+    !shared.global.is_empty() || shared.all_ps().any(|p| !p.stealer.is_empty())
 }
