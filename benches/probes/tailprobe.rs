@@ -4,7 +4,8 @@
 //! connection's accept, is left out). Percentiles for gort, or for Tokio with `tokio` as the
 //! first argument, on 2 Ps / worker threads.
 //!
-//! The diagnostic behind PERFORMANCE.md's "keep-alive tail" row: at 1,000 clients gort
+//! The diagnostic behind the keep-alive tail (design/ARCHITECTURE.md, "A P's ring";
+//! PERFORMANCE-LOG.md, "Rings of 1,024"): at 1,000 clients gort
 //! serves about twice the requests a second of Tokio and Go. With rings of 256 (Go's), 1-2 %
 //! of its requests waited ~100 ms in the global queue (~1,000 tasks deep, both rings full,
 //! printed for gort); rings of 1,024 keep them in the rings. `tailprobe.go` is Go's side.

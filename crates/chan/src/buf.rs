@@ -10,8 +10,9 @@ pub(crate) const PREALLOCATED: usize = 4096;
 
 /// The values buffered in a channel, oldest first, and the channel's capacity: a capacity-1
 /// channel's is implied by its kind, any other bounded one's sits in its boxed buffer, so the
-/// core keeps no word for it (a timer's channel 16 bytes smaller, a 160-byte glibc chunk
-/// instead of 176: design/TIMERS.md, "Memory").
+/// core keeps no word for it (every channel 16 bytes smaller: a plain channel's allocation a
+/// 160-byte glibc chunk instead of 176, a channel timer's 128 with its arming:
+/// design/TIMERS.md, "Memory").
 // Boxed on purpose (`Unbuffered`, `Unbounded`): one word in every core (a timer's channel
 // above all), against a second allocation and a pointer hop in a channel of such a capacity.
 #[allow(clippy::box_collection)]

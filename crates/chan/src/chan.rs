@@ -87,7 +87,7 @@ impl<T> Chan<T> {
     /// free and alone, is freed ([`Core::trim_first`]), so a timer nobody waits on holds no
     /// slot. A lock section of its own, after the receive's: inside it, the check made R3's
     /// receive poll (which no longer inlined its lock section) 24 instructions longer
-    /// (design/PERFORMANCE-LOG.md, "A channel Timer in 160 bytes").
+    /// (design/PERFORMANCE-LOG.md, "A channel Timer in 144 bytes").
     ///
     /// # Safety
     ///

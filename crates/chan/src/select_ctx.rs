@@ -92,7 +92,7 @@ thread_local! {
 /// Runs a channel operation with the current select context, if any. Always inlined: a
 /// receive's poll (R3's hot path) stopped inlining it when the receive hooks became calls
 /// through a fused channel's functions, 50 instructions a round trip more
-/// (design/PERFORMANCE-LOG.md, "A channel Timer in 160 bytes").
+/// (design/PERFORMANCE-LOG.md, "A channel Timer in 144 bytes").
 #[inline(always)]
 pub(crate) fn with_op<R>(f: impl FnOnce(Option<&mut SelectCtx>) -> R) -> R {
     if !ACTIVE.with(Cell::get) {

@@ -6,9 +6,11 @@
 //! hold its P for good, and a `gort::time::timeout` around it would never get a look at its
 //! deadline. So the scheduler gives each task poll a budget of [`BUDGET`] operations in a
 //! per-thread counter, and every leaf resource that can be ready again and again (channel
-//! sends and receives, socket reads, writes and accepts, `JoinHandle`s) spends one unit per
-//! ready operation through [`poll_budgeted`]. Once the budget is spent, the next such
-//! operation wakes the task and returns `Pending` without touching the resource: the wake
+//! sends and receives, socket reads, writes and accepts, `JoinHandle`s, `JoinSet::join_next`,
+//! `Interval::tick`, `WaitGroup::wait`) spends one unit per ready operation through
+//! [`poll_budgeted`]. Once the budget is spent, the next such operation wakes the task and
+//! returns `Pending` without touching the resource (except a receive that a sender completed
+//! while it was parked, which returns that value: [`poll_budgeted_or_held`]): the wake
 //! comes while the task runs, so the scheduler puts it at the back of its P's queue, as
 //! `yield_now` does, and the P's other tasks, its timers and its sockets get their turn.
 //!

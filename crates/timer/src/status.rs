@@ -1,7 +1,7 @@
 //! The timer status word and the corruption panic.
 
 /// The state of a [`Timer`](crate::Timer): Go 1.19's `timerNoStatus` .. `timerMoving`, in
-/// Go's order. The crate docs give the whole transition table.
+/// Go's order. design/TIMERS.md ("The state machine") gives the whole transition table.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
