@@ -12,7 +12,7 @@
 #
 # Exits 1 if any runtime crashed, hung or failed a correctness check on any shape.
 #
-# usage: benches/run.sh [FILTER...] [--quick] [--json] [--workers N] [--scaling] [--reps N]
+# usage: benches/run.sh [--help] [FILTER...] [--quick] [--json] [--workers N] [--scaling] [--reps N]
 #   FILTER       shape id, name or group substring (T1, reset, sched, ...)
 #   --quick      counts scaled down ~10x (CI smoke run)
 #   --json       print the merged JSON lines instead of the table
@@ -36,6 +36,12 @@ while [ $# -gt 0 ]; do
     --scaling) scaling=1 ;;
     --workers) workers=${2:?--workers needs a count}; shift ;;
     --reps) reps=${2:?--reps needs a count}; shift ;;
+    -h | --help)
+        # The usage block at the top of this file.
+        sed -n '/^# usage:/,/^# Uses/p' "$0" | sed 's/^# \{0,1\}//'
+        exit 0
+        ;;
+    -*) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) filters+=("$1") ;;
     esac
     shift
