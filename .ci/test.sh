@@ -9,7 +9,8 @@ step "format"
 cargo fmt --all -- --check
 
 step "clippy"
-cargo clippy --workspace --all-targets -- -D warnings
+# --all-features: the `tokio-io` and `futures-io` adapters of gort-net are linted too.
+cargo clippy --workspace --all-targets --all-features -- -D warnings
 
 step "tests (debug)"
 cargo test --workspace
