@@ -253,15 +253,21 @@ pub async fn echo_sizes(addr: SocketAddr, sizes: &[usize], seed: usize) {
     ws.close(None).await.unwrap();
 }
 
-/// One chat client: waits until all `total` have joined, says `MSGS` lines, and returns
+/// One chat client: waits until all `total` have joined, says `msgs` lines, and returns
 /// once it has every line of every client, each exactly once.
-async fn chat_client(i: usize, addr: SocketAddr, joined: gort::sync::WaitGroup, total: usize) {
+pub async fn chat_client(
+    i: usize,
+    addr: SocketAddr,
+    joined: gort::sync::WaitGroup,
+    total: usize,
+    msgs: usize,
+) {
     let ws = connect(addr).await;
     let (mut sink, mut source) = ws.split();
     joined.done();
     joined.wait().await;
     let say = gort::spawn(async move {
-        for k in 0..MSGS {
+        for k in 0..msgs {
             sink.send(Message::text(format!("client {i} says {k}")))
                 .await
                 .unwrap();
@@ -269,7 +275,7 @@ async fn chat_client(i: usize, addr: SocketAddr, joined: gort::sync::WaitGroup, 
         sink
     });
     let mut seen = HashSet::new();
-    while seen.len() < total * MSGS {
+    while seen.len() < total * msgs {
         match next_data(&mut source).await {
             Some(Message::Text(line)) => assert!(seen.insert(line.to_string()), "{line} twice"),
             other => panic!("client {i}: {other:?} after {} lines", seen.len()),
@@ -297,7 +303,7 @@ async fn main() {
     joined.add(CLIENTS as isize);
     let mut clients = gort::JoinSet::new();
     for i in 0..CLIENTS {
-        clients.spawn(chat_client(i, addr, joined.clone(), CLIENTS));
+        clients.spawn(chat_client(i, addr, joined.clone(), CLIENTS, MSGS));
     }
     while let Some(r) = clients.join_next().await {
         r.unwrap();
