@@ -31,6 +31,8 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
 
 const CLIENTS: usize = 50;
+/// The server's first message on every connection, sent once the client has joined the hub.
+pub const WELCOME: &str = "welcome";
 const MSGS: usize = 20;
 
 /// The server's limits and timers.
@@ -78,6 +80,8 @@ pub enum End {
     Closed,
     /// The peer sent nothing within the read timeout.
     TimedOut,
+    /// A send to the peer took longer than the write timeout (it stopped reading).
+    WriteTimedOut,
     /// The peer sent a message over the size limit.
     TooLarge,
     /// The connection broke (a reset, or an end of stream without a close frame).
@@ -94,7 +98,12 @@ pub struct Stats {
 impl Stats {
     /// How many connections ended as `end`.
     pub fn ended(&self, end: End) -> usize {
-        self.ends.lock().unwrap().iter().filter(|&&e| e == end).count()
+        self.ends
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|&&e| e == end)
+            .count()
     }
 
     /// How many connection tasks have ended (reader and writer both).
@@ -156,40 +165,46 @@ async fn serve_conn(id: u64, stream: TcpStream, cfg: &WsConfig, hub: &Hub) -> En
     };
     let (sink, mut source) = ws.split();
     let (tx, rx) = bounded::<Message>(cfg.queue);
+    // Joined: the welcome tells the client that it gets every broadcast from now on.
+    tx.try_send(Message::text(WELCOME)).unwrap();
     hub.clients.lock().unwrap().insert(id, tx.clone());
     let writer = gort::spawn(write_loop(sink, rx, cfg.clone()));
+    // `None`: the writer has ended (and says how).
     let end = loop {
         let msg = match gort::time::timeout(cfg.read_timeout, source.next()).await {
-            Err(_) => break End::TimedOut,
-            Ok(None) => break End::Broken,
-            Ok(Some(Err(WsError::Capacity(_)))) => break End::TooLarge,
-            Ok(Some(Err(_))) => break End::Broken,
+            Err(_) => break Some(End::TimedOut),
+            Ok(None) => break Some(End::Broken),
+            Ok(Some(Err(WsError::Capacity(_)))) => break Some(End::TooLarge),
+            Ok(Some(Err(_))) => break Some(End::Broken),
             Ok(Some(Ok(msg))) => msg,
         };
         match msg {
             Message::Text(_) => hub.broadcast(msg).await,
             Message::Binary(_) => {
-                let _ = tx.send(msg).await;
+                if tx.send(msg).await.is_err() {
+                    break None;
+                }
             }
             // A pong (or a ping, answered by tungstenite) only proves the peer alive.
             Message::Ping(_) | Message::Pong(_) | Message::Frame(_) => {}
-            Message::Close(_) => break End::Closed,
+            Message::Close(_) => break Some(End::Closed),
         }
     };
     // The writer ends once every sender is gone: this task's and the hub's.
     hub.clients.lock().unwrap().remove(&id);
     drop(tx);
-    let _ = writer.await;
-    end
+    let wrote = writer.await.unwrap_or(End::Broken);
+    end.unwrap_or(wrote)
 }
 
 /// Sends what the channel brings and a ping on every tick, until the channel closes (then a
-/// close frame) or a send fails or takes longer than the write timeout.
+/// close frame: `Closed`) or a send fails (`Broken`) or takes longer than the write timeout
+/// (`WriteTimedOut`); dropping the channel's receiver then tells the reader.
 async fn write_loop(
     mut sink: futures::stream::SplitSink<WebSocketStream<TcpStream>, Message>,
     rx: gort::chan::Receiver<Message>,
     cfg: WsConfig,
-) {
+) -> End {
     let ticker = gort::time::Ticker::new(cfg.ping_interval);
     loop {
         let msg = gort::select! {
@@ -201,17 +216,20 @@ async fn write_loop(
         };
         match gort::time::timeout(cfg.write_timeout, sink.send(msg)).await {
             Ok(Ok(())) => {}
-            _ => return, // the peer is gone or stopped reading
+            Ok(Err(_)) => return End::Broken,
+            Err(_) => return End::WriteTimedOut, // the peer stopped reading
         }
     }
     let _ = gort::time::timeout(cfg.write_timeout, sink.close()).await;
+    End::Closed
 }
 
-/// A gort WebSocket client connected to `addr`.
+/// A gort WebSocket client connected to `addr`, past the server's welcome.
 pub async fn connect(addr: SocketAddr) -> WebSocketStream<TcpStream> {
     let stream = TcpStream::connect(addr).await.unwrap();
     let url = format!("ws://{addr}/");
-    let (ws, _) = tokio_tungstenite::client_async(url, stream).await.unwrap();
+    let (mut ws, _) = tokio_tungstenite::client_async(url, stream).await.unwrap();
+    assert_eq!(next_data(&mut ws).await, Some(Message::text(WELCOME)));
     ws
 }
 
@@ -308,7 +326,10 @@ async fn main() {
     while let Some(r) = clients.join_next().await {
         r.unwrap();
     }
-    println!("{CLIENTS} clients each received all {} lines once", CLIENTS * MSGS);
+    println!(
+        "{CLIENTS} clients each received all {} lines once",
+        CLIENTS * MSGS
+    );
 
     // Echo from 0 B to 1 MiB, text and binary.
     echo_sizes(addr, &[0, 1, 125, 126, 65_535, 65_536, 1 << 20], 7).await;

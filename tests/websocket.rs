@@ -6,10 +6,10 @@
 //! connections; clients on a Tokio runtime and async-tungstenite over futures-io (interop),
 //! and Go's read deadline seen through tungstenite.
 
+mod support;
 #[path = "../examples/ws_chat.rs"]
 #[allow(dead_code)] // the example's `main` is not used here
 mod ws_chat;
-mod support;
 
 use futures::{SinkExt, StreamExt};
 use gort::net::{TcpListener, TcpStream};
@@ -17,8 +17,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use support::within;
-use tokio_tungstenite::tungstenite::Error as WsError;
-use ws_chat::{connect, echo_sizes, next_data, payload, serve, End, Stats, WsConfig};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use ws_chat::{connect, echo_sizes, next_data, payload, serve, End, Stats, WsConfig, WELCOME};
 
 const SIZES: &[usize] = &[0, 1, 125, 126, 127, 65_535, 65_536, 65_537, 1 << 20];
 
@@ -45,7 +45,10 @@ fn quick() -> WsConfig {
 /// Waits until `n` connections have ended, for at most `bound`; panics with the stats if not.
 async fn ended(stats: &Stats, n: usize, bound: Duration) {
     let done = stats.wait_for(bound, |s| s.ended_total() >= n).await;
-    assert!(done, "{n} connections not ended within {bound:?}: {stats:?}");
+    assert!(
+        done,
+        "{n} connections not ended within {bound:?}: {stats:?}"
+    );
 }
 
 fn echo_sizes_on(procs: usize) {
@@ -76,7 +79,7 @@ fn thousand_connections_on(procs: usize) {
     within(move || {
         // The clients read nothing (so answer no ping) until all have connected.
         let cfg = WsConfig {
-            ping_interval: Duration::from_millis(100),
+            ping_interval: Duration::from_millis(250),
             read_timeout: Duration::from_secs(20),
             ..WsConfig::default()
         };
@@ -179,7 +182,11 @@ fn silent_peer_is_dropped_by_the_read_timeout() {
             let mut ws = connect(addr).await;
             let start = gort::time::Instant::now();
             ended(&stats, 1, cfg.read_timeout * 10).await;
-            assert!(start.elapsed() >= cfg.read_timeout / 2, "{:?}", start.elapsed());
+            assert!(
+                start.elapsed() >= cfg.read_timeout / 2,
+                "{:?}",
+                start.elapsed()
+            );
             assert_eq!(stats.ended(End::TimedOut), 1, "{stats:?}");
             let end = gort::time::timeout(Duration::from_secs(5), next_data(&mut ws)).await;
             assert_eq!(end, Ok(None), "the client was not let go");
@@ -249,13 +256,50 @@ fn vanished_peers_end_at_once() {
             assert_eq!(next_data(&mut ws).await, Some(msg));
             drop(ws);
             let raw = raw_after_handshake(addr).await;
-            raw.write_all(&[0x82, 0x80 | 100, 1, 2, 3, 4, 9]).await.unwrap();
+            raw.write_all(&[0x82, 0x80 | 100, 1, 2, 3, 4, 9])
+                .await
+                .unwrap();
             drop(raw);
             drop(connect(addr).await);
             ended(&stats, 3, Duration::from_secs(5)).await;
             assert_eq!(stats.ended(End::Broken), 3, "{stats:?}");
         });
     });
+}
+
+/// A peer that sends and never reads: the server's echoes fill the socket, the writer's
+/// write timeout fires, and the reader, finding the writer gone, ends the connection; the
+/// peer's sends then fail instead of blocking for good.
+fn stops_reading_on(procs: usize) {
+    within(move || {
+        let cfg = quick();
+        let (rt, addr, stats) = start(procs, cfg.clone());
+        rt.block_on(async move {
+            let mut ws = connect(addr).await;
+            let start = gort::time::Instant::now();
+            let mut sent = 0;
+            while ws.send(payload(256 << 10, sent, false)).await.is_ok() {
+                sent += 1;
+                assert!(
+                    start.elapsed() < Duration::from_secs(10),
+                    "never dropped: {stats:?}"
+                );
+            }
+            ended(&stats, 1, Duration::from_secs(5)).await;
+            assert_eq!(stats.ended(End::WriteTimedOut), 1, "{stats:?}");
+            assert!(sent > 4, "dropped after {sent} messages");
+        });
+    });
+}
+
+#[test]
+fn peer_that_stops_reading_is_dropped_by_the_write_timeout_one_p() {
+    stops_reading_on(1);
+}
+
+#[test]
+fn peer_that_stops_reading_is_dropped_by_the_write_timeout_four_ps() {
+    stops_reading_on(4);
 }
 
 /// A message over tungstenite's size limit ends its peer (and only it); one at the limit is
@@ -362,6 +406,7 @@ fn tokio_runtime_clients_interop() {
                     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
                     let url = format!("ws://{addr}/");
                     let (mut ws, _) = tokio_tungstenite::client_async(url, stream).await.unwrap();
+                    assert_eq!(next_data(&mut ws).await, Some(Message::text(WELCOME)));
                     let sizes = if i == 0 { SIZES } else { &SIZES[..4] };
                     for &len in sizes {
                         let msg = payload(len, i, false);
@@ -393,6 +438,8 @@ fn async_tungstenite_over_futures_io() {
             let (mut ws, _) = async_tungstenite::client_async(format!("ws://{addr}/"), stream)
                 .await
                 .unwrap();
+            let welcome = ws.next().await.unwrap().unwrap();
+            assert_eq!(welcome.into_text().unwrap().as_str(), WELCOME);
             for &len in SIZES {
                 let msg = async_tungstenite::tungstenite::Message::binary(vec![7u8; len]);
                 ws.send(msg.clone()).await.unwrap();
@@ -412,6 +459,9 @@ fn async_tungstenite_over_futures_io() {
             let server = gort::spawn(async move {
                 let (stream, _) = listener.accept().await.unwrap();
                 let mut ws = async_tungstenite::accept_async(stream).await.unwrap();
+                ws.send(async_tungstenite::tungstenite::Message::text(WELCOME))
+                    .await
+                    .unwrap();
                 while let Some(Ok(m)) = ws.next().await {
                     if m.is_binary() || m.is_text() {
                         ws.send(m).await.unwrap();
@@ -447,7 +497,10 @@ fn read_deadline_through_tungstenite() {
                 other => panic!("not a timeout: {other:?}"),
             }
             assert!(start.elapsed() < Duration::from_secs(5));
-            assert!(ws.next().await.is_none(), "the stream goes on after an error");
+            assert!(
+                ws.next().await.is_none(),
+                "the stream goes on after an error"
+            );
             ws.get_ref().set_read_deadline(None).unwrap();
             ws.close(None).await.unwrap();
             ended(&stats, 1, Duration::from_secs(5)).await;
