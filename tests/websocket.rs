@@ -331,18 +331,34 @@ fn oversized_message_ends_the_peer() {
 }
 
 /// The server's runtime dropped while 100 clients (on another gort runtime) are connected
-/// and being pinged: the drop returns, and every client sees its connection end.
+/// and being pinged, 10 of which have sent 4 MiB they do not read the echo of (their
+/// server writers block in a write): the drop returns, and every client sees its end.
 #[test]
 fn server_runtime_dropped_with_live_connections() {
     within(|| {
-        let (server_rt, addr, _stats) = start(4, quick());
+        // Timeouts that never end a connection here, however slow the machine.
+        let cfg = WsConfig {
+            ping_interval: Duration::from_millis(50),
+            read_timeout: Duration::from_secs(60),
+            write_timeout: Duration::from_secs(60),
+            ..WsConfig::default()
+        };
+        let (server_rt, addr, stats) = start(4, cfg);
         let clients_rt = gort::Builder::new().procs(2).build().unwrap();
         let (up_tx, up_rx) = std::sync::mpsc::channel();
         let clients: Vec<_> = (0..100)
-            .map(|_| {
+            .map(|i| {
                 let up_tx = up_tx.clone();
                 clients_rt.spawn(async move {
                     let mut ws = connect(addr).await;
+                    if i < 10 {
+                        for k in 0..4 {
+                            ws.send(payload(1 << 20, k, false)).await.unwrap();
+                        }
+                        up_tx.send(()).unwrap();
+                        while next_data(&mut ws).await.is_some() {} // the echoes, then the end
+                        return None;
+                    }
                     let msg = payload(100, 5, false);
                     ws.send(msg.clone()).await.unwrap();
                     assert_eq!(next_data(&mut ws).await, Some(msg));
@@ -352,7 +368,8 @@ fn server_runtime_dropped_with_live_connections() {
             })
             .collect();
         for _ in 0..100 {
-            up_rx.recv().unwrap();
+            let up = up_rx.recv_timeout(Duration::from_secs(10));
+            assert!(up.is_ok(), "a client did not get going: {stats:?}");
         }
         drop(server_rt);
         clients_rt.block_on(async move {
@@ -505,6 +522,77 @@ fn read_deadline_through_tungstenite() {
             ws.close(None).await.unwrap();
             ended(&stats, 1, Duration::from_secs(5)).await;
             assert_eq!(stats.ended(End::Closed), 1, "{stats:?}");
+        });
+    });
+}
+
+/// Reads dropped mid-frame lose nothing: the client polls `next` under a zero timeout (one
+/// poll, then the read is dropped), again and again, while the server echoes messages up to
+/// 1 MiB (tungstenite keeps the partial frame; gort's read is cancel-safe), so every echo
+/// arrives whole across many dropped reads.
+#[test]
+fn reads_dropped_mid_frame_lose_nothing() {
+    within(|| {
+        let (rt, addr, _stats) = start(2, WsConfig::default());
+        rt.block_on(async move {
+            let mut ws = connect(addr).await;
+            let mut dropped = 0;
+            for (k, &len) in SIZES.iter().enumerate() {
+                let msg = payload(len, k, false);
+                ws.send(msg.clone()).await.unwrap();
+                let echo = loop {
+                    match gort::time::timeout(Duration::ZERO, next_data(&mut ws)).await {
+                        Ok(m) => break m,
+                        Err(_) => dropped += 1,
+                    }
+                    gort::yield_now().await;
+                };
+                assert_eq!(echo, Some(msg), "{len} B");
+            }
+            assert!(dropped > 0, "no read was ever dropped");
+        });
+    });
+}
+
+/// The other way round: a gort client (tokio-tungstenite over gort::net) against a server
+/// on a Tokio runtime, with messages of 0 B to 1 MiB and 100 connections.
+#[test]
+fn gort_clients_of_a_tokio_server() {
+    within(|| {
+        let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let addr = tokio_rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            tokio::spawn(async move {
+                while let Ok((stream, _)) = listener.accept().await {
+                    tokio::spawn(async move {
+                        let mut ws = tokio_tungstenite::accept_async(stream).await.unwrap();
+                        ws.send(Message::text(WELCOME)).await.unwrap();
+                        while let Some(Ok(m)) = ws.next().await {
+                            if m.is_binary() || m.is_text() {
+                                ws.send(m).await.unwrap();
+                            }
+                        }
+                    });
+                }
+            });
+            addr
+        });
+        let rt = gort::Builder::new().procs(2).build().unwrap();
+        rt.block_on(async move {
+            let conns: Vec<_> = (0..100)
+                .map(|i| {
+                    let sizes = if i == 0 { SIZES } else { &SIZES[..4] };
+                    gort::spawn(echo_sizes(addr, sizes, i))
+                })
+                .collect();
+            for c in conns {
+                c.await.unwrap();
+            }
         });
     });
 }
