@@ -3,8 +3,9 @@
 //! timeout) under messages of 0 B to 1 MiB, 1,000 concurrent connections and broadcasts on 1
 //! and 4 Ps, and hostile peers: silent ones, half frames that stall, peers that vanish
 //! without a close frame, messages over the size limit, runtimes dropped with live
-//! connections; clients on a Tokio runtime and async-tungstenite over futures-io (interop),
-//! and Go's read deadline seen through tungstenite.
+//! connections, reads dropped mid-frame; clients on a Tokio runtime, gort clients of a Tokio
+//! server, async-tungstenite over futures-io (its own split, a reader and a writer task on
+//! each end), and Go's read deadline seen through tungstenite.
 
 mod support;
 #[path = "../examples/ws_chat.rs"]
@@ -595,4 +596,69 @@ fn gort_clients_of_a_tokio_server() {
             }
         });
     });
+}
+
+/// async-tungstenite's own split (`WebSocketSender` / `WebSocketReceiver`, a shared mutex)
+/// over futures-io on gort: on both ends a writer task sends while a reader task receives,
+/// at once, 200 messages of up to 64 KiB each way (the sockets fill both ways), on 1 and 4
+/// Ps; every message arrives, in order.
+fn async_tungstenite_split_on(procs: usize) {
+    use async_tungstenite::tungstenite::Message as AMessage;
+    const N: usize = 200;
+    fn msg(k: usize) -> AMessage {
+        AMessage::binary(vec![k as u8; (k * 331) % (64 << 10)])
+    }
+    async fn both_ways(
+        ws: async_tungstenite::WebSocketStream<TcpStream>,
+    ) -> async_tungstenite::WebSocketStream<TcpStream> {
+        let (mut tx, mut rx) = ws.split();
+        let writer = gort::spawn(async move {
+            for k in 0..N {
+                tx.send(msg(k)).await.unwrap();
+            }
+            tx
+        });
+        let mut k = 0;
+        while k < N {
+            match rx.next().await.unwrap().unwrap() {
+                m if m.is_binary() => {
+                    assert_eq!(m, msg(k), "message {k}");
+                    k += 1;
+                }
+                _ => {}
+            }
+        }
+        let tx = writer.await.unwrap();
+        async_tungstenite::WebSocketStream::reunite(tx, rx).unwrap()
+    }
+    within(move || {
+        let rt = gort::Builder::new().procs(procs).build().unwrap();
+        rt.block_on(async move {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = gort::spawn(async move {
+                let (stream, _) = listener.accept().await.unwrap();
+                let ws = async_tungstenite::accept_async(stream).await.unwrap();
+                let mut ws = both_ways(ws).await;
+                assert!(ws.next().await.unwrap().unwrap().is_close());
+            });
+            let stream = TcpStream::connect(addr).await.unwrap();
+            let (ws, _) = async_tungstenite::client_async(format!("ws://{addr}/"), stream)
+                .await
+                .unwrap();
+            let mut ws = both_ways(ws).await;
+            ws.close(None).await.unwrap();
+            server.await.unwrap();
+        });
+    });
+}
+
+#[test]
+fn async_tungstenite_split_both_ways_one_p() {
+    async_tungstenite_split_on(1);
+}
+
+#[test]
+fn async_tungstenite_split_both_ways_four_ps() {
+    async_tungstenite_split_on(4);
 }
