@@ -53,6 +53,8 @@
 //! the tick sysmon sets after it resumed; at worst it rings once more than needed.
 
 mod alarm;
+#[cfg(all(test, not(loom)))]
+mod ring_tests;
 
 use crate::p::PStatus;
 use crate::runnext::Fill;
@@ -129,8 +131,9 @@ impl Sysmon {
         while !self.state.lock().stop {
             shared.sysmon_looks.fetch_add(1, Relaxed);
             let mut tick = look(&shared, &mut quiet);
-            look_at_slices(&shared, &mut slices);
-            let look_again = shared.idle.npidle() > 0 && take_stuck_runnext(&shared, &mut runnexts);
+            let rings = look_at_slices(&shared, &mut slices);
+            let look_again = shared.idle.npidle() > 0
+                && (take_stuck_runnext(&shared, &mut runnexts) | wake_for_rings(&shared, rings));
             // At most every other look is a quick one: a holder that keeps refilling its
             // `runnext` (a chain of spawns) doubles sysmon's looks at most.
             second_look = look_again && !second_look;
@@ -265,15 +268,55 @@ fn take_stuck_runnext(shared: &Arc<Shared>, seen: &mut Vec<Option<Fill>>) -> boo
 /// Marks the slice of each running P that has not begun a new one for a slice length, so that
 /// its holder passes over a `runnext` chain at its next pick (slice.rs; Go's `retake`
 /// preempts the running goroutine instead). `seen`: what the previous looks saw, by P id.
-fn look_at_slices(shared: &Shared, seen: &mut Vec<Seen>) {
+/// Returns what it saw of the running Ps' rings, for [`wake_for_rings`].
+fn look_at_slices(shared: &Shared, seen: &mut Vec<Seen>) -> Rings {
     // The real clock, not the runtime's: a paused clock does not stop a chain's slice.
     let now = Instant::now();
     seen.resize(shared.nallp(), Seen::default());
+    let mut rings = Rings::default();
     for p in shared.all_ps() {
-        if let Some(s) = seen.get_mut(p.id) {
-            p.look_at_slice(s, now);
+        let Some(s) = seen.get_mut(p.id) else {
+            continue;
+        };
+        match p.look_at_slice(s, now) {
+            Some(same) if p.has_queued() => {
+                rings.stuck |= same;
+                rings.first_seen |= !same;
+            }
+            _ => {}
         }
     }
+    rings
+}
+
+/// What a look saw of the running Ps' rings (the module docs, "Rings").
+#[derive(Clone, Copy, Default)]
+struct Rings {
+    /// A ring held tasks and its holder began no slice since the previous look.
+    stuck: bool,
+    /// A ring held tasks and its holder began a slice since the previous look.
+    first_seen: bool,
+}
+
+/// While some P idles (the caller's check) and no M spins: wakes one (`wakep`, a spinner
+/// that steals half the ring) if a running P's ring holds tasks and its holder began no slice
+/// since the previous look; nothing is on its way to them (module docs, "Rings").
+///
+/// Returns whether such a ring was seen for the first time: the next look may then come
+/// after `BUSY_TICK`, as for `runnext`, so that a lost wake-up costs about one idle tick.
+#[cold]
+#[inline(never)]
+fn wake_for_rings(shared: &Arc<Shared>, rings: Rings) -> bool {
+    // An M spinning (or counted for a `wakep` on its way) looks at every ring before it
+    // stops (`reset_spinning`): nothing to do.
+    if shared.idle.nmspinning() > 0 {
+        return false;
+    }
+    if rings.stuck {
+        shared.sysmon_ring_wakes.fetch_add(1, Relaxed);
+        shared.wakep();
+    }
+    rings.first_seen
 }
 
 /// Whether sysmon has nothing to do until a P is taken: every P idle (by the count the takers
