@@ -21,6 +21,23 @@
 //!   And it marks the time slice of a P that began none for 10 ms as spent, so that a chain
 //!   of tasks readying each other through `runnext` gives way to the P's queue at its next
 //!   pick (`look_at_slices`, slice.rs; Go's `retake` preempts the running goroutine).
+//! - Rings. No P may idle while a task waits in a busy P's ring: every push that leaves a
+//!   task stealable wakes an M, and the last spinner to stop looks at every ring (worker.rs,
+//!   `reset_spinning`). That rests on an argument; a wake-up lost there (2a0fcd4 fixed one,
+//!   seen as Go's TestGoroutineParallelism2 hanging twice in ~600 runs) left the task behind
+//!   a holder that computes, for as long as it computes. Go needs no backstop: sysmon
+//!   preempts a goroutine after 10 ms and the P's next round runs its ring. gort cannot
+//!   preempt, so sysmon brings a thief instead: while some P idles and no M spins, a running
+//!   P whose ring holds tasks and whose holder began no slice since the previous look (stuck
+//!   in one task, or a `runnext` chain) gets a `wakep` (`wake_for_rings`); the spinner
+//!   steals half the ring, and as the last spinner wakes another if tasks are left. A thief,
+//!   not a move to the global queue: the ring is there to be stolen from (one CAS, no lock,
+//!   no task moved twice), and a move would need a consumer's side of the ring here. It
+//!   costs the task paths nothing (atomics read by sysmon's look, which reads the slice
+//!   counts anyway) and never fires with every P running (nobody to wake) nor twice for one
+//!   ring (a stolen or emptied ring is no longer seen; a spinner on its way counts in
+//!   `nmspinning`). At 1 proc nobody could run the ring but its holder, and nothing is done:
+//!   there gort, as Tokio, relies on tasks yielding (the cooperative budget).
 //!
 //! Go's other sysmon duties are not sysmon's here: `block_in_place` hands its P off before it
 //! blocks (Go's sysmon retakes Ps from syscalls), and a task woken off every P is served
