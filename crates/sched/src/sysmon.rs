@@ -34,9 +34,9 @@
 //!   not a move to the global queue: the ring is there to be stolen from (one CAS, no lock,
 //!   no task moved twice), and a move would need a consumer's side of the ring here. It
 //!   costs the task paths nothing (atomics read by sysmon's look, which reads the slice
-//!   counts anyway) and never fires with every P running (nobody to wake) nor twice for one
-//!   ring (a stolen or emptied ring is no longer seen; a spinner on its way counts in
-//!   `nmspinning`). At 1 proc nobody could run the ring but its holder, and nothing is done:
+//!   counts anyway); it never fires with every P running (nobody to wake), while an M spins
+//!   or one is on its way (`nmspinning`), nor for a ring since emptied, so a woken M that
+//!   finds nothing is not woken again. At 1 proc nobody could run the ring but its holder, and nothing is done:
 //!   there gort, as Tokio, relies on tasks yielding (the cooperative budget).
 //!
 //! Go's other sysmon duties are not sysmon's here: `block_in_place` hands its P off before it
