@@ -48,17 +48,14 @@ struct Round {
     waited: Duration,
     /// Whether it ran on another thread than the one that queued it and computed.
     elsewhere: bool,
-    /// sysmon's looks, and its wakes for rings, meanwhile.
-    looks: u64,
+    /// sysmon's wakes for rings meanwhile.
     ring_wakes: u64,
 }
 
 /// Queues a task into this P's ring waking nobody, then computes without yielding until it
 /// ran or `PATIENCE` passed.
 fn queue_and_compute() -> Round {
-    let shared = context::current().expect("on the runtime");
-    let (looks, ring_wakes) = (&shared.sysmon_looks, &shared.sysmon_ring_wakes);
-    let before = (looks.load(Relaxed), ring_wakes.load(Relaxed));
+    let before = ring_wakes_here();
     let ran = Arc::new(AtomicBool::new(false));
     let ran_on: Arc<Mutex<Option<ThreadId>>> = Arc::default();
     let (ran2, ran_on2) = (ran.clone(), ran_on.clone());
@@ -78,8 +75,7 @@ fn queue_and_compute() -> Round {
     Round {
         waited,
         elsewhere,
-        looks: looks.load(Relaxed) - before.0,
-        ring_wakes: ring_wakes.load(Relaxed) - before.1,
+        ring_wakes: ring_wakes_here() - before,
     }
 }
 
@@ -105,6 +101,12 @@ fn a_task_left_in_a_busy_ps_ring_runs_on_the_idle_p() {
     assert!(
         rounds.iter().all(|r| r.elsewhere),
         "a task ran on the thread that never yielded: {rounds:?}"
+    );
+    // Each round's task came out by one wake of sysmon's: none else looks (a fresh runtime has
+    // no parked M), and the woken M emptied the ring, so sysmon woke nobody again.
+    assert!(
+        rounds.iter().all(|r| r.ring_wakes == 1),
+        "sysmon woke Ms for a ring other than once a round: {rounds:?}"
     );
 }
 
