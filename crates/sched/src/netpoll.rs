@@ -588,19 +588,22 @@ mod tests {
             let shared = context::current().expect("a task runs in its runtime");
             let readied = std::mem::take(&mut *wakers.lock());
             let before = shared.idle.ms_woken();
+            let ring_wakes = shared.sysmon_ring_wakes.load(SeqCst);
             shared.wake_batch(|| {
                 for w in readied {
                     w.wake();
                     spin(Duration::from_micros(300));
                 }
             });
-            shared.idle.ms_woken() - before
+            let ring_wakes = shared.sysmon_ring_wakes.load(SeqCst) - ring_wakes;
+            (shared.idle.ms_woken() - before, ring_wakes)
         }));
-        let woken = woken.unwrap();
-        // One for the batch; sysmon may hand a stuck `runnext` to an idle P once more.
+        let (woken, ring_wakes) = woken.unwrap();
+        // One for the batch; sysmon may hand a stuck `runnext` to an idle P once more, and
+        // wake a thief for the ring per look the batch outlasts (sysmon.rs, "Rings").
         assert!(
-            woken <= 2,
-            "{woken} parked Ms woken for one batch of {TASKS} tasks"
+            woken <= 2 + ring_wakes,
+            "{woken} parked Ms woken for one batch of {TASKS} tasks ({ring_wakes} by sysmon)"
         );
     }
 }

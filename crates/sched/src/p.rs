@@ -453,12 +453,14 @@ impl P {
     }
 
     /// sysmon's look at this P's slices (slice.rs): marks the holder's current slice spent if
-    /// it is the one `seen` at least a slice ago.
-    pub(crate) fn look_at_slice(&self, seen: &mut Seen, now: std::time::Instant) {
+    /// it is the one `seen` at least a slice ago. Returns `None` if the P is not running, else
+    /// whether its holder began no slice since the previous look.
+    pub(crate) fn look_at_slice(&self, seen: &mut Seen, now: std::time::Instant) -> Option<bool> {
         if self.status() == PStatus::Running {
-            seen.look(&self.hot.slices, now);
+            Some(seen.look(&self.hot.slices, now))
         } else {
             seen.forget();
+            None
         }
     }
 

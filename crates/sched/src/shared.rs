@@ -46,6 +46,8 @@ pub(crate) struct Shared {
     /// sysmon's looks (each wake-up, and the first look): `Metrics::sysmon_wakeups`, here
     /// so that a `Handle` reads them too.
     pub(crate) sysmon_looks: AtomicU64,
+    /// The Ms sysmon woke for a stuck P's ring (sysmon.rs, "Rings"; for tests).
+    pub(crate) sysmon_ring_wakes: AtomicU64,
     next_m: AtomicUsize,
     /// Round-robin cursor for timers created on threads that hold no P.
     home_cursor: AtomicUsize,
@@ -83,6 +85,7 @@ impl Shared {
             panics: AtomicU64::new(0),
             user_panics: AtomicU64::new(0),
             sysmon_looks: AtomicU64::new(0),
+            sysmon_ring_wakes: AtomicU64::new(0),
             next_m: AtomicUsize::new(0),
             home_cursor: AtomicUsize::new(0),
             m_threads,

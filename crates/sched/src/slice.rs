@@ -65,8 +65,9 @@ pub(crate) struct Seen {
 impl Seen {
     /// sysmon's look at a running P's `slices` at `now`: marks the current slice spent if it
     /// is the one seen at least [`SLICE`] ago (Go's `retake`: `schedtick` unchanged and
-    /// `schedwhen + forcePreemptNS <= now`).
-    pub(crate) fn look(&mut self, slices: &Slices, now: Instant) {
+    /// `schedwhen + forcePreemptNS <= now`). Returns whether the slice is the one the previous
+    /// look saw: the holder began none since (it is in one task, or a `runnext` chain).
+    pub(crate) fn look(&mut self, slices: &Slices, now: Instant) -> bool {
         let begun = slices.begun.load(Relaxed);
         match self.since {
             Some(since) if begun == self.begun => {
@@ -74,12 +75,14 @@ impl Seen {
                 if spent && slices.spent.load(Relaxed) != begun {
                     slices.spent.store(begun, Relaxed);
                 }
+                true
             }
             _ => {
                 *self = Seen {
                     begun,
                     since: Some(now),
-                }
+                };
+                false
             }
         }
     }
@@ -100,15 +103,21 @@ mod tests {
         let mut seen = Seen::default();
         let t0 = Instant::now();
         s.begin();
-        seen.look(&s, t0);
-        seen.look(&s, t0 + SLICE / 2);
+        assert!(!seen.look(&s, t0), "a first look saw a slice before");
+        assert!(
+            seen.look(&s, t0 + SLICE / 2),
+            "the same slice not seen again"
+        );
         assert!(!s.is_spent());
         seen.look(&s, t0 + SLICE);
         assert!(s.is_spent());
         // The next slice starts afresh; the old mark matches nothing.
         s.begin();
         assert!(!s.is_spent());
-        seen.look(&s, t0 + SLICE * 3 / 2);
+        assert!(
+            !seen.look(&s, t0 + SLICE * 3 / 2),
+            "a new slice seen as the old one"
+        );
         seen.look(&s, t0 + SLICE * 2);
         assert!(!s.is_spent());
         seen.look(&s, t0 + SLICE * 5 / 2);

@@ -21,6 +21,23 @@
 //!   And it marks the time slice of a P that began none for 10 ms as spent, so that a chain
 //!   of tasks readying each other through `runnext` gives way to the P's queue at its next
 //!   pick (`look_at_slices`, slice.rs; Go's `retake` preempts the running goroutine).
+//! - Rings. No P may idle while a task waits in a busy P's ring: every push that leaves a
+//!   task stealable wakes an M, and the last spinner to stop looks at every ring (worker.rs,
+//!   `reset_spinning`). That rests on an argument; a wake-up lost there (2a0fcd4 fixed one,
+//!   seen as Go's TestGoroutineParallelism2 hanging twice in ~600 runs) left the task behind
+//!   a holder that computes, for as long as it computes. Go needs no backstop: sysmon
+//!   preempts a goroutine after 10 ms and the P's next round runs its ring. gort cannot
+//!   preempt, so sysmon brings a thief instead: while some P idles and no M spins, a running
+//!   P whose ring holds tasks and whose holder began no slice since the previous look (stuck
+//!   in one task, or a `runnext` chain) gets a `wakep` (`wake_for_rings`); the spinner
+//!   steals half the ring, and as the last spinner wakes another if tasks are left. A thief,
+//!   not a move to the global queue: the ring is there to be stolen from (one CAS, no lock,
+//!   no task moved twice), and a move would need a consumer's side of the ring here. It
+//!   costs the task paths nothing (atomics read by sysmon's look, which reads the slice
+//!   counts anyway); it never fires with every P running (nobody to wake), while an M spins
+//!   or one is on its way (`nmspinning`), nor for a ring since emptied, so a woken M that
+//!   finds nothing is not woken again. At 1 proc nobody could run the ring but its holder, and nothing is done:
+//!   there gort, as Tokio, relies on tasks yielding (the cooperative budget).
 //!
 //! Go's other sysmon duties are not sysmon's here: `block_in_place` hands its P off before it
 //! blocks (Go's sysmon retakes Ps from syscalls), and a task woken off every P is served
@@ -53,6 +70,8 @@
 //! the tick sysmon sets after it resumed; at worst it rings once more than needed.
 
 mod alarm;
+#[cfg(all(test, not(loom)))]
+mod ring_tests;
 
 use crate::p::PStatus;
 use crate::runnext::Fill;
@@ -129,8 +148,9 @@ impl Sysmon {
         while !self.state.lock().stop {
             shared.sysmon_looks.fetch_add(1, Relaxed);
             let mut tick = look(&shared, &mut quiet);
-            look_at_slices(&shared, &mut slices);
-            let look_again = shared.idle.npidle() > 0 && take_stuck_runnext(&shared, &mut runnexts);
+            let rings = look_at_slices(&shared, &mut slices);
+            let look_again = shared.idle.npidle() > 0
+                && (take_stuck_runnext(&shared, &mut runnexts) | wake_for_rings(&shared, rings));
             // At most every other look is a quick one: a holder that keeps refilling its
             // `runnext` (a chain of spawns) doubles sysmon's looks at most.
             second_look = look_again && !second_look;
@@ -265,15 +285,55 @@ fn take_stuck_runnext(shared: &Arc<Shared>, seen: &mut Vec<Option<Fill>>) -> boo
 /// Marks the slice of each running P that has not begun a new one for a slice length, so that
 /// its holder passes over a `runnext` chain at its next pick (slice.rs; Go's `retake`
 /// preempts the running goroutine instead). `seen`: what the previous looks saw, by P id.
-fn look_at_slices(shared: &Shared, seen: &mut Vec<Seen>) {
+/// Returns what it saw of the running Ps' rings, for [`wake_for_rings`].
+fn look_at_slices(shared: &Shared, seen: &mut Vec<Seen>) -> Rings {
     // The real clock, not the runtime's: a paused clock does not stop a chain's slice.
     let now = Instant::now();
     seen.resize(shared.nallp(), Seen::default());
+    let mut rings = Rings::default();
     for p in shared.all_ps() {
-        if let Some(s) = seen.get_mut(p.id) {
-            p.look_at_slice(s, now);
+        let Some(s) = seen.get_mut(p.id) else {
+            continue;
+        };
+        match p.look_at_slice(s, now) {
+            Some(same) if p.has_queued() => {
+                rings.stuck |= same;
+                rings.first_seen |= !same;
+            }
+            _ => {}
         }
     }
+    rings
+}
+
+/// What a look saw of the running Ps' rings (the module docs, "Rings").
+#[derive(Clone, Copy, Default)]
+struct Rings {
+    /// A ring held tasks and its holder began no slice since the previous look.
+    stuck: bool,
+    /// A ring held tasks and its holder began a slice since the previous look.
+    first_seen: bool,
+}
+
+/// While some P idles (the caller's check) and no M spins: wakes one (`wakep`, a spinner
+/// that steals half the ring) if a running P's ring holds tasks and its holder began no slice
+/// since the previous look; nothing is on its way to them (module docs, "Rings").
+///
+/// Returns whether such a ring was seen for the first time: the next look may then come
+/// after `BUSY_TICK`, as for `runnext`, so that a lost wake-up costs about one idle tick.
+#[cold]
+#[inline(never)]
+fn wake_for_rings(shared: &Arc<Shared>, rings: Rings) -> bool {
+    // An M spinning (or counted for a `wakep` on its way) looks at every ring before it
+    // stops (`reset_spinning`): nothing to do.
+    if shared.idle.nmspinning() > 0 {
+        return false;
+    }
+    if rings.stuck {
+        shared.sysmon_ring_wakes.fetch_add(1, Relaxed);
+        shared.wakep();
+    }
+    rings.first_seen
 }
 
 /// Whether sysmon has nothing to do until a P is taken: every P idle (by the count the takers

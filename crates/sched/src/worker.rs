@@ -563,7 +563,8 @@ impl Thieves for SpinningThief<'_> {
 /// (the task the caller runs is already out of its own). No P may idle while a runnable task
 /// waits: the task that P's holder runs may not yield for a long time (work conservation;
 /// tests `two_tasks_spawned_together_both_start` and Go's TestGoroutineParallelism2). Only
-/// the last spinner to find work asks, so the O(P) look is off every task's path.
+/// the last spinner to find work asks, so the O(P) look is off every task's path. A wake-up
+/// lost anyway costs about one sysmon tick, not the computation (sysmon.rs, "Rings").
 fn more_work_queued(shared: &Shared) -> bool {
     !shared.global.is_empty() || shared.all_ps().any(|p| !p.stealer.is_empty())
 }
