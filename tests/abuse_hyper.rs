@@ -14,6 +14,7 @@
 #[path = "../examples/hyper_server.rs"]
 #[allow(dead_code)] // the example's `main` is not used here
 mod hyper_server;
+mod support;
 
 use bytes::Bytes;
 use gort::net::TcpListener;
@@ -24,9 +25,9 @@ use hyper_server::{serve, Timeouts, HELLO};
 use hyper_util::rt::TokioIo;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
+use support::{linger_zero, open_fds};
 
 /// Generous: the machine is loaded; only a hang should fail a case.
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -48,10 +49,6 @@ fn case(f: impl FnOnce() + Send + 'static) {
     if let Err(p) = t.join() {
         std::panic::resume_unwind(p);
     }
-}
-
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
 
 /// The CPU time this process has used (user and system), in clock ticks (100 a second).
@@ -120,26 +117,6 @@ fn start_body_reader() -> Server {
         }
     }));
     Server { addr, rt }
-}
-
-/// Sets `SO_LINGER` to zero: closing the socket then sends a reset instead of a FIN.
-fn reset_on_close(s: &impl AsRawFd) {
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    let len = std::mem::size_of::<libc::linger>() as libc::socklen_t;
-    // SAFETY: `linger` is valid for reads of `len` bytes for the call; the fd is open.
-    let rc = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            len,
-        )
-    };
-    assert_eq!(rc, 0);
 }
 
 fn connect(addr: SocketAddr) -> TcpStream {
@@ -211,7 +188,7 @@ fn two_thousand_keep_alive_clients_that_vanish_leave_no_fd() {
             let mut s = connect(server.addr);
             s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
             if i % 4 == 0 {
-                reset_on_close(&s);
+                linger_zero(&s);
             }
             clients.push(s);
         }
@@ -296,7 +273,7 @@ fn clients_that_abort_in_the_middle_of_a_body() {
                 .unwrap();
             s.write_all(&[b'x'; 1000]).unwrap();
             if i % 2 == 0 {
-                reset_on_close(&s);
+                linger_zero(&s);
             }
             drop(s);
         }
@@ -385,16 +362,16 @@ fn hyper_client_against(how: Misbehaviour) {
             }
         };
         match how {
-            Misbehaviour::ResetAtOnce => reset_on_close(&s),
+            Misbehaviour::ResetAtOnce => linger_zero(&s),
             Misbehaviour::ResetAfterHead => {
                 read_head(&mut s);
-                reset_on_close(&s);
+                linger_zero(&s);
             }
             Misbehaviour::ResetMidHead => {
                 read_head(&mut s);
                 s.write_all(b"HTTP/1.1 200 OK\r\nContent-Le").unwrap();
                 std::thread::sleep(Duration::from_millis(20));
-                reset_on_close(&s);
+                linger_zero(&s);
             }
             Misbehaviour::CloseMidBody => {
                 read_head(&mut s);

@@ -10,17 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gort::time::{Instant, MissedTickBehavior};
-use support::within;
+use support::{paused, within};
 
 const MS: Duration = Duration::from_millis(1);
-
-fn paused(procs: usize) -> gort::Runtime {
-    gort::Builder::new()
-        .procs(procs)
-        .start_paused(true)
-        .build()
-        .unwrap()
-}
 
 /// Ticks of a 100 ms interval whose consumer takes the first tick, then is away until
 /// 350 ms, then takes `n` more: (due, taken at), in ms from the start.

@@ -9,17 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gort::time::Instant;
-use support::within;
+use support::{paused, within};
 
 const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
-
-fn paused(procs: usize) -> gort::Runtime {
-    gort::Builder::new()
-        .procs(procs)
-        .start_paused(true)
-        .build()
-        .unwrap()
-}
 
 #[test]
 fn a_paused_sleep_of_two_centuries_returns_at_its_instant() {

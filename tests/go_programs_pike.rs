@@ -11,15 +11,11 @@
 mod support;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use gort::chan::{bounded, Receiver};
 use gort::select;
-use support::within;
-
-fn rt(procs: usize) -> gort::Runtime {
-    gort::Builder::new().procs(procs).build().unwrap()
-}
+use support::{paused, rt, wait_tasks, within};
 
 /// FNV-1a of the parts: the fake backends' latency and crashes are a function of the query,
 /// so that on the paused clock every query's outcome is known in advance, whatever the load
@@ -217,14 +213,6 @@ fn check_results(query: &str, results: &[String]) {
     );
 }
 
-fn paused_rt(procs: usize) -> gort::Runtime {
-    gort::Builder::new()
-        .procs(procs)
-        .start_paused(true)
-        .build()
-        .unwrap()
-}
-
 /// 300 concurrent queries on the paused clock (so the machine's load changes nothing): each
 /// ends exactly when it must, complete or timed out at 80 ms, with the replicas that must
 /// have answered, never one backend twice; afterwards no task is left (the losers' sends
@@ -233,7 +221,7 @@ fn paused_rt(procs: usize) -> gort::Runtime {
 fn google_search_replicated_with_timeout() {
     for procs in [1, 4] {
         within(move || {
-            let rt = paused_rt(procs);
+            let rt = paused(procs);
             let base = rt.metrics().tasks_alive;
             let complete = rt.block_on(async {
                 let b = backends(false);
@@ -253,23 +241,6 @@ fn google_search_replicated_with_timeout() {
     }
 }
 
-/// Polls until the runtime's live task count is back to `base` (losers finish their sleep
-/// first: up to 100 ms).
-fn wait_tasks(rt: &gort::Runtime, base: u64) {
-    let start = Instant::now();
-    loop {
-        let alive = rt.metrics().tasks_alive;
-        if alive <= base {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "{alive} tasks still alive (base {base}): leaked"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 /// Backends whose replicas panic on a third of the queries (paused clock): a query still
 /// gets the other replica's answer; when both replicas of a backend crash the search ends
 /// without it, exactly when the last one died. Nothing hangs, no panic escapes the tasks,
@@ -278,7 +249,7 @@ fn wait_tasks(rt: &gort::Runtime, base: u64) {
 fn google_search_with_crashing_replicas() {
     for procs in [1, 4] {
         within(move || {
-            let rt = paused_rt(procs);
+            let rt = paused(procs);
             let base = rt.metrics().tasks_alive;
             rt.block_on(async {
                 let b = backends(true);

@@ -14,32 +14,13 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use gort::chan::{bounded, Receiver, Sender};
 use gort::context::{self, Context};
 use gort::select;
 use gort::sync::{ErrGroup, WaitGroup};
-use support::within;
-
-fn rt(procs: usize) -> gort::Runtime {
-    gort::Builder::new().procs(procs).build().unwrap()
-}
-
-fn wait_tasks(rt: &gort::Runtime, base: u64) {
-    let start = Instant::now();
-    loop {
-        let alive = rt.metrics().tasks_alive;
-        if alive <= base {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "{alive} tasks still alive (base {base}): leaked"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
+use support::{rt, wait_tasks, within};
 
 /// Go's `gen(done, nums...)`.
 fn gen(done: Receiver<()>, nums: Vec<u64>) -> Receiver<u64> {

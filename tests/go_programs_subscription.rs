@@ -18,30 +18,11 @@ use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use gort::chan::{bounded, Receiver, Sender};
 use gort::select;
-use support::within;
-
-fn rt(procs: usize) -> gort::Runtime {
-    gort::Builder::new().procs(procs).build().unwrap()
-}
-
-fn wait_tasks(rt: &gort::Runtime, base: u64) {
-    let start = Instant::now();
-    loop {
-        let alive = rt.metrics().tasks_alive;
-        if alive <= base {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "{alive} tasks still alive (base {base}): leaked"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
+use support::{rt, wait_tasks, within};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Item {

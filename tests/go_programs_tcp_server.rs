@@ -17,7 +17,6 @@ mod support;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,33 +24,10 @@ use std::time::{Duration, Instant};
 use gort::context::{self, Context};
 use gort::net::{TcpListener, TcpStream};
 use gort::sync::WaitGroup;
-use support::within;
+use support::{linger_zero, open_fds, rt, wait_tasks, within};
 
 /// The tests of this file count the process's fds: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn rt(procs: usize) -> gort::Runtime {
-    gort::Builder::new().procs(procs).build().unwrap()
-}
-
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").unwrap().count()
-}
-
-fn wait_tasks(rt: &gort::Runtime, base: u64) {
-    let start = Instant::now();
-    loop {
-        let alive = rt.metrics().tasks_alive;
-        if alive <= base {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "{alive} tasks still alive (base {base}): leaked"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 /// How each connection ended, as the server saw it.
 #[derive(Default, Debug)]
@@ -185,25 +161,6 @@ fn reset_or_panic(e: std::io::Error) -> End {
         ErrorKind::ConnectionReset | ErrorKind::BrokenPipe => End::Reset,
         _ => panic!("unexpected error kind: {e:?}"),
     }
-}
-
-fn linger_zero(socket: &impl AsRawFd) {
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    let len = std::mem::size_of::<libc::linger>() as libc::socklen_t;
-    // SAFETY: `linger` is valid for reads of `len` bytes for the call; the fd is open.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            len,
-        )
-    };
-    assert_eq!(rc, 0);
 }
 
 /// Reads one line (the reply) from a client connection; `None` on EOF before any byte.

@@ -13,11 +13,7 @@ use std::time::{Duration, Instant};
 
 use gort::context::{self, Context};
 use gort::time::after_func;
-use support::within;
-
-fn rt(procs: usize) -> gort::Runtime {
-    gort::Builder::new().procs(procs).build().unwrap()
-}
+use support::{rt, within};
 
 /// A debouncer: events from 8 tasks reset one `after_func`; each run flushes what has
 /// accumulated. Every event is flushed exactly once, and the last flush comes one quiet

@@ -24,7 +24,7 @@ use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::within;
+use support::{linger_zero, within};
 
 /// A runtime of `procs` Ps serving h2 on a loopback port.
 fn start(procs: usize, cfg: H2Config) -> (gort::Runtime, SocketAddr) {
@@ -298,7 +298,7 @@ fn peer_resets_the_tcp_connection_mid_body() {
         peer.write_all(&hello).unwrap();
         let mut some = vec![0; 100_000];
         std::io::Read::read_exact(&mut peer, &mut some).unwrap();
-        reset_on_close(&peer);
+        linger_zero(&peer);
         drop(peer);
         let started = Instant::now();
         let ended = rt.block_on(gort::time::timeout(Duration::from_secs(5), server));
@@ -310,27 +310,6 @@ fn peer_resets_the_tcp_connection_mid_body() {
             started.elapsed()
         );
     });
-}
-
-/// Makes the socket's close send a TCP RST (SO_LINGER with a zero timeout).
-fn reset_on_close(socket: &std::net::TcpStream) {
-    use std::os::fd::AsRawFd;
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    // SAFETY: the fd is open (borrowed from a live socket) and `linger` is a valid
-    // `struct linger` whose size is passed with it.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(rc, 0, "{}", io::Error::last_os_error());
 }
 
 #[test]

@@ -3,30 +3,18 @@
 //!
 //! Tokio's `#[tokio::test]` body runs on the current-thread runtime's one worker, beside the
 //! tasks it spawns; gort's `block_on` runs on its own thread, beside the Ps. So the budget
-//! test runs its body as a task on a runtime of one P (`on_one_p`), sharing that P with the
+//! test runs its body as a task on a runtime of one P (`task_on_one_p`), sharing that P with the
 //! task it spawns, as Tokio's does.
 
 mod support;
 
-use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use support::within;
+use support::{one_p, paused, task_on_one_p, within, PanicsOnDrop};
 
 /// The cooperative budget: ready operations per task poll (Tokio's and gort's).
 const BUDGET: usize = 128;
-
-/// Runs `body` as a task on a runtime of one P, under the watchdog.
-fn on_one_p<F>(body: impl FnOnce() -> F + Send + 'static)
-where
-    F: Future<Output = ()> + Send + 'static,
-{
-    within(move || {
-        let rt = gort::Builder::new().procs(1).build().unwrap();
-        rt.block_on(async move { gort::spawn(body()).await.unwrap() });
-    });
-}
 
 // coop_budget.rs: two connected UDP sockets on loopback never say `WouldBlock`, so the loop
 // below yields only when its budget is spent: once per 64 packets (a send and a receive each
@@ -36,7 +24,7 @@ where
 // scheduler, whose counting task gets one turn more.
 #[test]
 fn coop_budget_udp_send_recv() {
-    on_one_p(|| async {
+    task_on_one_p(|| async {
         const N_ITERATIONS: usize = 1024;
         const PACKET: &[u8] = b"Hello, world";
         const PACKET_LEN: usize = 12;
@@ -71,7 +59,7 @@ fn coop_budget_udp_send_recv() {
 // coop_budget.rs
 #[test]
 fn test_has_budget_remaining() {
-    on_one_p(|| async {
+    task_on_one_p(|| async {
         // At the beginning, budget should be available.
         assert!(gort::task::has_budget_remaining());
         // Deplete the budget.
@@ -82,31 +70,19 @@ fn test_has_budget_remaining() {
     });
 }
 
-struct PanicsOnDrop;
-
-impl Drop for PanicsOnDrop {
-    fn drop(&mut self) {
-        panic!("I told you so");
-    }
-}
-
 // join_handle_panic.rs: the output's drop panics where the handle is dropped, and that panic
 // does not reach the task that drops the handle.
 #[test]
 fn test_panics_do_not_propagate_when_dropping_join_handle() {
     within(|| {
-        gort::Builder::new()
-            .procs(1)
-            .build()
-            .unwrap()
-            .block_on(async {
-                let join_handle = gort::spawn(async move { PanicsOnDrop });
-                // Only drop the handle once the task has completed.
-                while !join_handle.is_finished() {
-                    gort::time::sleep(Duration::from_millis(1)).await;
-                }
-                drop(join_handle);
-            });
+        one_p().block_on(async {
+            let join_handle = gort::spawn(async move { PanicsOnDrop });
+            // Only drop the handle once the task has completed.
+            while !join_handle.is_finished() {
+                gort::time::sleep(Duration::from_millis(1)).await;
+            }
+            drop(join_handle);
+        });
     });
 }
 
@@ -115,7 +91,7 @@ fn test_panics_do_not_propagate_when_dropping_join_handle() {
 #[test]
 fn panics_do_not_kill_the_m_when_the_handle_went_first() {
     within(|| {
-        let rt = gort::Builder::new().procs(1).build().unwrap();
+        let rt = one_p();
         rt.block_on(async {
             let (tx, rx) = tokio::sync::oneshot::channel::<()>();
             let join_handle = gort::spawn(async move {
@@ -134,11 +110,7 @@ fn panics_do_not_kill_the_m_when_the_handle_went_first() {
 #[test]
 fn test_start_paused() {
     within(|| {
-        let rt = gort::Builder::new()
-            .procs(1)
-            .start_paused(true)
-            .build()
-            .unwrap();
+        let rt = paused(1);
         rt.block_on(async {
             let now = gort::time::Instant::now();
             // Pause a few times with std's sleep: `now` stays the same.

@@ -24,6 +24,14 @@ async fn make_socketpair() -> (TcpStream, TcpStream) {
     (c1.unwrap(), c2.unwrap().0)
 }
 
+/// Shuts the writing end `w` down and reads all its peer `r` got, to the end of stream.
+async fn shut_and_read(mut w: TcpStream, mut r: TcpStream) -> Vec<u8> {
+    AsyncWriteExt::shutdown(&mut w).await.unwrap();
+    let mut got = Vec::new();
+    AsyncReadExt::read_to_end(&mut r, &mut got).await.unwrap();
+    got
+}
+
 // io_copy.rs (`copy`: all of a stream, to its end, into a writer)
 #[test]
 fn copy() {
@@ -49,7 +57,7 @@ fn copy() {
 fn proxy() {
     rt_test(2, false, || async {
         let (mut src_w, src_r) = make_socketpair().await;
-        let (mut dst_w, mut dst_r) = make_socketpair().await;
+        let (mut dst_w, dst_r) = make_socketpair().await;
         AsyncWriteExt::write_all(&mut src_w, &[0x42; 512])
             .await
             .unwrap();
@@ -63,11 +71,7 @@ fn proxy() {
         let mut rd = src_r.take(1024);
         let n = io::copy(&mut rd, &mut dst_w).await.unwrap();
         assert_eq!(n, 1024);
-        AsyncWriteExt::shutdown(&mut dst_w).await.unwrap();
-        let mut got = Vec::new();
-        AsyncReadExt::read_to_end(&mut dst_r, &mut got)
-            .await
-            .unwrap();
+        let got = shut_and_read(dst_w, dst_r).await;
         assert_eq!(got.len(), 1024);
         assert!(got[..512].iter().all(|&b| b == 0x42));
         assert!(got[512..].iter().all(|&b| b == 0x43));
@@ -80,18 +84,14 @@ fn proxy() {
 fn proxy_buf() {
     rt_test(2, false, || async {
         let (mut src_w, src_r) = make_socketpair().await;
-        let (mut dst_w, mut dst_r) = make_socketpair().await;
+        let (mut dst_w, dst_r) = make_socketpair().await;
         AsyncWriteExt::write_all(&mut src_w, &[0x42; 2048])
             .await
             .unwrap();
         let mut rd = io::BufReader::new(src_r).take(1024);
         let n = io::copy_buf(&mut rd, &mut dst_w).await.unwrap();
         assert_eq!(n, 1024);
-        AsyncWriteExt::shutdown(&mut dst_w).await.unwrap();
-        let mut got = Vec::new();
-        AsyncReadExt::read_to_end(&mut dst_r, &mut got)
-            .await
-            .unwrap();
+        let got = shut_and_read(dst_w, dst_r).await;
         assert_eq!(got, vec![0x42; 1024]);
     });
 }

@@ -30,19 +30,9 @@ use std::future::poll_fn;
 use std::pin::pin;
 use std::task::Poll::{self, Ready};
 use std::time::Duration;
-use support::within;
+// A `#[tokio::test]` body: a task on a runtime of 1 P, under the watchdog.
+use support::{task_on_one_p as rt, within};
 use tokio::sync::oneshot;
-
-/// A `#[tokio::test]` body: a task on a runtime of 1 P, under the watchdog.
-fn rt<Fut>(body: impl FnOnce() -> Fut + Send + 'static)
-where
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    within(move || {
-        let rt = gort::Builder::new().procs(1).build().unwrap();
-        rt.block_on(rt.spawn(body())).unwrap()
-    })
-}
 
 async fn one() -> usize {
     1

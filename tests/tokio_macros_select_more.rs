@@ -9,18 +9,8 @@ use gort::select;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
-use support::within;
-
-/// A `#[tokio::test]` body: a task on a runtime of 1 P, under the watchdog.
-fn rt<Fut>(body: impl FnOnce() -> Fut + Send + 'static)
-where
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    within(move || {
-        let rt = gort::Builder::new().procs(1).build().unwrap();
-        rt.block_on(rt.spawn(body())).unwrap()
-    })
-}
+// A `#[tokio::test]` body: a task on a runtime of 1 P, under the watchdog.
+use support::task_on_one_p as rt;
 
 async fn one() -> usize {
     1

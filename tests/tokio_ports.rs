@@ -8,6 +8,7 @@
 
 #[path = "support/ports.rs"]
 mod ports;
+mod support;
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
@@ -170,21 +171,7 @@ fn peer_vanishing_mid_frame() {
             // Half a frame, then a reset (SO_LINGER 0): the error a Tokio program sees.
             let c = std::net::TcpStream::connect(addr).unwrap();
             std::io::Write::write_all(&mut (&c), &[0, 0, 0, 10, b'h']).unwrap();
-            let linger = libc::linger {
-                l_onoff: 1,
-                l_linger: 0,
-            };
-            // SAFETY: a valid socket and a `linger` of the size passed.
-            let rc = unsafe {
-                libc::setsockopt(
-                    std::os::fd::AsRawFd::as_raw_fd(&c),
-                    libc::SOL_SOCKET,
-                    libc::SO_LINGER,
-                    (&linger as *const libc::linger).cast(),
-                    std::mem::size_of::<libc::linger>() as libc::socklen_t,
-                )
-            };
-            assert_eq!(rc, 0);
+            support::linger_zero(&c);
             gort::time::sleep(Duration::from_millis(20)).await;
             drop(c);
             let kinds = server.await.unwrap();

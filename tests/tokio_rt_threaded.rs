@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
-use support::within;
+use support::{within, PanicsOnDrop};
 use tokio::sync::oneshot;
 
 /// Tokio's `rt()`: a runtime of 4 workers.
@@ -527,14 +527,6 @@ fn mutex_in_block_in_place() {
             .unwrap();
         })
     });
-}
-
-struct PanicsOnDrop;
-
-impl Drop for PanicsOnDrop {
-    fn drop(&mut self) {
-        panic!("I told you so");
-    }
 }
 
 // join_handle_panic.rs

@@ -19,26 +19,18 @@ use mock_task::rt_test;
 use std::future::{poll_fn, Future};
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
+use support::linger_zero;
 use tokio::io::{copy, copy_bidirectional, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 /// `tcp_accept.rs`'s `test_accept!`: bind `target`, accept in a task, connect, and check
 /// that the two ends agree on the addresses.
 async fn accept_on(target: impl std::net::ToSocketAddrs + Send + 'static) {
-    let listener = TcpListener::bind(target).await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = oneshot::channel();
-    gort::spawn(async move {
-        let (socket, _) = listener.accept().await.unwrap();
-        tx.send(socket).unwrap();
-    });
-    let cli = TcpStream::connect(addr).await.unwrap();
-    let srv = rx.await.unwrap();
+    let (cli, srv, _) = support::tcp_pair_at(target).await;
     assert_eq!(cli.local_addr().unwrap(), srv.peer_addr().unwrap());
 }
 
@@ -171,21 +163,6 @@ fn shutdown() {
     });
 }
 
-/// `SO_LINGER` 0 (Tokio's `set_zero_linger`; gort has Go's API, so through libc): closing
-/// the socket sends a reset.
-fn set_zero_linger(s: &TcpStream) {
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    let len = std::mem::size_of::<libc::linger>() as libc::socklen_t;
-    let opt = (&linger as *const libc::linger).cast();
-    // SAFETY: `linger` is valid for reads of `len` bytes for the call; the fd is open.
-    let rc =
-        unsafe { libc::setsockopt(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_LINGER, opt, len) };
-    assert_eq!(rc, 0, "{}", io::Error::last_os_error());
-}
-
 // tcp_shutdown.rs
 #[test]
 fn shutdown_after_tcp_reset() {
@@ -205,7 +182,7 @@ fn shutdown_after_tcp_reset() {
             }
         });
         let (stream, _) = srv.accept().await.unwrap();
-        set_zero_linger(&stream);
+        linger_zero(&stream); // Tokio's `set_zero_linger`: dropped, it sends a reset
         connected_rx.await.unwrap();
         drop(stream);
         dropped_tx.send(()).unwrap();

@@ -18,21 +18,15 @@ use gort::net::{TcpListener, TcpStream, UnixStream};
 use mock_task::rt_test;
 use std::io::{Read, Write};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::oneshot;
 
 /// tcp_connect.rs's `connect_v4` and `connect_v6`: the two ends agree on the addresses.
 async fn connect_on(bind: &'static str) {
-    let srv = TcpListener::bind(bind).await.unwrap();
-    let addr = srv.local_addr().unwrap();
-    assert_eq!(addr.is_ipv4(), bind.starts_with("127."));
-    let (tx, rx) = oneshot::channel();
-    gort::spawn(async move {
-        let (socket, addr) = srv.accept().await.unwrap();
-        assert_eq!(addr, socket.peer_addr().unwrap());
-        tx.send(socket).unwrap();
-    });
-    let mine = TcpStream::connect(addr).await.unwrap();
-    let theirs = rx.await.unwrap();
+    let (mine, theirs, peer) = support::tcp_pair_at(bind).await;
+    assert_eq!(
+        mine.peer_addr().unwrap().is_ipv4(),
+        bind.starts_with("127.")
+    );
+    assert_eq!(peer, theirs.peer_addr().unwrap());
     assert_eq!(mine.local_addr().unwrap(), theirs.peer_addr().unwrap());
     assert_eq!(theirs.local_addr().unwrap(), mine.peer_addr().unwrap());
 }

@@ -242,11 +242,7 @@ fn pause_time_in_task() {
 
 /// 10,000 paused sleeps of a seeded pseudo-random length under a second; their times.
 fn paused_time_stress_run() -> Vec<Duration> {
-    let rt = gort::Builder::new()
-        .procs(1)
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let rt = support::paused(1);
     rt.block_on(async {
         let mut seed = 1u64;
         let mut times = vec![];

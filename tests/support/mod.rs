@@ -181,3 +181,95 @@ impl Drop for Tracked {
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
+
+/// A runtime of `procs` Ps whose clock is paused from the start.
+pub fn paused(procs: usize) -> gort::Runtime {
+    gort::Builder::new()
+        .procs(procs)
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
+/// Polls until `rt`'s live task count is back to `base` (tasks that end on their own, such
+/// as a search's losing replicas finishing their sleep); fails after 10 s: a leaked task.
+pub fn wait_tasks(rt: &gort::Runtime, base: u64) {
+    let start = std::time::Instant::now();
+    loop {
+        let alive = rt.metrics().tasks_alive;
+        if alive <= base {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{alive} tasks still alive (base {base}): leaked"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// How many fds this process has open.
+pub fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+/// Sets `SO_LINGER` to 0 s (Tokio's `set_zero_linger`; gort has Go's API, so through libc):
+/// closing the socket then sends a reset (RST) instead of a FIN.
+pub fn linger_zero(socket: &impl std::os::fd::AsRawFd) {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    let len = std::mem::size_of::<libc::linger>() as libc::socklen_t;
+    // SAFETY: `linger` is valid for reads of `len` bytes for the call; the fd is open
+    // (borrowed from a live socket).
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            len,
+        )
+    };
+    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+}
+
+/// A `#[tokio::test]` body: a task spawned on a runtime of 1 P (not the `block_on` future),
+/// under the watchdog.
+pub fn task_on_one_p<Fut>(body: impl FnOnce() -> Fut + Send + 'static)
+where
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    within(move || {
+        let rt = one_p();
+        rt.block_on(rt.spawn(body())).unwrap()
+    })
+}
+
+/// A task output whose drop panics (Tokio's `join_handle_panic.rs`): wherever it is dropped,
+/// the panic must stay there.
+pub struct PanicsOnDrop;
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        panic!("I told you so");
+    }
+}
+
+/// Binds a listener at `target`, accepts one connection in a task and connects to it:
+/// (the connecting end, the accepted end, the peer address `accept` returned).
+pub async fn tcp_pair_at(
+    target: impl std::net::ToSocketAddrs + Send + 'static,
+) -> (
+    gort::net::TcpStream,
+    gort::net::TcpStream,
+    std::net::SocketAddr,
+) {
+    let listener = gort::net::TcpListener::bind(target).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = gort::spawn(async move { listener.accept().await.unwrap() });
+    let mine = gort::net::TcpStream::connect(addr).await.unwrap();
+    let (theirs, peer) = accepted.await.unwrap();
+    (mine, theirs, peer)
+}

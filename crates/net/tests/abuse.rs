@@ -4,13 +4,16 @@
 //! runtime. Each must end in a result or an error of the right kind, never a hang: a
 //! watchdog fails a case that runs past 20 s.
 
+#[path = "support/tcp.rs"]
+mod tcp;
+
 use gort::net::{TcpListener, TcpStream, UdpSocket};
 use gort::time::Instant;
 use std::io::ErrorKind;
 use std::net::Shutdown;
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Duration;
+use tcp::tcp_pair as pair;
 
 /// Runs `f` on a fresh runtime, failing the test if it has not finished in 20 s.
 fn run<F: std::future::Future + Send + 'static>(f: F) -> F::Output
@@ -25,30 +28,9 @@ where
         .expect("the case hung (or panicked)")
 }
 
-async fn pair() -> (TcpStream, TcpStream) {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let c = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
-    let (s, _) = l.accept().await.unwrap();
-    (c, s)
-}
-
 /// Closes `s` with `SO_LINGER` 0: the peer gets a reset, not an end of stream.
 fn reset(s: TcpStream) {
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    // SAFETY: `linger` is valid for reads of its size for the call; `s` owns the fd.
-    let rc = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(rc, 0);
+    tcp::linger_zero(&s);
     drop(s);
 }
 

@@ -292,20 +292,7 @@ fn sockets_left_hung_up_reset_or_refused_cost_no_cpu_while_tasks_wait() {
                 match i % 3 {
                     0 => drop(s), // an end of stream waits in c
                     1 => {
-                        let linger = libc::linger {
-                            l_onoff: 1,
-                            l_linger: 0,
-                        };
-                        // SAFETY: `linger` is valid for reads of its size for the call.
-                        unsafe {
-                            libc::setsockopt(
-                                s.as_raw_fd(),
-                                libc::SOL_SOCKET,
-                                libc::SO_LINGER,
-                                (&linger as *const libc::linger).cast(),
-                                std::mem::size_of::<libc::linger>() as libc::socklen_t,
-                            )
-                        };
+                        tcp::linger_zero(&s);
                         drop(s); // a reset waits in c
                     }
                     _ => {

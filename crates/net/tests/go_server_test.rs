@@ -35,6 +35,37 @@ macro_rules! echo_until_eof {
     }};
 }
 
+/// Spawns the server half of TestTCPServer and TestUnixAndUnixpacketServer: accepts
+/// `CLIENTS` connections on the listener `$l` and echoes each in a task of its own until its
+/// end of stream (Go's `transponder`); the handle ends when every connection has.
+macro_rules! spawn_echo_server {
+    ($l:expr) => {{
+        let l = $l;
+        gort::spawn(async move {
+            let mut conns = Vec::new();
+            for _ in 0..CLIENTS {
+                let (c, _) = l.accept().await.unwrap();
+                conns.push(gort::spawn(async move { echo_until_eof!(c) }));
+            }
+            for c in conns {
+                c.await.unwrap();
+            }
+        })
+    }};
+}
+
+/// Runs `client(i)` for each of `CLIENTS` clients at once, each in a task, and waits for
+/// them all.
+async fn run_clients<Fut>(client: impl Fn(usize) -> Fut)
+where
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let clients: Vec<_> = (0..CLIENTS).map(|i| gort::spawn(client(i))).collect();
+    for c in clients {
+        c.await.unwrap();
+    }
+}
+
 /// Go: TestTCPServer (server_test.go). One listener, several clients at once on IPv4 and
 /// IPv6 loopback: each writes a message, half-closes, and reads its own message back.
 #[test]
@@ -45,37 +76,23 @@ fn tcp_server() {
                 continue; // no IPv6 loopback here
             };
             let addr = l.local_addr().unwrap();
-            let server = gort::spawn(async move {
-                let mut conns = Vec::new();
-                for _ in 0..CLIENTS {
-                    let (c, _) = l.accept().await.unwrap();
-                    conns.push(gort::spawn(async move { echo_until_eof!(c) }));
-                }
-                for c in conns {
-                    c.await.unwrap();
-                }
-            });
-            let mut clients = Vec::new();
-            for i in 0..CLIENTS {
-                clients.push(gort::spawn(async move {
-                    let c = TcpStream::connect(addr).await.unwrap();
-                    let msg = format!("TCP SERVER TEST {i}");
-                    c.write_all(msg.as_bytes()).await.unwrap();
-                    c.shutdown(Shutdown::Write).unwrap();
-                    let mut got = Vec::new();
-                    let mut buf = [0; 64];
-                    loop {
-                        match c.read(&mut buf).await.unwrap() {
-                            0 => break,
-                            n => got.extend_from_slice(&buf[..n]),
-                        }
+            let server = spawn_echo_server!(l);
+            run_clients(|i| async move {
+                let c = TcpStream::connect(addr).await.unwrap();
+                let msg = format!("TCP SERVER TEST {i}");
+                c.write_all(msg.as_bytes()).await.unwrap();
+                c.shutdown(Shutdown::Write).unwrap();
+                let mut got = Vec::new();
+                let mut buf = [0; 64];
+                loop {
+                    match c.read(&mut buf).await.unwrap() {
+                        0 => break,
+                        n => got.extend_from_slice(&buf[..n]),
                     }
-                    assert_eq!(got, msg.as_bytes());
-                }));
-            }
-            for c in clients {
-                c.await.unwrap();
-            }
+                }
+                assert_eq!(got, msg.as_bytes());
+            })
+            .await;
             server.await.unwrap();
         }
     });
@@ -89,20 +106,10 @@ fn unix_server() {
         let dir = TempDir::new("go-unix-server");
         let path = dir.join("sock");
         let l = UnixListener::bind(&path).unwrap();
-        let server = gort::spawn(async move {
-            let mut conns = Vec::new();
-            for _ in 0..CLIENTS {
-                let (c, _) = l.accept().await.unwrap();
-                conns.push(gort::spawn(async move { echo_until_eof!(c) }));
-            }
-            for c in conns {
-                c.await.unwrap();
-            }
-        });
-        let mut clients = Vec::new();
-        for i in 0..CLIENTS {
+        let server = spawn_echo_server!(l);
+        run_clients(|i| {
             let path = path.clone();
-            clients.push(gort::spawn(async move {
+            async move {
                 let c = UnixStream::connect(&path).await.unwrap();
                 let msg = format!("UNIX SERVER TEST {i}");
                 c.write_all(msg.as_bytes()).await.unwrap();
@@ -111,11 +118,9 @@ fn unix_server() {
                 c.read_exact(&mut got).await.unwrap();
                 assert_eq!(got, msg.as_bytes());
                 assert_eq!(c.read(&mut [0; 1]).await.unwrap(), 0);
-            }));
-        }
-        for c in clients {
-            c.await.unwrap();
-        }
+            }
+        })
+        .await;
         server.await.unwrap();
     });
 }
@@ -134,27 +139,22 @@ fn udp_server() {
                 server.send_to(&buf[..n], from).await.unwrap();
             }
         });
-        let mut clients = Vec::new();
-        for i in 0..CLIENTS {
-            clients.push(gort::spawn(async move {
-                let c = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-                let msg = format!("UDP SERVER TEST {i}");
-                let mut buf = [0; 64];
-                if i % 2 == 0 {
-                    c.connect(addr).await.unwrap();
-                    c.send(msg.as_bytes()).await.unwrap();
-                    let n = c.recv(&mut buf).await.unwrap();
-                    assert_eq!(&buf[..n], msg.as_bytes());
-                } else {
-                    c.send_to(msg.as_bytes(), addr).await.unwrap();
-                    let (n, from) = c.recv_from(&mut buf).await.unwrap();
-                    assert_eq!((&buf[..n], from), (msg.as_bytes(), addr));
-                }
-            }));
-        }
-        for c in clients {
-            c.await.unwrap();
-        }
+        run_clients(|i| async move {
+            let c = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+            let msg = format!("UDP SERVER TEST {i}");
+            let mut buf = [0; 64];
+            if i % 2 == 0 {
+                c.connect(addr).await.unwrap();
+                c.send(msg.as_bytes()).await.unwrap();
+                let n = c.recv(&mut buf).await.unwrap();
+                assert_eq!(&buf[..n], msg.as_bytes());
+            } else {
+                c.send_to(msg.as_bytes(), addr).await.unwrap();
+                let (n, from) = c.recv_from(&mut buf).await.unwrap();
+                assert_eq!((&buf[..n], from), (msg.as_bytes(), addr));
+            }
+        })
+        .await;
         echo.await.unwrap();
     });
 }
@@ -174,10 +174,9 @@ fn unixgram_server() {
                 server.send_to_addr(&buf[..n], &from).await.unwrap();
             }
         });
-        let mut clients = Vec::new();
-        for i in 0..CLIENTS {
+        run_clients(|i| {
             let (spath, cpath) = (spath.clone(), dir.join(&format!("client{i}")));
-            clients.push(gort::spawn(async move {
+            async move {
                 let c = UnixDatagram::bind(&cpath).unwrap();
                 let msg = format!("UNIXGRAM SERVER TEST {i}");
                 c.send_to(msg.as_bytes(), &spath).await.unwrap();
@@ -185,11 +184,9 @@ fn unixgram_server() {
                 let (n, from) = c.recv_from(&mut buf).await.unwrap();
                 assert_eq!(&buf[..n], msg.as_bytes());
                 assert_eq!(from.as_pathname(), Some(spath.as_path()));
-            }));
-        }
-        for c in clients {
-            c.await.unwrap();
-        }
+            }
+        })
+        .await;
         echo.await.unwrap();
     });
 }

@@ -365,11 +365,8 @@ pub struct MachineCpu {
 impl MachineCpu {
     /// Now; zero where `/proc/stat` is unreadable.
     pub fn now() -> Self {
-        let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         MachineCpu {
-            busy: parse_stat_busy(&text, if hz > 0 { hz as u64 } else { 100 }),
+            busy: read_proc_stat(parse_stat_busy),
         }
     }
 
@@ -377,6 +374,15 @@ impl MachineCpu {
     pub fn since(self, earlier: MachineCpu) -> Duration {
         self.busy.saturating_sub(earlier.busy)
     }
+}
+
+/// `parse` of `/proc/stat`'s text ("" where it is unreadable) and of the clock ticks a
+/// second (100 where `sysconf` does not say).
+pub fn read_proc_stat(parse: impl FnOnce(&str, u64) -> Duration) -> Duration {
+    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    parse(&text, if hz > 0 { hz as u64 } else { 100 })
 }
 
 /// Busy time in the aggregate `cpu` line: everything but idle and iowait (guest time is

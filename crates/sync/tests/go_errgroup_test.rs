@@ -23,20 +23,23 @@ use gort::sync::ErrGroup;
 #[path = "../../time/tests/support/watchdog.rs"]
 mod watchdog;
 
-/// Runs `test` on a fresh runtime of 1 P, then of 4.
-fn on_1_and_4_procs<Fut>(test: impl Fn() -> Fut)
-where
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    for procs in [1, 4] {
-        watchdog::run_with(procs, false, test());
-    }
-}
+use watchdog::on_1_and_4_procs;
 
 type Search = fn(&Context, &str) -> Result<String, String>;
 
 /// The errors the tasks of a case return (`None`: success), and what `wait` must return.
 type Case = (&'static [Option<&'static str>], Result<(), &'static str>);
+
+/// Go's `errDoom`.
+const ERR_DOOM: &str = "group_test: doomed";
+
+/// The cases of Go's TestWithContext, which TestCancelCause repeats.
+const DOOM_CASES: [Case; 4] = [
+    (&[], Ok(())),
+    (&[None], Ok(())),
+    (&[Some(ERR_DOOM)], Err(ERR_DOOM)),
+    (&[Some(ERR_DOOM), None], Err(ERR_DOOM)),
+];
 
 fn fake_search(kind: &str, query: &str) -> Result<String, String> {
     Ok(format!("{kind} result for {query:?}"))
@@ -117,14 +120,7 @@ fn zero_group() {
 #[test]
 fn with_context() {
     on_1_and_4_procs(|| async {
-        const ERR_DOOM: &str = "group_test: doomed";
-        let cases: [Case; 4] = [
-            (&[], Ok(())),
-            (&[None], Ok(())),
-            (&[Some(ERR_DOOM)], Err(ERR_DOOM)),
-            (&[Some(ERR_DOOM), None], Err(ERR_DOOM)),
-        ];
-        for (errs, want) in cases {
+        for (errs, want) in DOOM_CASES {
             let (g, ctx) = ErrGroup::with_context(&Context::background());
             for &err in errs {
                 g.spawn(async move { err.map_or(Ok(()), Err) });
@@ -235,14 +231,7 @@ fn go_limit() {
 #[test]
 fn cancel_cause() {
     on_1_and_4_procs(|| async {
-        const ERR_DOOM: &str = "group_test: doomed";
-        let cases: [Case; 4] = [
-            (&[], Ok(())),
-            (&[None], Ok(())),
-            (&[Some(ERR_DOOM)], Err(ERR_DOOM)),
-            (&[Some(ERR_DOOM), None], Err(ERR_DOOM)),
-        ];
-        for (errs, want) in cases {
+        for (errs, want) in DOOM_CASES {
             let (g, ctx) = ErrGroup::<DoomError>::with_context_cause(&Context::background());
             for &err in errs {
                 g.try_spawn(async move { err.map_or(Ok(()), |e| Err(DoomError(e))) });

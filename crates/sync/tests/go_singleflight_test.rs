@@ -20,15 +20,7 @@ use gort::sync::WaitGroup;
 #[path = "../../time/tests/support/watchdog.rs"]
 mod watchdog;
 
-/// Runs `test` on a fresh runtime of 1 P, then of 4.
-fn on_1_and_4_procs<Fut>(test: impl Fn() -> Fut)
-where
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    for procs in [1, 4] {
-        watchdog::run_with(procs, false, test());
-    }
-}
+use watchdog::on_1_and_4_procs;
 
 /// Go: TestDo. A lone call gets its work's value, not shared.
 #[test]

@@ -14,15 +14,7 @@ use gort::sync::WaitGroup;
 #[path = "../../time/tests/support/watchdog.rs"]
 mod watchdog;
 
-/// Runs `test` on a fresh runtime of 1 P, then of 4.
-fn on_1_and_4_procs<Fut>(test: impl Fn() -> Fut)
-where
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    for procs in [1, 4] {
-        watchdog::run_with(procs, false, test());
-    }
-}
+use watchdog::on_1_and_4_procs;
 
 /// Go's `testWaitGroup`: `n` tasks each `done` `wg1` then wait on `wg2`; none may pass
 /// `wg2.wait()` before the last `wg2.done()`, and every one must pass after it.

@@ -10,17 +10,10 @@ use std::time::Duration;
 use gort::chan::{bounded, Receiver};
 use gort::sync::singleflight::{CallError, Group};
 
-/// Runs `test` on a fresh runtime of 1 P, then of 4.
-fn on_1_and_4_procs<F, Fut>(test: F)
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    for procs in [1, 4] {
-        let rt = gort::Builder::new().procs(procs).build().unwrap();
-        rt.block_on(test());
-    }
-}
+#[path = "../../time/tests/support/watchdog.rs"]
+mod watchdog;
+
+use watchdog::on_1_and_4_procs;
 
 /// A gate: the work waits on the receiver until the test drops the sender.
 fn gate() -> (gort::chan::Sender<()>, Receiver<()>) {

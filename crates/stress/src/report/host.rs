@@ -85,11 +85,8 @@ pub struct StealClock {
 impl StealClock {
     /// Now.
     pub fn now() -> StealClock {
-        let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
         StealClock {
-            stolen: parse_steal(&text, if hz > 0 { hz as u64 } else { 100 }),
+            stolen: crate::stats::read_proc_stat(parse_steal),
         }
     }
 

@@ -34,6 +34,17 @@ where
     })
 }
 
+/// Runs `test` on a fresh runtime of 1 P, then of 4, each under the watchdog ([`run_with`]).
+#[allow(dead_code)]
+pub fn on_1_and_4_procs<Fut>(test: impl Fn() -> Fut)
+where
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    for procs in [1, 4] {
+        run_with(procs, false, test());
+    }
+}
+
 /// Runs `f` on its own thread; panics if it has not returned within a minute, and passes on
 /// a panic of `f`.
 #[allow(dead_code)]
