@@ -588,19 +588,24 @@ mod tests {
             let shared = context::current().expect("a task runs in its runtime");
             let readied = std::mem::take(&mut *wakers.lock());
             let before = shared.idle.ms_woken();
+            let handed_before = shared.sysmon_runnext_handoffs.load(SeqCst);
             shared.wake_batch(|| {
                 for w in readied {
                     w.wake();
                     spin(Duration::from_micros(300));
                 }
             });
-            shared.idle.ms_woken() - before
+            let handed = shared.sysmon_runnext_handoffs.load(SeqCst) - handed_before;
+            (shared.idle.ms_woken() - before, handed)
         }));
-        let woken = woken.unwrap();
-        // One for the batch; sysmon may hand a stuck `runnext` to an idle P once more.
+        let (woken, handed) = woken.unwrap();
+        // One for the batch, and one for each task sysmon found stuck in `runnext` and handed
+        // to the idle P. A fixed "at most one more" failed 2 of 5 runs on a loaded machine:
+        // a batch the OS keeps off its CPU lasts several of sysmon's looks. Waking one M per
+        // push woke about one per task.
         assert!(
-            woken <= 2,
-            "{woken} parked Ms woken for one batch of {TASKS} tasks"
+            woken <= 1 + handed,
+            "{woken} parked Ms woken for one batch of {TASKS} tasks ({handed} by sysmon)"
         );
     }
 }

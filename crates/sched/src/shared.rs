@@ -46,6 +46,9 @@ pub(crate) struct Shared {
     /// sysmon's looks (each wake-up, and the first look): `Metrics::sysmon_wakeups`, here
     /// so that a `Handle` reads them too.
     pub(crate) sysmon_looks: AtomicU64,
+    /// Tasks sysmon took from a stuck `runnext` and handed to an idle P (each may wake a
+    /// parked M: test `a_batch_of_readied_tasks_wakes_one_parked_m`).
+    pub(crate) sysmon_runnext_handoffs: AtomicU64,
     next_m: AtomicUsize,
     /// Round-robin cursor for timers created on threads that hold no P.
     home_cursor: AtomicUsize,
@@ -83,6 +86,7 @@ impl Shared {
             panics: AtomicU64::new(0),
             user_panics: AtomicU64::new(0),
             sysmon_looks: AtomicU64::new(0),
+            sysmon_runnext_handoffs: AtomicU64::new(0),
             next_m: AtomicUsize::new(0),
             home_cursor: AtomicUsize::new(0),
             m_threads,
