@@ -271,9 +271,43 @@ struct HogCounts {
     light_turns: u64,
 }
 
+impl HogCounts {
+    fn read(counts: &[Arc<(AtomicU64, AtomicU64)>; 2]) -> HogCounts {
+        HogCounts {
+            hog: counts[0].0.load(SeqCst),
+            light: counts[1].0.load(SeqCst),
+            hog_turns: counts[0].1.load(SeqCst),
+            light_turns: counts[1].1.load(SeqCst),
+        }
+    }
+
+    /// What was counted since `earlier`.
+    fn since(&self, earlier: &HogCounts) -> HogCounts {
+        HogCounts {
+            hog: self.hog - earlier.hog,
+            light: self.light - earlier.light,
+            hog_turns: self.hog_turns - earlier.hog_turns,
+            light_turns: self.light_turns - earlier.light_turns,
+        }
+    }
+}
+
+/// The hog pair's turns the measured window holds at least, however long they take.
+const MIN_HOG_TURNS: u64 = 4;
+
 /// Go's TestPingPongHog setup (proc_test.go): on one P, a pair of tasks handing a token back
 /// and forth with 1,000,000 units of work per turn (the hog), and a pair with 1,000 (the light
-/// one), for `run_for`.
+/// one). Counted over a window of at least `run_for` and [`MIN_HOG_TURNS`] of the hog's turns,
+/// opened once both pairs run.
+///
+/// The window is not the run: the light pair starts behind the hog (its tasks, spawned off
+/// every P, are first polled one per spent slice, each after a hog turn), and a turn of the
+/// hog, which cannot be preempted, takes 1-5 ms on a quiet machine but 30-110 ms on a loaded
+/// one. A fixed 100 ms from the first send then held 3-4 hog turns and the light pair's
+/// start-up: it failed 7 of 100 runs beside other test binaries (light 1 turn, hog 4).
+/// Counted from when both pairs run, over at least four hog turns, `ping_pong_hog` still
+/// fails a scheduler that does not bound a `runnext` chain by time (the light pair then gets
+/// about 1/1000 of the work).
 fn ping_pong_hog_counts(run_for: Duration) -> HogCounts {
     within(move || {
         rt(1).block_on(async move {
@@ -311,16 +345,29 @@ fn ping_pong_hog_counts(run_for: Duration) -> HogCounts {
             }
             hog_tx.send(true).await.unwrap();
             light_tx.send(true).await.unwrap();
-            gort::time::sleep(run_for).await;
+            // Both pairs run: each task of the light pair has taken a turn, the hog one.
+            let step = Duration::from_millis(5);
+            loop {
+                let c = HogCounts::read(&counts);
+                if c.light_turns >= 2 && c.hog_turns >= 1 {
+                    break;
+                }
+                gort::time::sleep(step).await;
+            }
+            let start = HogCounts::read(&counts);
+            let opened = Instant::now();
+            loop {
+                gort::time::sleep(step).await;
+                let c = HogCounts::read(&counts);
+                if opened.elapsed() >= run_for && c.hog_turns - start.hog_turns >= MIN_HOG_TURNS {
+                    break;
+                }
+            }
+            let end = HogCounts::read(&counts);
             done_tx.close();
             hog_rx.recv().await.unwrap();
             light_rx.recv().await.unwrap();
-            HogCounts {
-                hog: counts[0].0.load(SeqCst),
-                light: counts[1].0.load(SeqCst),
-                hog_turns: counts[0].1.load(SeqCst),
-                light_turns: counts[1].1.load(SeqCst),
-            }
+            end.since(&start)
         })
     })
 }
@@ -355,8 +402,13 @@ fn ping_pong_hog() {
 /// and the light pair at least as many as it.
 #[test]
 fn ping_pong_hog_turns() {
-    // Debug builds count about ten times slower: a longer run for a few hog turns.
-    let run_for = Duration::from_millis(if cfg!(debug_assertions) { 300 } else { 100 });
+    // 300 ms, as `ping_pong_hog`: the light pair needs one slice of its own in the window,
+    // and on a loaded machine one slice can go to the OS (a slice is wall time: the M
+    // descheduled for 10 ms spends it) and the next to a hog chain that sysmon marks 20 ms
+    // late; 100 ms failed 1 of 150 runs (light 1 turn, hog 4; a timeline showed the two
+    // slices lost so). The window holds at least `MIN_HOG_TURNS` hog turns; a hog that
+    // never runs never closes it (the watchdog fails the test).
+    let run_for = Duration::from_millis(300);
     let c = ping_pong_hog_counts(run_for);
     assert!(
         c.hog_turns >= 2,

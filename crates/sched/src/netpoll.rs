@@ -589,6 +589,7 @@ mod tests {
             let readied = std::mem::take(&mut *wakers.lock());
             let before = shared.idle.ms_woken();
             let ring_wakes = shared.sysmon_ring_wakes.load(SeqCst);
+            let handed_before = shared.sysmon_runnext_handoffs.load(SeqCst);
             shared.wake_batch(|| {
                 for w in readied {
                     w.wake();
@@ -596,14 +597,18 @@ mod tests {
                 }
             });
             let ring_wakes = shared.sysmon_ring_wakes.load(SeqCst) - ring_wakes;
-            (shared.idle.ms_woken() - before, ring_wakes)
+            let handed = shared.sysmon_runnext_handoffs.load(SeqCst) - handed_before;
+            (shared.idle.ms_woken() - before, handed + ring_wakes)
         }));
-        let (woken, ring_wakes) = woken.unwrap();
-        // One for the batch; sysmon may hand a stuck `runnext` to an idle P once more, and
-        // wake a thief for the ring per look the batch outlasts (sysmon.rs, "Rings").
+        let (woken, by_sysmon) = woken.unwrap();
+        // One for the batch, one for each task sysmon found stuck in `runnext` and handed to
+        // the idle P, and one per thief sysmon woke for the ring (sysmon.rs, "Rings"): a batch
+        // the OS keeps off its CPU lasts several of sysmon's looks (a fixed "at most one
+        // more" failed 2 of 5 runs on a loaded machine). Waking one M per push woke about one
+        // per task.
         assert!(
-            woken <= 2 + ring_wakes,
-            "{woken} parked Ms woken for one batch of {TASKS} tasks ({ring_wakes} by sysmon)"
+            woken <= 1 + by_sysmon,
+            "{woken} parked Ms woken for one batch of {TASKS} tasks ({by_sysmon} by sysmon)"
         );
     }
 }

@@ -48,6 +48,9 @@ pub(crate) struct Shared {
     pub(crate) sysmon_looks: AtomicU64,
     /// The Ms sysmon woke for a stuck P's ring (sysmon.rs, "Rings"; for tests).
     pub(crate) sysmon_ring_wakes: AtomicU64,
+    /// Tasks sysmon took from a stuck `runnext` and handed to an idle P (each may wake a
+    /// parked M: test `a_batch_of_readied_tasks_wakes_one_parked_m`).
+    pub(crate) sysmon_runnext_handoffs: AtomicU64,
     next_m: AtomicUsize,
     /// Round-robin cursor for timers created on threads that hold no P.
     home_cursor: AtomicUsize,
@@ -86,6 +89,7 @@ impl Shared {
             user_panics: AtomicU64::new(0),
             sysmon_looks: AtomicU64::new(0),
             sysmon_ring_wakes: AtomicU64::new(0),
+            sysmon_runnext_handoffs: AtomicU64::new(0),
             next_m: AtomicUsize::new(0),
             home_cursor: AtomicUsize::new(0),
             m_threads,

@@ -275,6 +275,7 @@ fn take_stuck_runnext(shared: &Arc<Shared>, seen: &mut Vec<Option<Fill>>) -> boo
         *last = now;
         if let Some(task) = now.filter(|_| stuck).and_then(|f| p.steal_runnext(f)) {
             // Off every P: to the global queue's started-work lane, then `wakep`.
+            shared.sysmon_runnext_handoffs.fetch_add(1, Relaxed);
             shared.push_task(task, false, Lane::Ready);
             *last = None;
         }
