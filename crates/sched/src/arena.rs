@@ -9,7 +9,8 @@
 //! allocating those sizes, its arena's fast bins grow to a million chunks; the next request
 //! that merges them holds the arena lock for as long as a million cache misses take, and
 //! every M freeing into that arena (an M dropping a fired timer, sysmon) waits: both Ps
-//! stop at once (design/STRESS.md, "The after-func-storm stall", has the measurements).
+//! stop at once (design/STRESS.md, "The after-func-storm stall"; the measurements are in
+//! design/PERFORMANCE-LOG.md under the same name).
 //!
 //! Go's allocator has no such pause (per-P caches, incremental sweeping). gort uses the C
 //! allocator, so each M keeps the merge small instead: at most once per `TICK` of the clock
