@@ -44,6 +44,20 @@ cargo run --release -p gort-stress -- --duration 5s
 step "soak (short): a server's mixed workload stays flat"
 cargo run --release --example soak
 
+step "examples (each checks its own result; hyper_server serves until killed: tests/hyper.rs runs it)"
+examples=$(for f in examples/*.rs examples/*/main.rs; do
+  [ -e "$f" ] || continue
+  n=$(basename "$f" .rs); [ "$n" = main ] && n=$(basename "$(dirname "$f")")
+  [ "$n" = hyper_server ] || echo "$n"
+done)
+# shellcheck disable=SC2046
+cargo build --release --features tokio-io $(printf -- '--example %s ' $examples)
+for e in $examples; do
+  echo "-- $e"
+  timeout 300 "target/release/examples/$e" > "target/example-$e.log" 2>&1 ||
+    { echo "example $e failed:"; tail -40 "target/example-$e.log"; exit 1; }
+done
+
 step "docs"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 
