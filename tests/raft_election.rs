@@ -1,0 +1,91 @@
+//! Raft leader election on gort (`tests/support/raft/`, the code `examples/raft_election.rs`
+//! runs): clusters of 3 and 5 nodes through lossy links, partitions, kills, restarts and a
+//! stalled leader, on 1, 2 and 4 Ps, under `#[gort::test]`, and 20 seeds at once on one
+//! runtime. Each run checks election safety, terms that never decrease, no stale, early or
+//! stopped election timer value, no tick of a stopped ticker, a leader within 5 s after each
+//! fault heals, and every task ended at shutdown; each test checks that no fd is left open.
+//! The tests run one at a time (a lock), since all count one process's fds.
+
+#[path = "support/raft/mod.rs"]
+mod raft;
+mod support;
+
+use std::sync::{Mutex, MutexGuard};
+
+static FDS: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    FDS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `n` nodes with `seed` on a runtime of `procs` Ps, under the watchdog; no fd of the
+/// cluster or of the runtime is left once both are gone.
+fn cluster(procs: usize, n: usize, seed: u64) {
+    let _serial = serial();
+    let fds = raft::fd_count();
+    support::within(move || {
+        let rt = gort::Builder::new().procs(procs).build().unwrap();
+        let report = rt.block_on(raft::scenario::run(n, seed));
+        let report = report.unwrap_or_else(|e| panic!("{n} nodes, seed {seed}, {procs} Ps: {e}"));
+        assert!(report.leaders >= 4, "{report:?}"); // first, after the partition, the kill, the pause
+    });
+    assert_eq!(raft::fd_count(), fds, "fds left open");
+}
+
+#[test]
+fn three_nodes_one_p() {
+    cluster(1, 3, 1);
+}
+
+#[test]
+fn five_nodes_one_p() {
+    cluster(1, 5, 2);
+}
+
+#[test]
+fn three_nodes_two_ps() {
+    cluster(2, 3, 3);
+}
+
+#[test]
+fn five_nodes_two_ps() {
+    cluster(2, 5, 4);
+}
+
+#[test]
+fn five_nodes_four_ps() {
+    cluster(4, 5, 5);
+}
+
+#[gort::test(procs = 2)]
+async fn under_gort_test() {
+    let _serial = serial();
+    let fds = raft::fd_count();
+    let report = raft::scenario::run(3, 6).await.unwrap();
+    assert!(report.leaders >= 4, "{report:?}");
+    assert_eq!(raft::fd_count(), fds, "fds left open");
+}
+
+/// 20 seeds, clusters of 3 and 5 nodes, all at once on one runtime of 4 Ps.
+#[test]
+fn twenty_seeds_at_once() {
+    let _serial = serial();
+    let fds = raft::fd_count();
+    support::within(|| {
+        let rt = gort::Builder::new().procs(4).build().unwrap();
+        rt.block_on(async {
+            let mut runs = gort::JoinSet::new();
+            for seed in 100..120u64 {
+                let n = if seed % 2 == 0 { 3 } else { 5 };
+                runs.spawn(async move { (n, seed, raft::scenario::run(n, seed).await) });
+            }
+            while let Some(r) = runs.join_next().await {
+                let (n, seed, r) = r.unwrap();
+                if let Err(e) = r {
+                    panic!("{n} nodes, seed {seed}: {e}");
+                }
+            }
+        });
+    });
+    assert_eq!(raft::fd_count(), fds, "fds left open");
+}

@@ -1,0 +1,358 @@
+//! One Raft node: a reader task (UDP with a read deadline, the per-link filter, delays by
+//! `after_func`) feeding an inbox, and a main loop `select!`ing on the context, a pause
+//! channel, the inbox, the election timer and the heartbeat ticker.
+
+use super::{Fate, Kind, Msg, Rng, Shared};
+use gort::chan::{unbounded, Receiver, Sender};
+use gort::context::Context;
+use gort::net::UdpSocket;
+use gort::time::{Instant, Ticker, Timer};
+use std::io::ErrorKind;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The leader's heartbeat period.
+pub const HEARTBEAT: Duration = Duration::from_millis(50);
+/// Election timeouts are uniform in `ELECTION_MIN..ELECTION_MAX`.
+pub const ELECTION_MIN: Duration = Duration::from_millis(150);
+pub const ELECTION_MAX: Duration = Duration::from_millis(300);
+/// The reader's read deadline: how often it looks at the context when nothing arrives.
+const READ_DEADLINE: Duration = Duration::from_millis(100);
+/// A send that cannot go out within this is dropped (a lost datagram).
+const WRITE_DEADLINE: Duration = Duration::from_millis(100);
+
+/// A running node: its tasks and the channel that pauses its main loop.
+pub struct Node {
+    pub tasks: gort::JoinSet<()>,
+    pub pause: Sender<Duration>,
+}
+
+/// Spawns node `id`'s reader and main loop on its socket; they end when `ctx` is done.
+pub fn start(sh: Arc<Shared>, id: usize, sock: UdpSocket, ctx: Context, seed: u64) -> Node {
+    let sock = Arc::new(sock);
+    let (inbox_tx, inbox) = unbounded();
+    let (pause, pauses) = unbounded();
+    let mut tasks = gort::JoinSet::new();
+    tasks.spawn(reader(sh.clone(), id, sock.clone(), inbox_tx, ctx.clone()));
+    let node = Raft::new(sh, id, sock, Rng::new(seed));
+    tasks.spawn(node.run(inbox, pauses, ctx));
+    Node { tasks, pause }
+}
+
+/// Receives datagrams until the context is done (seen at the latest one read deadline later,
+/// Go's idiom), and passes each through the link filter into the inbox.
+async fn reader(
+    sh: Arc<Shared>,
+    me: usize,
+    sock: Arc<UdpSocket>,
+    inbox: Sender<Msg>,
+    ctx: Context,
+) {
+    let mut buf = [0u8; 64];
+    while ctx.err().is_none() {
+        sock.set_read_deadline(Some(Instant::now() + READ_DEADLINE))
+            .unwrap();
+        let n = match sock.recv_from(&mut buf).await {
+            Ok((n, _)) => n,
+            Err(e) if e.kind() == ErrorKind::TimedOut => continue,
+            Err(e) => {
+                let what = format!("node {me}: recv_from: {e}");
+                sh.checks.lock().unwrap().violate(what);
+                return;
+            }
+        };
+        let Some(m) = Msg::decode(&buf[..n]) else {
+            continue;
+        };
+        if m.from >= sh.net.len() {
+            continue;
+        }
+        match sh.net.fate(m.from, me) {
+            Fate::Deliver => {
+                let _ = inbox.try_send(m);
+            }
+            Fate::Drop => {}
+            Fate::Delay(d) => {
+                // Go's `time.AfterFunc`: fires on its own; a node killed meanwhile has no
+                // receiver left and the message is lost, as it would be.
+                let tx = inbox.clone();
+                drop(gort::time::after_func(d, move || {
+                    let _ = tx.try_send(m);
+                }));
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Follower,
+    Candidate,
+    Leader,
+}
+
+/// The election timer and what its value must be: each arming is recorded, so a value of an
+/// earlier arming (a stale fire, which Go 1.23's `Reset` rules out) or an early one is seen.
+struct Election {
+    timer: Timer,
+    /// When the current arming was made (read before `reset`) and its duration; `None` while
+    /// stopped.
+    armed: Option<(Instant, Duration)>,
+}
+
+impl Election {
+    fn new() -> Election {
+        Election {
+            timer: Timer::new(Duration::MAX),
+            armed: None,
+        }
+    }
+
+    fn reset(&mut self, rng: &mut Rng) {
+        let spread = (ELECTION_MAX - ELECTION_MIN).as_millis() as u64;
+        let d = ELECTION_MIN + Duration::from_millis(rng.below(spread));
+        self.armed = Some((Instant::now(), d));
+        self.timer.reset(d);
+    }
+
+    fn stop(&mut self) {
+        self.timer.stop();
+        self.armed = None;
+    }
+
+    /// Checks a value received from the timer: it belongs to the current arming (due no earlier
+    /// than `armed + d`), and came no earlier than it was due.
+    fn check_fire(&self, due: Instant) -> Result<(), String> {
+        let now = Instant::now();
+        let Some((at, d)) = self.armed else {
+            return Err(format!(
+                "election timer fired after stop (due {:?} ago)",
+                now - due
+            ));
+        };
+        if due < at + d {
+            return Err(format!(
+                "stale election timer value: due {:?} before the last reset's deadline",
+                at + d - due
+            ));
+        }
+        if now < at + d {
+            return Err(format!("election timer fired {:?} early", at + d - now));
+        }
+        Ok(())
+    }
+}
+
+/// A node's state (Raft's `currentTerm`, `votedFor`, role) and its timers.
+struct Raft {
+    sh: Arc<Shared>,
+    me: usize,
+    sock: Arc<UdpSocket>,
+    rng: Rng,
+    term: u64,
+    voted_for: Option<usize>,
+    role: Role,
+    votes: usize,
+    election: Election,
+    heartbeat: Ticker,
+    /// When the last valid heartbeat was handled (after which the timer was reset).
+    last_heartbeat: Option<Instant>,
+}
+
+impl Raft {
+    fn new(sh: Arc<Shared>, me: usize, sock: Arc<UdpSocket>, rng: Rng) -> Raft {
+        let (term, voted_for) = sh.storage.lock().unwrap()[me];
+        let heartbeat = Ticker::new(HEARTBEAT);
+        heartbeat.stop(); // a follower sends none
+        {
+            let mut c = sh.checks.lock().unwrap();
+            c.set_term(me, term);
+            let v = &mut c.views[me];
+            (v.alive, v.leader, v.paused, v.heard) = (true, false, false, None);
+        }
+        let election = Election::new();
+        Raft {
+            sh,
+            me,
+            sock,
+            rng,
+            term,
+            voted_for,
+            role: Role::Follower,
+            votes: 0,
+            election,
+            heartbeat,
+            last_heartbeat: None,
+        }
+    }
+
+    async fn run(mut self, inbox: Receiver<Msg>, pauses: Receiver<Duration>, ctx: Context) {
+        self.election.reset(&mut self.rng);
+        loop {
+            gort::select! {
+                _ = ctx.done().recv() => break,
+                Some(d) = pauses.recv() => self.pause(d).await,
+                Some(m) = inbox.recv() => self.handle(m).await,
+                Some(due) = self.election.timer.c().recv() => self.on_election_timeout(due).await,
+                Some(_) = self.heartbeat.c().recv() => self.on_tick().await,
+            }
+        }
+        self.sh.checks.lock().unwrap().views[self.me].alive = false;
+    }
+
+    /// A stall of the whole loop (a long GC pause, a stopped VM): no heartbeats go out and
+    /// nothing is handled; the timers keep running.
+    async fn pause(&mut self, d: Duration) {
+        self.sh.checks.lock().unwrap().views[self.me].paused = true;
+        gort::time::sleep(d).await;
+        self.sh.checks.lock().unwrap().views[self.me].paused = false;
+    }
+
+    async fn on_election_timeout(&mut self, due: Instant) {
+        let check = self.election.check_fire(due);
+        {
+            let mut c = self.sh.checks.lock().unwrap();
+            c.fires += 1;
+            if let Err(e) = check {
+                c.violate(format!("node {}: {e}", self.me));
+            }
+            if self.role == Role::Leader {
+                c.violate(format!(
+                    "node {}: election timer fired while leader",
+                    self.me
+                ));
+            }
+            if matches!(self.last_heartbeat, Some(h) if self.election.armed.is_some_and(|(at, _)| h > at))
+            {
+                c.violate(format!(
+                    "node {}: timer not reset after a heartbeat",
+                    self.me
+                ));
+            }
+            c.elections += 1;
+        }
+        // §5.2: increment currentTerm, vote for self, reset the election timer, send
+        // RequestVote to every other server.
+        self.role = Role::Candidate;
+        self.set_term(self.term + 1, Some(self.me));
+        self.votes = 1;
+        self.election.reset(&mut self.rng);
+        self.broadcast(Kind::Vote).await;
+    }
+
+    async fn on_tick(&mut self) {
+        if self.role != Role::Leader {
+            let me = self.me;
+            let what = format!("node {me}: heartbeat tick after the ticker was stopped");
+            self.sh.checks.lock().unwrap().violate(what);
+            return;
+        }
+        self.broadcast(Kind::Append).await;
+    }
+
+    async fn handle(&mut self, m: Msg) {
+        // §5.1: a higher term makes any node a follower of that term.
+        if m.term > self.term {
+            self.set_term(m.term, None);
+            self.become_follower();
+        }
+        match m.kind {
+            Kind::Vote => {
+                let grant =
+                    m.term == self.term && !matches!(self.voted_for, Some(v) if v != m.from);
+                if grant {
+                    self.set_term(self.term, Some(m.from));
+                    self.election.reset(&mut self.rng);
+                }
+                self.send(m.from, Kind::VoteReply, grant).await;
+            }
+            Kind::VoteReply => {
+                if self.role == Role::Candidate && m.term == self.term && m.ok {
+                    self.votes += 1;
+                    if self.votes > self.sh.net.len() / 2 {
+                        self.become_leader().await;
+                    }
+                }
+            }
+            Kind::Append => {
+                let ok = m.term == self.term;
+                if ok {
+                    self.on_heartbeat(m.from);
+                }
+                self.send(m.from, Kind::AppendReply, ok).await;
+            }
+            Kind::AppendReply => {}
+        }
+    }
+
+    /// A heartbeat of the current term: its sender is the term's leader.
+    fn on_heartbeat(&mut self, leader: usize) {
+        let me = self.me;
+        if self.role == Role::Leader {
+            let what = format!(
+                "node {me}: heartbeat from {leader} in its own term {}",
+                self.term
+            );
+            self.sh.checks.lock().unwrap().violate(what);
+            return;
+        }
+        self.role = Role::Follower;
+        // The heartbeat's arrival, then the reset: a value of an arming made before this
+        // instant must never be received.
+        self.last_heartbeat = Some(Instant::now());
+        self.election.reset(&mut self.rng);
+        let mut c = self.sh.checks.lock().unwrap();
+        c.heartbeats += 1;
+        c.resets += 1;
+        c.views[me].heard = Some((self.term, leader));
+    }
+
+    async fn become_leader(&mut self) {
+        self.role = Role::Leader;
+        self.election.stop();
+        self.heartbeat.reset(HEARTBEAT);
+        self.sh
+            .checks
+            .lock()
+            .unwrap()
+            .became_leader(self.me, self.term);
+        self.broadcast(Kind::Append).await;
+    }
+
+    fn become_follower(&mut self) {
+        if self.role == Role::Leader {
+            self.heartbeat.stop();
+            self.election.reset(&mut self.rng);
+            self.sh.checks.lock().unwrap().views[self.me].leader = false;
+        }
+        self.role = Role::Follower;
+    }
+
+    /// Persists `currentTerm` and `votedFor` before anything is sent on them.
+    fn set_term(&mut self, term: u64, voted_for: Option<usize>) {
+        self.term = term;
+        self.voted_for = voted_for;
+        self.sh.storage.lock().unwrap()[self.me] = (term, voted_for);
+        self.sh.checks.lock().unwrap().set_term(self.me, term);
+    }
+
+    async fn broadcast(&self, kind: Kind) {
+        for to in (0..self.sh.net.len()).filter(|&to| to != self.me) {
+            self.send(to, kind, false).await;
+        }
+    }
+
+    /// Sends one message with a write deadline; a failed send is a lost datagram.
+    async fn send(&self, to: usize, kind: Kind, ok: bool) {
+        let m = Msg {
+            kind,
+            from: self.me,
+            term: self.term,
+            ok,
+        };
+        self.sock
+            .set_write_deadline(Some(Instant::now() + WRITE_DEADLINE))
+            .unwrap();
+        let _ = self.sock.send_to(&m.encode(), self.sh.net.addrs[to]).await;
+    }
+}

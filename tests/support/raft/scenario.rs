@@ -1,0 +1,272 @@
+//! A cluster of Raft nodes on loopback UDP and its fault schedule. Every check is clock-free
+//! but for one liveness watchdog ([`LIVENESS`]): after each fault heals, some leader must be
+//! elected and followed by every reachable node within it.
+
+use super::node::{self, Node, ELECTION_MAX};
+use super::{Checks, Net, Shared};
+use gort::context::{self, CancelFn, Context};
+use gort::net::UdpSocket;
+use std::io::ErrorKind;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Generous: an election takes a few hundred milliseconds; this only catches a cluster that
+/// never settles (or a task that never ends at shutdown).
+pub const LIVENESS: Duration = Duration::from_secs(5);
+
+/// What a run did, for the report.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// One line per step: the leader and term the cluster settled on.
+    pub steps: Vec<String>,
+    pub elections: u64,
+    pub leaders: usize,
+    pub heartbeats: u64,
+    pub fires: u64,
+    pub highest_term: u64,
+}
+
+struct Cluster {
+    sh: Arc<Shared>,
+    nodes: Vec<Option<Node>>,
+    ctx: Context,
+    cancel: CancelFn,
+    seed: u64,
+    restarts: u64,
+    steps: Vec<String>,
+}
+
+/// Runs the whole schedule on `n` nodes; `Err` names the first broken invariant. The caller
+/// counts fds around it (several runs may share a process).
+pub async fn run(n: usize, seed: u64) -> Result<Report, String> {
+    let mut cl = Cluster::new(n, seed).await?;
+    let schedule = faults(&mut cl).await;
+    let down = cl.shutdown().await;
+    let c = cl.sh.checks.lock().unwrap();
+    let report = Report {
+        steps: std::mem::take(&mut cl.steps),
+        elections: c.elections,
+        leaders: c.leaders.len(),
+        heartbeats: c.heartbeats,
+        fires: c.fires,
+        highest_term: c.highest_term(),
+    };
+    if !c.violations.is_empty() {
+        return Err(format!(
+            "violations: {:?} (steps {:?})",
+            c.violations, report.steps
+        ));
+    }
+    schedule
+        .and(down)
+        .map_err(|e| format!("{e} (steps {:?})", report.steps))?;
+    Ok(report)
+}
+
+/// The fault schedule; after each fault, the cluster must settle again.
+async fn faults(cl: &mut Cluster) -> Result<(), String> {
+    let n = cl.nodes.len();
+    let all: Vec<usize> = (0..n).collect();
+    cl.settled(&all, 0, "first election").await?;
+
+    // Lossy, slow links: 20% dropped, the rest delayed up to 40 ms.
+    cl.sh.net.lossy(20, 40);
+    gort::time::sleep(Duration::from_millis(800)).await;
+    cl.sh.net.heal();
+    let (l, t) = cl.settled(&all, 0, "lossy links healed").await?;
+
+    // The leader partitioned away: the rest elect a new one in a later term; once healed,
+    // the old leader steps down when it hears of that term.
+    cl.sh.net.isolate(l, true);
+    let rest: Vec<usize> = all.iter().copied().filter(|&i| i != l).collect();
+    let (_, t2) = cl.settled(&rest, t, "leader partitioned away").await?;
+    cl.sh.net.isolate(l, false);
+    let (l, t) = cl
+        .settled(&all, t2 - 1, "leader's partition healed")
+        .await?;
+
+    // A follower partitioned away campaigns alone, its term rising; healed, it deposes the
+    // leader (no pre-vote) and the cluster elects again.
+    let f = (l + 1) % n;
+    cl.sh.net.isolate(f, true);
+    gort::time::sleep(2 * ELECTION_MAX).await;
+    cl.sh.net.isolate(f, false);
+    let (l, t) = cl
+        .settled(&all, t - 1, "follower's partition healed")
+        .await?;
+
+    // The leader killed (its tasks aborted, its socket closed), then restarted on its address
+    // with its persisted term and vote.
+    cl.kill(l).await?;
+    let rest: Vec<usize> = all.iter().copied().filter(|&i| i != l).collect();
+    let (_, t) = cl.settled(&rest, t, "leader killed").await?;
+    cl.restart(l).await?;
+    let (l, t) = cl.settled(&all, t - 1, "old leader restarted").await?;
+
+    // A follower killed and restarted at once.
+    let f = (l + 1) % n;
+    cl.kill(f).await?;
+    cl.restart(f).await?;
+    let (l, _) = cl.settled(&all, t - 1, "follower restarted").await?;
+
+    // The leader's loop stalls past every election timeout: the others elect a new leader;
+    // when the stall ends the old one hears of the new term and follows.
+    let _ = cl.nodes[l]
+        .as_ref()
+        .unwrap()
+        .pause
+        .try_send(4 * ELECTION_MAX);
+    cl.wait(|c| c.views[l].paused.then_some(()), "the leader to pause")
+        .await?;
+    cl.settled(&all, 0, "leader's pause ended").await?;
+    Ok(())
+}
+
+impl Cluster {
+    async fn new(n: usize, seed: u64) -> Result<Cluster, String> {
+        let mut socks = Vec::new();
+        for _ in 0..n {
+            socks.push(
+                UdpSocket::bind("127.0.0.1:0")
+                    .await
+                    .map_err(|e| format!("bind: {e}"))?,
+            );
+        }
+        let addrs = socks.iter().map(|s| s.local_addr().unwrap()).collect();
+        let sh = Arc::new(Shared {
+            net: Net::new(addrs, seed),
+            storage: Mutex::new(vec![(0, None); n]),
+            checks: Mutex::new(Checks::new(n)),
+        });
+        let (ctx, cancel) = context::with_cancel(&Context::background());
+        let nodes = socks
+            .into_iter()
+            .enumerate()
+            .map(|(id, s)| {
+                Some(node::start(
+                    sh.clone(),
+                    id,
+                    s,
+                    ctx.clone(),
+                    seed ^ id as u64,
+                ))
+            })
+            .collect();
+        Ok(Cluster {
+            sh,
+            nodes,
+            ctx,
+            cancel,
+            seed,
+            restarts: 0,
+            steps: Vec::new(),
+        })
+    }
+
+    /// Kills `id`: aborts its tasks and waits for them to end (none may panic).
+    async fn kill(&mut self, id: usize) -> Result<(), String> {
+        let mut node = self.nodes[id].take().expect("kill a live node");
+        node.tasks.abort_all();
+        while let Some(r) = node.tasks.join_next().await {
+            if let Err(e) = r {
+                if !e.is_cancelled() {
+                    return Err(format!("node {id}: a task failed: {e}"));
+                }
+            }
+        }
+        let mut c = self.sh.checks.lock().unwrap();
+        let v = &mut c.views[id];
+        (v.alive, v.leader, v.paused) = (false, false, false);
+        Ok(())
+    }
+
+    /// Restarts `id` on its own address. Its old socket closed with its tasks, so the bind
+    /// must succeed; it is retried briefly only for the port's release by the OS.
+    async fn restart(&mut self, id: usize) -> Result<(), String> {
+        let addr = self.sh.net.addrs[id];
+        let mut tries = 0;
+        let sock = loop {
+            match UdpSocket::bind(addr).await {
+                Ok(s) => break s,
+                Err(e) if e.kind() == ErrorKind::AddrInUse && tries < 100 => tries += 1,
+                Err(e) => return Err(format!("node {id}: rebind {addr}: {e} (a leaked socket?)")),
+            }
+            gort::time::sleep(Duration::from_millis(20)).await;
+        };
+        self.restarts += 1;
+        let seed = self.seed ^ (self.restarts << 32) ^ id as u64;
+        self.nodes[id] = Some(node::start(
+            self.sh.clone(),
+            id,
+            sock,
+            self.ctx.clone(),
+            seed,
+        ));
+        Ok(())
+    }
+
+    /// Waits (up to [`LIVENESS`]) until `f` finds what it looks for in the checks.
+    async fn wait<T>(&self, f: impl Fn(&Checks) -> Option<T>, what: &str) -> Result<T, String> {
+        let give_up = gort::time::Instant::now() + LIVENESS;
+        loop {
+            if let Some(found) = f(&self.sh.checks.lock().unwrap()) {
+                return Ok(found);
+            }
+            if gort::time::Instant::now() > give_up {
+                return Err(format!("liveness: waited {LIVENESS:?} for {what}"));
+            }
+            gort::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Waits until the nodes of `among` settle on one leader in a term later than `after`
+    /// (see [`settled_on`]); returns it and its term.
+    async fn settled(
+        &mut self,
+        among: &[usize],
+        after: u64,
+        step: &str,
+    ) -> Result<(usize, u64), String> {
+        let what = format!("a leader after: {step}");
+        let (l, term) = self.wait(|c| settled_on(c, among, after), &what).await?;
+        self.steps.push(format!("{step}: leader {l}, term {term}"));
+        Ok((l, term))
+    }
+
+    /// Cancels the cluster's context: every task must end within [`LIVENESS`].
+    async fn shutdown(&mut self) -> Result<(), String> {
+        self.cancel.cancel();
+        for (id, node) in self.nodes.iter_mut().enumerate() {
+            let Some(node) = node.as_mut() else { continue };
+            let drain = async {
+                while let Some(r) = node.tasks.join_next().await {
+                    r.map_err(|e| format!("node {id}: a task failed: {e}"))?;
+                }
+                Ok::<(), String>(())
+            };
+            gort::time::timeout(LIVENESS, drain).await.map_err(|_| {
+                format!("node {id}: tasks still running {LIVENESS:?} after shutdown")
+            })??;
+        }
+        self.nodes.clear();
+        Ok(())
+    }
+}
+
+/// The leader `among` has settled on, if any: the one leader of the highest term among them,
+/// later than `after`, with every node of `among` alive, unpaused, in that term, and (but
+/// the leader) having accepted its heartbeat.
+fn settled_on(c: &Checks, among: &[usize], after: u64) -> Option<(usize, u64)> {
+    let term = among.iter().map(|&i| c.views[i].term).max()?;
+    let mut leaders = among
+        .iter()
+        .copied()
+        .filter(|&i| c.views[i].leader && c.views[i].term == term);
+    let l = leaders.next()?;
+    let follows = |i: usize| {
+        let v = c.views[i];
+        v.alive && !v.paused && v.term == term && (i == l || v.heard == Some((term, l)))
+    };
+    (term > after && leaders.next().is_none() && among.iter().all(|&i| follows(i)))
+        .then_some((l, term))
+}
