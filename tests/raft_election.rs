@@ -3,14 +3,16 @@
 //! stalled leader, on 1, 2 and 4 Ps, under `#[gort::test]`, and 20 seeds at once on one
 //! runtime. Each run checks election safety, terms that never decrease, no stale, early or
 //! stopped election timer value, no tick of a stopped ticker, a leader within 5 s after each
-//! fault heals, and every task ended at shutdown; each test checks that no fd is left open.
-//! The tests run one at a time (a lock), since all count one process's fds.
+//! fault heals, and every task ended at shutdown; each test checks that no socket is left
+//! open. The tests run one at a time (a lock), since all count one process's sockets (not
+//! all its fds: `under_gort_test`'s runtime is made before it takes the lock).
 
 #[path = "support/raft/mod.rs"]
 mod raft;
 mod support;
 
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 static FDS: Mutex<()> = Mutex::new(());
 
@@ -18,18 +20,18 @@ fn serial() -> MutexGuard<'static, ()> {
     FDS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Runs `n` nodes with `seed` on a runtime of `procs` Ps, under the watchdog; no fd of the
-/// cluster or of the runtime is left once both are gone.
+/// Runs `n` nodes with `seed` on a runtime of `procs` Ps, under the watchdog; no socket is
+/// left once the cluster and the runtime are gone.
 fn cluster(procs: usize, n: usize, seed: u64) {
     let _serial = serial();
-    let fds = raft::fd_count();
+    let fds = raft::socket_count();
     support::within(move || {
         let rt = gort::Builder::new().procs(procs).build().unwrap();
         let report = rt.block_on(raft::scenario::run(n, seed));
         let report = report.unwrap_or_else(|e| panic!("{n} nodes, seed {seed}, {procs} Ps: {e}"));
         assert!(report.leaders >= 4, "{report:?}"); // first, after the partition, the kill, the pause
     });
-    assert_eq!(raft::fd_count(), fds, "fds left open");
+    assert_eq!(raft::socket_count(), fds, "sockets left open");
 }
 
 #[test]
@@ -58,19 +60,20 @@ fn five_nodes_four_ps() {
 }
 
 #[gort::test(procs = 2)]
+#[allow(clippy::await_holding_lock)] // it serialises tests, whose threads it blocks, not tasks
 async fn under_gort_test() {
     let _serial = serial();
-    let fds = raft::fd_count();
+    let fds = raft::socket_count();
     let report = raft::scenario::run(3, 6).await.unwrap();
     assert!(report.leaders >= 4, "{report:?}");
-    assert_eq!(raft::fd_count(), fds, "fds left open");
+    assert_eq!(raft::socket_count(), fds, "sockets left open");
 }
 
 /// 20 seeds, clusters of 3 and 5 nodes, all at once on one runtime of 4 Ps.
 #[test]
 fn twenty_seeds_at_once() {
     let _serial = serial();
-    let fds = raft::fd_count();
+    let fds = raft::socket_count();
     support::within(|| {
         let rt = gort::Builder::new().procs(4).build().unwrap();
         rt.block_on(async {
@@ -87,5 +90,27 @@ fn twenty_seeds_at_once() {
             }
         });
     });
-    assert_eq!(raft::fd_count(), fds, "fds left open");
+    assert_eq!(raft::socket_count(), fds, "sockets left open");
+}
+
+/// Heartbeats as often as election timeouts (`Timing::RACING`): each `reset` of a follower's
+/// election timer races its firing, and leaders come and go all the time; no value of an
+/// earlier arming may be received, and no term may have two leaders. On 1, 2 and 4 Ps.
+#[test]
+fn resets_racing_fires() {
+    let _serial = serial();
+    let fds = raft::socket_count();
+    for procs in [1, 2, 4] {
+        support::within(move || {
+            let rt = gort::Builder::new().procs(procs).build().unwrap();
+            let r = rt.block_on(raft::scenario::churn(
+                5,
+                procs as u64,
+                Duration::from_secs(2),
+            ));
+            let r = r.unwrap_or_else(|e| panic!("{procs} Ps: {e}"));
+            assert!(r.fires > 10 && r.heartbeats > 10, "{procs} Ps: {r:?}");
+        });
+    }
+    assert_eq!(raft::socket_count(), fds, "sockets left open");
 }

@@ -248,9 +248,37 @@ impl Checks {
 /// Raft's persistent state of each node (`currentTerm`, `votedFor`), which survives a kill.
 pub type Storage = Mutex<Vec<(u64, Option<usize>)>>;
 
+/// The cluster's timing.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    /// The leader's heartbeat period.
+    pub heartbeat: Duration,
+    /// Election timeouts are uniform in `election_min..election_max`.
+    pub election_min: Duration,
+    pub election_max: Duration,
+}
+
+impl Timing {
+    /// The Raft paper's: heartbeats well within the shortest election timeout.
+    pub const RAFT: Timing = Timing {
+        heartbeat: Duration::from_millis(50),
+        election_min: Duration::from_millis(150),
+        election_max: Duration::from_millis(300),
+    };
+
+    /// Heartbeats as often as election timeouts: every `reset` races the timer's firing (a
+    /// cluster that elects all the time, for the timers' sake, not Raft's).
+    pub const RACING: Timing = Timing {
+        heartbeat: Duration::from_millis(10),
+        election_min: Duration::from_millis(9),
+        election_max: Duration::from_millis(13),
+    };
+}
+
 /// What every node and the controller share.
 #[derive(Debug)]
 pub struct Shared {
+    pub timing: Timing,
     pub net: Net,
     pub storage: Storage,
     pub checks: Mutex<Checks>,
@@ -259,4 +287,15 @@ pub struct Shared {
 /// Open file descriptors of this process.
 pub fn fd_count() -> usize {
     std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
+}
+
+/// Open sockets of this process (the fds a cluster opens; a runtime's own, its epoll and
+/// eventfd, are not sockets).
+pub fn socket_count() -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return 0;
+    };
+    dir.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.to_string_lossy().starts_with("socket:"))
+        .count()
 }

@@ -2,7 +2,7 @@
 //! `after_func`) feeding an inbox, and a main loop `select!`ing on the context, a pause
 //! channel, the inbox, the election timer and the heartbeat ticker.
 
-use super::{Fate, Kind, Msg, Rng, Shared};
+use super::{Fate, Kind, Msg, Rng, Shared, Timing};
 use gort::chan::{unbounded, Receiver, Sender};
 use gort::context::Context;
 use gort::net::UdpSocket;
@@ -11,11 +11,6 @@ use std::io::ErrorKind;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The leader's heartbeat period.
-pub const HEARTBEAT: Duration = Duration::from_millis(50);
-/// Election timeouts are uniform in `ELECTION_MIN..ELECTION_MAX`.
-pub const ELECTION_MIN: Duration = Duration::from_millis(150);
-pub const ELECTION_MAX: Duration = Duration::from_millis(300);
 /// The reader's read deadline: how often it looks at the context when nothing arrives.
 const READ_DEADLINE: Duration = Duration::from_millis(100);
 /// A send that cannot go out within this is dropped (a lost datagram).
@@ -27,15 +22,26 @@ pub struct Node {
     pub pause: Sender<Duration>,
 }
 
-/// Spawns node `id`'s reader and main loop on its socket; they end when `ctx` is done.
-pub fn start(sh: Arc<Shared>, id: usize, sock: UdpSocket, ctx: Context, seed: u64) -> Node {
+/// Spawns node `id`'s reader and main loop on `rt` (the runtime its socket was made in);
+/// they end when `ctx` is done.
+pub fn start(
+    sh: Arc<Shared>,
+    id: usize,
+    sock: UdpSocket,
+    ctx: Context,
+    seed: u64,
+    rt: &gort::Handle,
+) -> Node {
     let sock = Arc::new(sock);
     let (inbox_tx, inbox) = unbounded();
     let (pause, pauses) = unbounded();
     let mut tasks = gort::JoinSet::new();
-    tasks.spawn(reader(sh.clone(), id, sock.clone(), inbox_tx, ctx.clone()));
+    tasks.spawn_on(
+        reader(sh.clone(), id, sock.clone(), inbox_tx, ctx.clone()),
+        rt,
+    );
     let node = Raft::new(sh, id, sock, Rng::new(seed));
-    tasks.spawn(node.run(inbox, pauses, ctx));
+    tasks.spawn_on(node.run(inbox, pauses, ctx), rt);
     Node { tasks, pause }
 }
 
@@ -108,9 +114,9 @@ impl Election {
         }
     }
 
-    fn reset(&mut self, rng: &mut Rng) {
-        let spread = (ELECTION_MAX - ELECTION_MIN).as_millis() as u64;
-        let d = ELECTION_MIN + Duration::from_millis(rng.below(spread));
+    fn reset(&mut self, rng: &mut Rng, t: &Timing) {
+        let spread = (t.election_max - t.election_min).as_micros() as u64;
+        let d = t.election_min + Duration::from_micros(rng.below(spread));
         self.armed = Some((Instant::now(), d));
         self.timer.reset(d);
     }
@@ -157,12 +163,14 @@ struct Raft {
     heartbeat: Ticker,
     /// When the last valid heartbeat was handled (after which the timer was reset).
     last_heartbeat: Option<Instant>,
+    /// When the heartbeat ticker was last `reset` (read before it); `None` while stopped.
+    ticking_since: Option<Instant>,
 }
 
 impl Raft {
     fn new(sh: Arc<Shared>, me: usize, sock: Arc<UdpSocket>, rng: Rng) -> Raft {
         let (term, voted_for) = sh.storage.lock().unwrap()[me];
-        let heartbeat = Ticker::new(HEARTBEAT);
+        let heartbeat = Ticker::new(sh.timing.heartbeat);
         heartbeat.stop(); // a follower sends none
         {
             let mut c = sh.checks.lock().unwrap();
@@ -183,18 +191,19 @@ impl Raft {
             election,
             heartbeat,
             last_heartbeat: None,
+            ticking_since: None,
         }
     }
 
     async fn run(mut self, inbox: Receiver<Msg>, pauses: Receiver<Duration>, ctx: Context) {
-        self.election.reset(&mut self.rng);
+        self.election.reset(&mut self.rng, &self.sh.timing);
         loop {
             gort::select! {
                 _ = ctx.done().recv() => break,
                 Some(d) = pauses.recv() => self.pause(d).await,
                 Some(m) = inbox.recv() => self.handle(m).await,
                 Some(due) = self.election.timer.c().recv() => self.on_election_timeout(due).await,
-                Some(_) = self.heartbeat.c().recv() => self.on_tick().await,
+                Some(due) = self.heartbeat.c().recv() => self.on_tick(due).await,
             }
         }
         self.sh.checks.lock().unwrap().views[self.me].alive = false;
@@ -236,14 +245,19 @@ impl Raft {
         self.role = Role::Candidate;
         self.set_term(self.term + 1, Some(self.me));
         self.votes = 1;
-        self.election.reset(&mut self.rng);
+        self.election.reset(&mut self.rng, &self.sh.timing);
         self.broadcast(Kind::Vote).await;
     }
 
-    async fn on_tick(&mut self) {
-        if self.role != Role::Leader {
-            let me = self.me;
-            let what = format!("node {me}: heartbeat tick after the ticker was stopped");
+    /// A tick: only while leader, and none from before the ticker's last `reset` (each tick's
+    /// value is when it was due: one period or more after the reset).
+    async fn on_tick(&mut self, due: Instant) {
+        let me = self.me;
+        let stale = self
+            .ticking_since
+            .map(|at| due < at + self.sh.timing.heartbeat);
+        if self.role != Role::Leader || stale != Some(false) {
+            let what = format!("node {me}: heartbeat tick after the ticker's stop or reset");
             self.sh.checks.lock().unwrap().violate(what);
             return;
         }
@@ -262,7 +276,7 @@ impl Raft {
                     m.term == self.term && !matches!(self.voted_for, Some(v) if v != m.from);
                 if grant {
                     self.set_term(self.term, Some(m.from));
-                    self.election.reset(&mut self.rng);
+                    self.election.reset(&mut self.rng, &self.sh.timing);
                 }
                 self.send(m.from, Kind::VoteReply, grant).await;
             }
@@ -300,7 +314,7 @@ impl Raft {
         // The heartbeat's arrival, then the reset: a value of an arming made before this
         // instant must never be received.
         self.last_heartbeat = Some(Instant::now());
-        self.election.reset(&mut self.rng);
+        self.election.reset(&mut self.rng, &self.sh.timing);
         let mut c = self.sh.checks.lock().unwrap();
         c.heartbeats += 1;
         c.resets += 1;
@@ -310,7 +324,8 @@ impl Raft {
     async fn become_leader(&mut self) {
         self.role = Role::Leader;
         self.election.stop();
-        self.heartbeat.reset(HEARTBEAT);
+        self.ticking_since = Some(Instant::now());
+        self.heartbeat.reset(self.sh.timing.heartbeat);
         self.sh
             .checks
             .lock()
@@ -322,7 +337,8 @@ impl Raft {
     fn become_follower(&mut self) {
         if self.role == Role::Leader {
             self.heartbeat.stop();
-            self.election.reset(&mut self.rng);
+            self.ticking_since = None;
+            self.election.reset(&mut self.rng, &self.sh.timing);
             self.sh.checks.lock().unwrap().views[self.me].leader = false;
         }
         self.role = Role::Follower;

@@ -2,8 +2,8 @@
 //! but for one liveness watchdog ([`LIVENESS`]): after each fault heals, some leader must be
 //! elected and followed by every reachable node within it.
 
-use super::node::{self, Node, ELECTION_MAX};
-use super::{Checks, Net, Shared};
+use super::node::{self, Node};
+use super::{Checks, Net, Shared, Timing};
 use gort::context::{self, CancelFn, Context};
 use gort::net::UdpSocket;
 use std::io::ErrorKind;
@@ -29,6 +29,8 @@ pub struct Report {
 struct Cluster {
     sh: Arc<Shared>,
     nodes: Vec<Option<Node>>,
+    /// The runtime of a node that runs in one of its own.
+    apart: Vec<Option<gort::Runtime>>,
     ctx: Context,
     cancel: CancelFn,
     seed: u64,
@@ -39,28 +41,19 @@ struct Cluster {
 /// Runs the whole schedule on `n` nodes; `Err` names the first broken invariant. The caller
 /// counts fds around it (several runs may share a process).
 pub async fn run(n: usize, seed: u64) -> Result<Report, String> {
-    let mut cl = Cluster::new(n, seed).await?;
+    let mut cl = Cluster::new(n, seed, Timing::RAFT).await?;
     let schedule = faults(&mut cl).await;
-    let down = cl.shutdown().await;
-    let c = cl.sh.checks.lock().unwrap();
-    let report = Report {
-        steps: std::mem::take(&mut cl.steps),
-        elections: c.elections,
-        leaders: c.leaders.len(),
-        heartbeats: c.heartbeats,
-        fires: c.fires,
-        highest_term: c.highest_term(),
-    };
-    if !c.violations.is_empty() {
-        return Err(format!(
-            "violations: {:?} (steps {:?})",
-            c.violations, report.steps
-        ));
-    }
-    schedule
-        .and(down)
-        .map_err(|e| format!("{e} (steps {:?})", report.steps))?;
-    Ok(report)
+    cl.finish(schedule).await
+}
+
+/// Runs `n` nodes on [`Timing::RACING`] for `d` (with a few lost and late messages), then
+/// shuts them down: only the invariants are checked, not liveness (such a cluster elects all
+/// the time).
+pub async fn churn(n: usize, seed: u64, d: Duration) -> Result<Report, String> {
+    let cl = Cluster::new(n, seed, Timing::RACING).await?;
+    cl.sh.net.lossy(5, 3);
+    gort::time::sleep(d).await;
+    cl.finish(Ok(())).await
 }
 
 /// The fault schedule; after each fault, the cluster must settle again.
@@ -69,8 +62,9 @@ async fn faults(cl: &mut Cluster) -> Result<(), String> {
     let all: Vec<usize> = (0..n).collect();
     cl.settled(&all, 0, "first election").await?;
 
-    // Lossy, slow links: 20% dropped, the rest delayed up to 40 ms.
-    cl.sh.net.lossy(20, 40);
+    // Lossy, slow links: 30% dropped, the rest delayed up to 120 ms (reordered, some of an
+    // earlier term by the time they arrive).
+    cl.sh.net.lossy(30, 120);
     gort::time::sleep(Duration::from_millis(800)).await;
     cl.sh.net.heal();
     let (l, t) = cl.settled(&all, 0, "lossy links healed").await?;
@@ -89,7 +83,7 @@ async fn faults(cl: &mut Cluster) -> Result<(), String> {
     // leader (no pre-vote) and the cluster elects again.
     let f = (l + 1) % n;
     cl.sh.net.isolate(f, true);
-    gort::time::sleep(2 * ELECTION_MAX).await;
+    gort::time::sleep(2 * cl.sh.timing.election_max).await;
     cl.sh.net.isolate(f, false);
     let (l, t) = cl
         .settled(&all, t - 1, "follower's partition healed")
@@ -107,7 +101,27 @@ async fn faults(cl: &mut Cluster) -> Result<(), String> {
     let f = (l + 1) % n;
     cl.kill(f).await?;
     cl.restart(f).await?;
-    let (l, _) = cl.settled(&all, t - 1, "follower restarted").await?;
+    let (l, t) = cl.settled(&all, t - 1, "follower restarted").await?;
+
+    // A follower restarted in a runtime of its own (a new process), that runtime dropped with
+    // the node's tasks, socket, timers and delayed messages in it (a crash), and the node
+    // restarted in the cluster's runtime.
+    let f = (l + 2) % n;
+    cl.kill(f).await?;
+    cl.restart_apart(f).await?;
+    let (_, t) = cl
+        .settled(&all, t - 1, "follower restarted in its own runtime")
+        .await?;
+    cl.sh.net.lossy(0, 60); // delayed messages pending in its runtime's timers
+    gort::time::sleep(Duration::from_millis(100)).await;
+    cl.kill(f).await?;
+    cl.sh.net.heal();
+    let rest: Vec<usize> = all.iter().copied().filter(|&i| i != f).collect();
+    cl.settled(&rest, t - 1, "its runtime dropped").await?;
+    cl.restart(f).await?;
+    let (l, _) = cl
+        .settled(&all, t - 1, "restarted in the cluster's runtime")
+        .await?;
 
     // The leader's loop stalls past every election timeout: the others elect a new leader;
     // when the stall ends the old one hears of the new term and follows.
@@ -115,7 +129,7 @@ async fn faults(cl: &mut Cluster) -> Result<(), String> {
         .as_ref()
         .unwrap()
         .pause
-        .try_send(4 * ELECTION_MAX);
+        .try_send(4 * cl.sh.timing.election_max);
     cl.wait(|c| c.views[l].paused.then_some(()), "the leader to pause")
         .await?;
     cl.settled(&all, 0, "leader's pause ended").await?;
@@ -123,7 +137,30 @@ async fn faults(cl: &mut Cluster) -> Result<(), String> {
 }
 
 impl Cluster {
-    async fn new(n: usize, seed: u64) -> Result<Cluster, String> {
+    /// Shuts the cluster down, then reports, or names what failed: the schedule, an
+    /// invariant, or a task that did not end.
+    async fn finish(mut self, schedule: Result<(), String>) -> Result<Report, String> {
+        let down = self.shutdown().await;
+        let c = self.sh.checks.lock().unwrap();
+        let report = Report {
+            steps: std::mem::take(&mut self.steps),
+            elections: c.elections,
+            leaders: c.leaders.len(),
+            heartbeats: c.heartbeats,
+            fires: c.fires,
+            highest_term: c.highest_term(),
+        };
+        if !c.violations.is_empty() {
+            let steps = &report.steps;
+            return Err(format!("violations: {:?} (steps {steps:?})", c.violations));
+        }
+        schedule
+            .and(down)
+            .map_err(|e| format!("{e} (steps {:?})", report.steps))?;
+        Ok(report)
+    }
+
+    async fn new(n: usize, seed: u64, timing: Timing) -> Result<Cluster, String> {
         let mut socks = Vec::new();
         for _ in 0..n {
             socks.push(
@@ -134,6 +171,7 @@ impl Cluster {
         }
         let addrs = socks.iter().map(|s| s.local_addr().unwrap()).collect();
         let sh = Arc::new(Shared {
+            timing,
             net: Net::new(addrs, seed),
             storage: Mutex::new(vec![(0, None); n]),
             checks: Mutex::new(Checks::new(n)),
@@ -143,18 +181,21 @@ impl Cluster {
             .into_iter()
             .enumerate()
             .map(|(id, s)| {
+                let rt = gort::Handle::current();
                 Some(node::start(
                     sh.clone(),
                     id,
                     s,
                     ctx.clone(),
                     seed ^ id as u64,
+                    &rt,
                 ))
             })
             .collect();
         Ok(Cluster {
             sh,
             nodes,
+            apart: (0..n).map(|_| None).collect(),
             ctx,
             cancel,
             seed,
@@ -166,14 +207,24 @@ impl Cluster {
     /// Kills `id`: aborts its tasks and waits for them to end (none may panic).
     async fn kill(&mut self, id: usize) -> Result<(), String> {
         let mut node = self.nodes[id].take().expect("kill a live node");
-        node.tasks.abort_all();
-        while let Some(r) = node.tasks.join_next().await {
-            if let Err(e) = r {
-                if !e.is_cancelled() {
-                    return Err(format!("node {id}: a task failed: {e}"));
+        match self.apart[id].take() {
+            // Dropping a runtime waits for its shutdown: not on this task's thread.
+            Some(rt) => gort::spawn_blocking(move || drop(rt)).await.unwrap(),
+            None => node.tasks.abort_all(),
+        }
+        let join = async {
+            while let Some(r) = node.tasks.join_next().await {
+                if let Err(e) = r {
+                    if !e.is_cancelled() {
+                        return Err(format!("node {id}: a task failed: {e}"));
+                    }
                 }
             }
-        }
+            Ok(())
+        };
+        gort::time::timeout(LIVENESS, join)
+            .await
+            .map_err(|_| format!("node {id}: tasks still running {LIVENESS:?} after its kill"))??;
         let mut c = self.sh.checks.lock().unwrap();
         let v = &mut c.views[id];
         (v.alive, v.leader, v.paused) = (false, false, false);
@@ -193,16 +244,30 @@ impl Cluster {
             }
             gort::time::sleep(Duration::from_millis(20)).await;
         };
+        self.spawn(id, sock, &gort::Handle::current());
+        Ok(())
+    }
+
+    /// Restarts `id` in a runtime of its own (one P), its socket made there.
+    async fn restart_apart(&mut self, id: usize) -> Result<(), String> {
+        let rt = gort::Builder::new()
+            .procs(1)
+            .build()
+            .map_err(|e| format!("runtime: {e}"))?;
+        let addr = self.sh.net.addrs[id];
+        let sock = rt.handle().spawn(UdpSocket::bind(addr)).await.unwrap();
+        let sock = sock.map_err(|e| format!("node {id}: rebind {addr} in its runtime: {e}"))?;
+        self.spawn(id, sock, rt.handle());
+        self.apart[id] = Some(rt);
+        Ok(())
+    }
+
+    /// Starts incarnation `restarts` of node `id` on `rt`.
+    fn spawn(&mut self, id: usize, sock: UdpSocket, rt: &gort::Handle) {
         self.restarts += 1;
         let seed = self.seed ^ (self.restarts << 32) ^ id as u64;
-        self.nodes[id] = Some(node::start(
-            self.sh.clone(),
-            id,
-            sock,
-            self.ctx.clone(),
-            seed,
-        ));
-        Ok(())
+        let ctx = self.ctx.clone();
+        self.nodes[id] = Some(node::start(self.sh.clone(), id, sock, ctx, seed, rt));
     }
 
     /// Waits (up to [`LIVENESS`]) until `f` finds what it looks for in the checks.
