@@ -41,8 +41,10 @@ async fn main() {
             }
         }
     }
+    // More fds than before is a leak (fewer: one of the runtime's starting threads had a file
+    // open for a moment when they were first counted).
     let left = raft::fd_count();
-    if left != fds {
+    if left > fds {
         eprintln!("{fds} fds open before the clusters, {left} after their shutdown");
         failed = true;
     }

@@ -187,6 +187,8 @@ impl Net {
 pub struct View {
     pub alive: bool,
     pub paused: bool,
+    /// Pauses begun (a count: the checker may not see a short one while it lasts).
+    pub pauses: u64,
     pub term: u64,
     pub leader: bool,
     /// The last heartbeat accepted: its term and its leader.

@@ -158,7 +158,8 @@ struct Raft {
     term: u64,
     voted_for: Option<usize>,
     role: Role,
-    votes: usize,
+    /// The votes granted this term, a bit per node.
+    votes: u64,
     election: Election,
     heartbeat: Ticker,
     /// When the last valid heartbeat was handled (after which the timer was reset).
@@ -212,7 +213,11 @@ impl Raft {
     /// A stall of the whole loop (a long GC pause, a stopped VM): no heartbeats go out and
     /// nothing is handled; the timers keep running.
     async fn pause(&mut self, d: Duration) {
-        self.sh.checks.lock().unwrap().views[self.me].paused = true;
+        {
+            let mut c = self.sh.checks.lock().unwrap();
+            c.views[self.me].paused = true;
+            c.views[self.me].pauses += 1;
+        }
         gort::time::sleep(d).await;
         self.sh.checks.lock().unwrap().views[self.me].paused = false;
     }
@@ -244,7 +249,7 @@ impl Raft {
         // RequestVote to every other server.
         self.role = Role::Candidate;
         self.set_term(self.term + 1, Some(self.me));
-        self.votes = 1;
+        self.votes = 1 << self.me;
         self.election.reset(&mut self.rng, &self.sh.timing);
         self.broadcast(Kind::Vote).await;
     }
@@ -282,8 +287,17 @@ impl Raft {
             }
             Kind::VoteReply => {
                 if self.role == Role::Candidate && m.term == self.term && m.ok {
-                    self.votes += 1;
-                    if self.votes > self.sh.net.len() / 2 {
+                    // Each peer answers a term's one RequestVote once: a second grant is a
+                    // duplicated message (the network and `after_func` deliver at most once).
+                    if self.votes & (1 << m.from) != 0 {
+                        let what = format!(
+                            "node {}: two votes of {} in term {}",
+                            self.me, m.from, m.term
+                        );
+                        self.sh.checks.lock().unwrap().violate(what);
+                    }
+                    self.votes |= 1 << m.from;
+                    if self.votes.count_ones() as usize > self.sh.net.len() / 2 {
                         self.become_leader().await;
                     }
                 }

@@ -125,13 +125,14 @@ async fn faults(cl: &mut Cluster) -> Result<(), String> {
 
     // The leader's loop stalls past every election timeout: the others elect a new leader;
     // when the stall ends the old one hears of the new term and follows.
-    let _ = cl.nodes[l]
-        .as_ref()
-        .unwrap()
-        .pause
-        .try_send(4 * cl.sh.timing.election_max);
-    cl.wait(|c| c.views[l].paused.then_some(()), "the leader to pause")
-        .await?;
+    let pauses = cl.sh.checks.lock().unwrap().views[l].pauses;
+    let stall = 4 * cl.sh.timing.election_max;
+    let _ = cl.nodes[l].as_ref().unwrap().pause.try_send(stall);
+    cl.wait(
+        |c| (c.views[l].pauses > pauses).then_some(()),
+        "the leader to pause",
+    )
+    .await?;
     cl.settled(&all, 0, "leader's pause ended").await?;
     Ok(())
 }
