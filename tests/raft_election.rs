@@ -11,6 +11,7 @@
 mod raft;
 mod support;
 
+use raft::Transport::{self, Tcp, Udp};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -22,13 +23,14 @@ fn serial() -> MutexGuard<'static, ()> {
 
 /// Runs `n` nodes with `seed` on a runtime of `procs` Ps, under the watchdog; no socket is
 /// left once the cluster and the runtime are gone.
-fn cluster(procs: usize, n: usize, seed: u64) {
+fn cluster(procs: usize, n: usize, seed: u64, transport: Transport) {
     let _serial = serial();
     let fds = raft::socket_count();
     support::within(move || {
         let rt = gort::Builder::new().procs(procs).build().unwrap();
-        let report = rt.block_on(raft::scenario::run(n, seed));
-        let report = report.unwrap_or_else(|e| panic!("{n} nodes, seed {seed}, {procs} Ps: {e}"));
+        let report = rt.block_on(raft::scenario::run(n, seed, transport));
+        let report = report
+            .unwrap_or_else(|e| panic!("{n} nodes on {transport:?}, seed {seed}, {procs} Ps: {e}"));
         // New terms' leaders the schedule forces: the first, after the partition, after the kill.
         assert!(report.leaders >= 3, "{report:?}");
     });
@@ -37,27 +39,37 @@ fn cluster(procs: usize, n: usize, seed: u64) {
 
 #[test]
 fn three_nodes_one_p() {
-    cluster(1, 3, 1);
+    cluster(1, 3, 1, Udp);
 }
 
 #[test]
 fn five_nodes_one_p() {
-    cluster(1, 5, 2);
+    cluster(1, 5, 2, Udp);
 }
 
 #[test]
 fn three_nodes_two_ps() {
-    cluster(2, 3, 3);
+    cluster(2, 3, 3, Udp);
 }
 
 #[test]
 fn five_nodes_two_ps() {
-    cluster(2, 5, 4);
+    cluster(2, 5, 4, Udp);
 }
 
 #[test]
 fn five_nodes_four_ps() {
-    cluster(4, 5, 5);
+    cluster(4, 5, 5, Udp);
+}
+
+#[test]
+fn tcp_three_nodes_one_p() {
+    cluster(1, 3, 7, Tcp);
+}
+
+#[test]
+fn tcp_five_nodes_four_ps() {
+    cluster(4, 5, 8, Tcp);
 }
 
 #[gort::test(procs = 2)]
@@ -65,12 +77,14 @@ fn five_nodes_four_ps() {
 async fn under_gort_test() {
     let _serial = serial();
     let fds = raft::socket_count();
-    let report = raft::scenario::run(3, 6).await.unwrap();
+    let report = raft::scenario::run(3, 6, raft::Transport::Udp)
+        .await
+        .unwrap();
     assert!(report.leaders >= 3, "{report:?}");
     assert_eq!(raft::socket_count(), fds, "sockets left open");
 }
 
-/// 20 seeds, clusters of 3 and 5 nodes, all at once on one runtime of 4 Ps.
+/// 20 seeds, clusters of 3 and 5 nodes on UDP and TCP, all at once on one runtime of 4 Ps.
 #[test]
 fn twenty_seeds_at_once() {
     let _serial = serial();
@@ -81,7 +95,8 @@ fn twenty_seeds_at_once() {
             let mut runs = gort::JoinSet::new();
             for seed in 100..120u64 {
                 let n = if seed % 2 == 0 { 3 } else { 5 };
-                runs.spawn(async move { (n, seed, raft::scenario::run(n, seed).await) });
+                let transport = if seed % 4 < 2 { Udp } else { Tcp };
+                runs.spawn(async move { (n, seed, raft::scenario::run(n, seed, transport).await) });
             }
             while let Some(r) = runs.join_next().await {
                 let (n, seed, r) = r.unwrap();

@@ -4,8 +4,8 @@
 //!
 //! - [`node`]: one node, a task set: a main loop that `select!`s on an election [`Timer`]
 //!   (randomised, `reset` on every valid heartbeat), a heartbeat [`Ticker`] while leader, an
-//!   inbox channel fed by a UDP reader task (read deadlines), a pause channel and a context's
-//!   `done()`.
+//!   inbox channel fed by a UDP reader task (read deadlines) or by [`tcp`]'s readers, a pause
+//!   channel and a context's `done()`.
 //! - [`scenario`]: a cluster and its faults (lossy and slow links, the leader partitioned
 //!   away and healed, a follower partitioned away, nodes killed and restarted, the leader
 //!   paused), then a shutdown that must end every task and close every socket.
@@ -17,7 +17,9 @@
 
 pub mod node;
 pub mod scenario;
+pub mod tcp;
 
+use gort::chan::Sender;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Mutex;
@@ -182,6 +184,36 @@ impl Net {
     }
 }
 
+/// Passes a message received by `me` through its link's filter into `me`'s inbox.
+pub fn deliver(sh: &Shared, me: usize, m: Msg, inbox: &Sender<Msg>) {
+    if m.from >= sh.net.len() {
+        return;
+    }
+    match sh.net.fate(m.from, me) {
+        Fate::Deliver => {
+            let _ = inbox.try_send(m);
+        }
+        Fate::Drop => {}
+        Fate::Delay(d) => {
+            // Go's `time.AfterFunc`: fires on its own; a node killed meanwhile has no
+            // receiver left and the message is lost, as it would be.
+            let tx = inbox.clone();
+            drop(gort::time::after_func(d, move || {
+                let _ = tx.try_send(m);
+            }));
+        }
+    }
+}
+
+/// How the nodes talk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// A datagram per message (`node`'s reader).
+    Udp,
+    /// A connection per peer and direction ([`tcp`]).
+    Tcp,
+}
+
 /// What the checker sees of one node (updated by the node as it changes).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct View {
@@ -280,6 +312,7 @@ impl Timing {
 /// What every node and the controller share.
 #[derive(Debug)]
 pub struct Shared {
+    pub transport: Transport,
     pub timing: Timing,
     pub net: Net,
     pub storage: Storage,

@@ -2,12 +2,15 @@
 //! `after_func`) feeding an inbox, and a main loop `select!`ing on the context, a pause
 //! channel, the inbox, the election timer and the heartbeat ticker.
 
-use super::{Fate, Kind, Msg, Rng, Shared, Timing};
+use super::tcp::{self, Dialer};
+use super::{deliver, Transport};
+use super::{Kind, Msg, Rng, Shared, Timing};
 use gort::chan::{unbounded, Receiver, Sender};
 use gort::context::Context;
-use gort::net::UdpSocket;
+use gort::net::{TcpListener, UdpSocket};
 use gort::time::{Instant, Ticker, Timer};
 use std::io::ErrorKind;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,25 +25,61 @@ pub struct Node {
     pub pause: Sender<Duration>,
 }
 
-/// Spawns node `id`'s reader and main loop on `rt` (the runtime its socket was made in);
-/// they end when `ctx` is done.
+/// A node's socket: a UDP socket, or a TCP listener ([`tcp`](super::tcp)).
+pub enum Socket {
+    Udp(UdpSocket),
+    Tcp(TcpListener),
+}
+
+impl Socket {
+    /// Binds `addr` for `transport`.
+    pub async fn bind(transport: Transport, addr: SocketAddr) -> std::io::Result<Socket> {
+        Ok(match transport {
+            Transport::Udp => Socket::Udp(UdpSocket::bind(addr).await?),
+            Transport::Tcp => Socket::Tcp(TcpListener::bind(addr).await?),
+        })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        match self {
+            Socket::Udp(s) => s.local_addr(),
+            Socket::Tcp(l) => l.local_addr(),
+        }
+    }
+}
+
+/// How a node sends: on its UDP socket, or on its connections to each peer.
+enum Out {
+    Udp(Arc<UdpSocket>),
+    Tcp(Dialer),
+}
+
+/// Spawns node `id`'s receiving task and main loop on `rt` (the runtime its socket was made
+/// in); they end when `ctx` is done.
 pub fn start(
     sh: Arc<Shared>,
     id: usize,
-    sock: UdpSocket,
+    sock: Socket,
     ctx: Context,
     seed: u64,
     rt: &gort::Handle,
 ) -> Node {
-    let sock = Arc::new(sock);
     let (inbox_tx, inbox) = unbounded();
     let (pause, pauses) = unbounded();
     let mut tasks = gort::JoinSet::new();
-    tasks.spawn_on(
-        reader(sh.clone(), id, sock.clone(), inbox_tx, ctx.clone()),
-        rt,
-    );
-    let node = Raft::new(sh, id, sock, Rng::new(seed));
+    let out = match sock {
+        Socket::Udp(sock) => {
+            let sock = Arc::new(sock);
+            let read = reader(sh.clone(), id, sock.clone(), inbox_tx, ctx.clone());
+            tasks.spawn_on(read, rt);
+            Out::Udp(sock)
+        }
+        Socket::Tcp(ln) => {
+            tasks.spawn_on(tcp::serve(sh.clone(), id, ln, inbox_tx, ctx.clone()), rt);
+            Out::Tcp(Dialer::new(sh.net.len()))
+        }
+    };
+    let node = Raft::new(sh, id, out, Rng::new(seed));
     tasks.spawn_on(node.run(inbox, pauses, ctx), rt);
     Node { tasks, pause }
 }
@@ -70,23 +109,7 @@ async fn reader(
         let Some(m) = Msg::decode(&buf[..n]) else {
             continue;
         };
-        if m.from >= sh.net.len() {
-            continue;
-        }
-        match sh.net.fate(m.from, me) {
-            Fate::Deliver => {
-                let _ = inbox.try_send(m);
-            }
-            Fate::Drop => {}
-            Fate::Delay(d) => {
-                // Go's `time.AfterFunc`: fires on its own; a node killed meanwhile has no
-                // receiver left and the message is lost, as it would be.
-                let tx = inbox.clone();
-                drop(gort::time::after_func(d, move || {
-                    let _ = tx.try_send(m);
-                }));
-            }
-        }
+        deliver(&sh, me, m, &inbox);
     }
 }
 
@@ -153,7 +176,7 @@ impl Election {
 struct Raft {
     sh: Arc<Shared>,
     me: usize,
-    sock: Arc<UdpSocket>,
+    out: Out,
     rng: Rng,
     term: u64,
     voted_for: Option<usize>,
@@ -169,7 +192,7 @@ struct Raft {
 }
 
 impl Raft {
-    fn new(sh: Arc<Shared>, me: usize, sock: Arc<UdpSocket>, rng: Rng) -> Raft {
+    fn new(sh: Arc<Shared>, me: usize, out: Out, rng: Rng) -> Raft {
         let (term, voted_for) = sh.storage.lock().unwrap()[me];
         let heartbeat = Ticker::new(sh.timing.heartbeat);
         heartbeat.stop(); // a follower sends none
@@ -183,7 +206,7 @@ impl Raft {
         Raft {
             sh,
             me,
-            sock,
+            out,
             rng,
             term,
             voted_for,
@@ -366,23 +389,29 @@ impl Raft {
         self.sh.checks.lock().unwrap().set_term(self.me, term);
     }
 
-    async fn broadcast(&self, kind: Kind) {
-        for to in (0..self.sh.net.len()).filter(|&to| to != self.me) {
+    async fn broadcast(&mut self, kind: Kind) {
+        let me = self.me;
+        for to in (0..self.sh.net.len()).filter(|&to| to != me) {
             self.send(to, kind, false).await;
         }
     }
 
-    /// Sends one message with a write deadline; a failed send is a lost datagram.
-    async fn send(&self, to: usize, kind: Kind, ok: bool) {
+    /// Sends one message with a write deadline; a failed send is a lost message.
+    async fn send(&mut self, to: usize, kind: Kind, ok: bool) {
         let m = Msg {
             kind,
             from: self.me,
             term: self.term,
             ok,
         };
-        self.sock
-            .set_write_deadline(Some(Instant::now() + WRITE_DEADLINE))
-            .unwrap();
-        let _ = self.sock.send_to(&m.encode(), self.sh.net.addrs[to]).await;
+        let addr = self.sh.net.addrs[to];
+        match &mut self.out {
+            Out::Udp(sock) => {
+                sock.set_write_deadline(Some(Instant::now() + WRITE_DEADLINE))
+                    .unwrap();
+                let _ = sock.send_to(&m.encode(), addr).await;
+            }
+            Out::Tcp(dialer) => dialer.send(to, addr, &m.encode()).await,
+        }
     }
 }

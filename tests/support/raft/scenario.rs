@@ -2,11 +2,13 @@
 //! but for one liveness watchdog ([`LIVENESS`]): after each fault heals, some leader must be
 //! elected and followed by every reachable node within it.
 
+use super::node::Socket;
 use super::node::{self, Node};
+use super::Transport;
 use super::{Checks, Net, Shared, Timing};
 use gort::context::{self, CancelFn, Context};
-use gort::net::UdpSocket;
 use std::io::ErrorKind;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -40,8 +42,8 @@ struct Cluster {
 
 /// Runs the whole schedule on `n` nodes; `Err` names the first broken invariant. The caller
 /// counts fds around it (several runs may share a process).
-pub async fn run(n: usize, seed: u64) -> Result<Report, String> {
-    let mut cl = Cluster::new(n, seed, Timing::RAFT).await?;
+pub async fn run(n: usize, seed: u64, transport: Transport) -> Result<Report, String> {
+    let mut cl = Cluster::new(n, seed, Timing::RAFT, transport).await?;
     let schedule = faults(&mut cl).await;
     cl.finish(schedule).await
 }
@@ -50,7 +52,7 @@ pub async fn run(n: usize, seed: u64) -> Result<Report, String> {
 /// shuts them down: only the invariants are checked, not liveness (such a cluster elects all
 /// the time).
 pub async fn churn(n: usize, seed: u64, d: Duration) -> Result<Report, String> {
-    let cl = Cluster::new(n, seed, Timing::RACING).await?;
+    let cl = Cluster::new(n, seed, Timing::RACING, Transport::Udp).await?;
     cl.sh.net.lossy(5, 3);
     gort::time::sleep(d).await;
     cl.finish(Ok(())).await
@@ -161,17 +163,21 @@ impl Cluster {
         Ok(report)
     }
 
-    async fn new(n: usize, seed: u64, timing: Timing) -> Result<Cluster, String> {
+    async fn new(
+        n: usize,
+        seed: u64,
+        timing: Timing,
+        transport: Transport,
+    ) -> Result<Cluster, String> {
         let mut socks = Vec::new();
+        let any = SocketAddr::from(([127, 0, 0, 1], 0));
         for _ in 0..n {
-            socks.push(
-                UdpSocket::bind("127.0.0.1:0")
-                    .await
-                    .map_err(|e| format!("bind: {e}"))?,
-            );
+            let sock = Socket::bind(transport, any).await;
+            socks.push(sock.map_err(|e| format!("bind: {e}"))?);
         }
         let addrs = socks.iter().map(|s| s.local_addr().unwrap()).collect();
         let sh = Arc::new(Shared {
+            transport,
             timing,
             net: Net::new(addrs, seed),
             storage: Mutex::new(vec![(0, None); n]),
@@ -238,7 +244,7 @@ impl Cluster {
         let addr = self.sh.net.addrs[id];
         let mut tries = 0;
         let sock = loop {
-            match UdpSocket::bind(addr).await {
+            match Socket::bind(self.sh.transport, addr).await {
                 Ok(s) => break s,
                 Err(e) if e.kind() == ErrorKind::AddrInUse && tries < 100 => tries += 1,
                 Err(e) => return Err(format!("node {id}: rebind {addr}: {e} (a leaked socket?)")),
@@ -256,7 +262,9 @@ impl Cluster {
             .build()
             .map_err(|e| format!("runtime: {e}"))?;
         let addr = self.sh.net.addrs[id];
-        let sock = rt.handle().spawn(UdpSocket::bind(addr)).await.unwrap();
+        let transport = self.sh.transport;
+        let bind = rt.handle().spawn(Socket::bind(transport, addr));
+        let sock = bind.await.unwrap();
         let sock = sock.map_err(|e| format!("node {id}: rebind {addr} in its runtime: {e}"))?;
         self.spawn(id, sock, rt.handle());
         self.apart[id] = Some(rt);
@@ -264,7 +272,7 @@ impl Cluster {
     }
 
     /// Starts incarnation `restarts` of node `id` on `rt`.
-    fn spawn(&mut self, id: usize, sock: UdpSocket, rt: &gort::Handle) {
+    fn spawn(&mut self, id: usize, sock: Socket, rt: &gort::Handle) {
         self.restarts += 1;
         let seed = self.seed ^ (self.restarts << 32) ^ id as u64;
         let ctx = self.ctx.clone();
