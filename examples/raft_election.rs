@@ -5,14 +5,15 @@
 //! reader task per connection, and cached dialled connections with write deadlines), and a
 //! `context` for shutdown.
 //!
-//! Clusters of 3 and 5 nodes on UDP and of 5 on TCP go through lossy and slow links, the leader partitioned away and
-//! healed, a follower partitioned away, the leader killed and restarted, a follower killed and
-//! restarted, a follower restarted in a runtime of its own and that runtime dropped, and the
-//! leader's loop stalled past every election timeout. Checked: at most one
-//! leader per term, terms never decrease, no election timer value from before its last
-//! `reset` (or early, or after `stop`), no heartbeat tick after the ticker's `stop`, a leader
-//! followed by all within 5 s after each fault heals, every task ended at shutdown, no fd
-//! left open. The code is `tests/support/raft/` (shared with `tests/raft_election.rs`).
+//! Clusters of 3 and 5 nodes on UDP and of 5 on TCP go through lossy and slow links, the
+//! leader partitioned away and healed, a follower partitioned away, the leader killed and
+//! restarted, a follower killed and restarted, a follower restarted in a runtime of its own
+//! and that runtime dropped, and the leader's loop stalled past every election timeout.
+//! Checked: at most one leader per term, terms never decrease, no election timer value from
+//! before its last `reset` (or early, or after `stop`), no heartbeat tick from before the
+//! ticker's last `stop` or `reset`, a leader followed by all within 5 s after each fault
+//! heals, every task ended at shutdown, no fd left open. The code is `tests/support/raft/`
+//! (shared with `tests/raft_election.rs`).
 //!
 //! `cargo run --release --example raft_election [-- SEED]`
 
