@@ -154,3 +154,20 @@ fn racing_clusters_at_once() {
     });
     assert_eq!(raft::socket_count(), fds, "sockets left open");
 }
+
+/// 40 kills and restarts in quick succession (some of a runtime of a node's own), on UDP and
+/// on TCP, 1 and 4 Ps; then the cluster must settle, and no socket may be left.
+#[test]
+fn kill_storm() {
+    const ROUNDS: u64 = 40;
+    let _serial = serial();
+    let fds = raft::socket_count();
+    for (seed, transport, procs) in [(300, Udp, 1), (301, Tcp, 1), (302, Udp, 4), (303, Tcp, 4)] {
+        support::within(move || {
+            let rt = gort::Builder::new().procs(procs).build().unwrap();
+            let r = rt.block_on(raft::scenario::kill_storm(5, seed, transport, ROUNDS));
+            r.unwrap_or_else(|e| panic!("{transport:?}, {procs} Ps: {e}"));
+        });
+    }
+    assert_eq!(raft::socket_count(), fds, "sockets left open");
+}

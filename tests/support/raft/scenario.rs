@@ -5,7 +5,7 @@
 use super::node::Socket;
 use super::node::{self, Node};
 use super::Transport;
-use super::{Checks, Net, Shared, Timing};
+use super::{Checks, Net, Rng, Shared, Timing};
 use gort::context::{self, CancelFn, Context};
 use std::io::ErrorKind;
 use std::net::SocketAddr;
@@ -56,6 +56,37 @@ pub async fn churn(n: usize, seed: u64, d: Duration) -> Result<Report, String> {
     cl.sh.net.lossy(5, 3);
     gort::time::sleep(d).await;
     cl.finish(Ok(())).await
+}
+
+/// Kills and restarts random nodes `rounds` times in quick succession (a node at most
+/// `max_down` ms down, every fifth restart in a runtime of its own, dropped at its next kill),
+/// then waits for the cluster to settle: kills land in the middle of reads, writes, dials,
+/// accepts and timer waits.
+pub async fn kill_storm(
+    n: usize,
+    seed: u64,
+    transport: Transport,
+    rounds: u64,
+) -> Result<Report, String> {
+    let mut cl = Cluster::new(n, seed, Timing::RAFT, transport).await?;
+    let storm = async {
+        let mut rng = Rng::new(seed ^ 0x5707);
+        for round in 0..rounds {
+            let id = rng.below(n as u64) as usize;
+            cl.kill(id).await?;
+            gort::time::sleep(Duration::from_millis(rng.below(30))).await;
+            if round % 5 == 4 {
+                cl.restart_apart(id).await?;
+            } else {
+                cl.restart(id).await?;
+            }
+            gort::time::sleep(Duration::from_millis(rng.below(30))).await;
+        }
+        let all: Vec<usize> = (0..n).collect();
+        cl.settled(&all, 0, "the storm").await.map(drop)
+    };
+    let storm = storm.await;
+    cl.finish(storm).await
 }
 
 /// The fault schedule; after each fault, the cluster must settle again.
