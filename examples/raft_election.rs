@@ -11,9 +11,10 @@
 //! and that runtime dropped, and the leader's loop stalled past every election timeout.
 //! Checked: at most one leader per term, terms never decrease, no election timer value from
 //! before its last `reset` (or early, or after `stop`), no heartbeat tick from before the
-//! ticker's last `stop` or `reset`, a leader followed by all within 5 s after each fault
-//! heals, every task ended at shutdown, no fd left open. The code is `tests/support/raft/`
-//! (shared with `tests/raft_election.rs`).
+//! ticker's last `stop` or `reset`, no inbox message lost, duplicated or reordered between a
+//! reader task and the main loop's `select!`, a leader followed by all within 5 s after each
+//! fault heals, every task ended at shutdown, no fd left open. The code is
+//! `tests/support/raft/` (shared with `tests/raft_election.rs`).
 //!
 //! `cargo run --release --example raft_election [-- SEED]`
 
@@ -37,8 +38,9 @@ async fn main() {
                     println!("  {step}");
                 }
                 println!(
-                    "  {} elections, {} leaders, highest term {}, {} heartbeats, {} timer fires",
-                    r.elections, r.leaders, r.highest_term, r.heartbeats, r.fires
+                    "  {} elections, {} leaders, highest term {}, {} heartbeats, {} timer fires, \
+                     {} inbox letters checked",
+                    r.elections, r.leaders, r.highest_term, r.heartbeats, r.fires, r.letters
                 );
             }
             Err(e) => {

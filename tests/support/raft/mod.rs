@@ -22,6 +22,7 @@ pub mod tcp;
 use gort::chan::Sender;
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -184,22 +185,62 @@ impl Net {
     }
 }
 
+/// A message in a node's inbox, numbered by the reader task that put it there: each reader's
+/// letters must come out of the inbox (a channel, received in a `select!`) all, once and in
+/// order. A delayed letter (seq 0) is not numbered.
+#[derive(Clone, Copy, Debug)]
+pub struct Letter {
+    pub m: Msg,
+    pub stream: u64,
+    pub seq: u64,
+}
+
+/// One reader task's side of the inbox.
+pub struct Stream {
+    tx: Sender<Letter>,
+    id: u64,
+    next: u64,
+}
+
+impl Stream {
+    pub fn new(tx: Sender<Letter>) -> Stream {
+        static IDS: AtomicU64 = AtomicU64::new(1);
+        Stream {
+            tx,
+            id: IDS.fetch_add(1, Ordering::Relaxed),
+            next: 1,
+        }
+    }
+}
+
 /// Passes a message received by `me` through its link's filter into `me`'s inbox.
-pub fn deliver(sh: &Shared, me: usize, m: Msg, inbox: &Sender<Msg>) {
+pub fn deliver(sh: &Shared, me: usize, m: Msg, inbox: &mut Stream) {
     if m.from >= sh.net.len() {
         return;
     }
     match sh.net.fate(m.from, me) {
         Fate::Deliver => {
-            let _ = inbox.try_send(m);
+            let letter = Letter {
+                m,
+                stream: inbox.id,
+                seq: inbox.next,
+            };
+            if inbox.tx.try_send(letter).is_ok() {
+                inbox.next += 1;
+            }
         }
         Fate::Drop => {}
         Fate::Delay(d) => {
             // Go's `time.AfterFunc`: fires on its own; a node killed meanwhile has no
             // receiver left and the message is lost, as it would be.
-            let tx = inbox.clone();
+            let tx = inbox.tx.clone();
+            let letter = Letter {
+                m,
+                stream: inbox.id,
+                seq: 0,
+            };
             drop(gort::time::after_func(d, move || {
-                let _ = tx.try_send(m);
+                let _ = tx.try_send(letter);
             }));
         }
     }
@@ -238,6 +279,8 @@ pub struct Checks {
     pub heartbeats: u64,
     pub resets: u64,
     pub fires: u64,
+    /// Numbered inbox letters checked for loss, duplication and order.
+    pub letters: u64,
 }
 
 impl Checks {

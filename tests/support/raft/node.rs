@@ -3,12 +3,13 @@
 //! channel, the inbox, the election timer and the heartbeat ticker.
 
 use super::tcp::{self, Dialer};
-use super::{deliver, Transport};
+use super::{deliver, Letter, Stream, Transport};
 use super::{Kind, Msg, Rng, Shared, Timing};
 use gort::chan::{unbounded, Receiver, Sender};
 use gort::context::Context;
 use gort::net::{TcpListener, UdpSocket};
 use gort::time::{Instant, Ticker, Timer};
+use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -70,6 +71,7 @@ pub fn start(
     let out = match sock {
         Socket::Udp(sock) => {
             let sock = Arc::new(sock);
+            let inbox_tx = Stream::new(inbox_tx);
             let read = reader(sh.clone(), id, sock.clone(), inbox_tx, ctx.clone());
             tasks.spawn_on(read, rt);
             Out::Udp(sock)
@@ -86,13 +88,7 @@ pub fn start(
 
 /// Receives datagrams until the context is done (seen at the latest one read deadline later,
 /// Go's idiom), and passes each through the link filter into the inbox.
-async fn reader(
-    sh: Arc<Shared>,
-    me: usize,
-    sock: Arc<UdpSocket>,
-    inbox: Sender<Msg>,
-    ctx: Context,
-) {
+async fn reader(sh: Arc<Shared>, me: usize, sock: Arc<UdpSocket>, mut inbox: Stream, ctx: Context) {
     let mut buf = [0u8; 64];
     while ctx.err().is_none() {
         sock.set_read_deadline(Some(Instant::now() + READ_DEADLINE))
@@ -109,7 +105,7 @@ async fn reader(
         let Some(m) = Msg::decode(&buf[..n]) else {
             continue;
         };
-        deliver(&sh, me, m, &inbox);
+        deliver(&sh, me, m, &mut inbox);
     }
 }
 
@@ -187,6 +183,8 @@ struct Raft {
     heartbeat: Ticker,
     /// When the last valid heartbeat was handled (after which the timer was reset).
     last_heartbeat: Option<Instant>,
+    /// The last letter received from each reader task.
+    streams: HashMap<u64, u64>,
     /// When the heartbeat ticker was last `reset` (read before it); `None` while stopped.
     ticking_since: Option<Instant>,
 }
@@ -216,21 +214,41 @@ impl Raft {
             heartbeat,
             last_heartbeat: None,
             ticking_since: None,
+            streams: HashMap::new(),
         }
     }
 
-    async fn run(mut self, inbox: Receiver<Msg>, pauses: Receiver<Duration>, ctx: Context) {
+    async fn run(mut self, inbox: Receiver<Letter>, pauses: Receiver<Duration>, ctx: Context) {
         self.election.reset(&mut self.rng, &self.sh.timing);
         loop {
             gort::select! {
                 _ = ctx.done().recv() => break,
                 Some(d) = pauses.recv() => self.pause(d).await,
-                Some(m) = inbox.recv() => self.handle(m).await,
+                Some(letter) = inbox.recv() => {
+                    self.check_letter(letter);
+                    self.handle(letter.m).await
+                }
                 Some(due) = self.election.timer.c().recv() => self.on_election_timeout(due).await,
                 Some(due) = self.heartbeat.c().recv() => self.on_tick(due).await,
             }
         }
         self.sh.checks.lock().unwrap().views[self.me].alive = false;
+    }
+
+    /// Each reader's numbered letters come out of the inbox all, once, in order.
+    fn check_letter(&mut self, l: Letter) {
+        if l.seq == 0 {
+            return;
+        }
+        let last = self.streams.insert(l.stream, l.seq).unwrap_or(0);
+        let mut c = self.sh.checks.lock().unwrap();
+        c.letters += 1;
+        if l.seq != last + 1 {
+            let (me, seq, stream) = (self.me, l.seq, l.stream);
+            c.violate(format!(
+                "node {me}: inbox letter {seq} of reader {stream} after {last}"
+            ));
+        }
     }
 
     /// A stall of the whole loop (a long GC pause, a stopped VM): no heartbeats go out and

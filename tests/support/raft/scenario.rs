@@ -25,6 +25,7 @@ pub struct Report {
     pub leaders: usize,
     pub heartbeats: u64,
     pub fires: u64,
+    pub letters: u64,
     pub highest_term: u64,
 }
 
@@ -182,6 +183,7 @@ impl Cluster {
             leaders: c.leaders.len(),
             heartbeats: c.heartbeats,
             fires: c.fires,
+            letters: c.letters,
             highest_term: c.highest_term(),
         };
         if !c.violations.is_empty() {

@@ -3,7 +3,7 @@
 //! sees the context), and on the sending side one cached connection per peer, dialled with a
 //! timeout, written with a write deadline, and dropped (to be dialled again) on any error.
 
-use super::{deliver, Msg, Shared};
+use super::{deliver, Letter, Msg, Shared, Stream};
 use gort::chan::Sender;
 use gort::context::Context;
 use gort::net::{TcpListener, TcpStream};
@@ -17,7 +17,13 @@ use std::time::Duration;
 const DEADLINE: Duration = Duration::from_millis(100);
 
 /// Accepts connections until the context is done, then waits for their readers to end.
-pub async fn serve(sh: Arc<Shared>, me: usize, ln: TcpListener, inbox: Sender<Msg>, ctx: Context) {
+pub async fn serve(
+    sh: Arc<Shared>,
+    me: usize,
+    ln: TcpListener,
+    inbox: Sender<Letter>,
+    ctx: Context,
+) {
     // Dropped with this task (a kill), the set aborts every reader.
     let mut readers = gort::JoinSet::new();
     loop {
@@ -27,7 +33,8 @@ pub async fn serve(sh: Arc<Shared>, me: usize, ln: TcpListener, inbox: Sender<Ms
                 Ok((conn, _)) => {
                     // Reap the readers of closed connections first.
                     while readers.try_join_next().is_some() {}
-                    readers.spawn(read_frames(sh.clone(), me, conn, inbox.clone(), ctx.clone()));
+                    let stream = Stream::new(inbox.clone());
+                    readers.spawn(read_frames(sh.clone(), me, conn, stream, ctx.clone()));
                 }
                 Err(e) => {
                     let what = format!("node {me}: accept: {e}");
@@ -43,13 +50,7 @@ pub async fn serve(sh: Arc<Shared>, me: usize, ln: TcpListener, inbox: Sender<Ms
 
 /// Reads frames until the peer closes or fails, or the context is done (seen at the latest one
 /// read deadline later). A deadline in the middle of a frame keeps what was read.
-async fn read_frames(
-    sh: Arc<Shared>,
-    me: usize,
-    conn: TcpStream,
-    inbox: Sender<Msg>,
-    ctx: Context,
-) {
+async fn read_frames(sh: Arc<Shared>, me: usize, conn: TcpStream, mut inbox: Stream, ctx: Context) {
     let mut buf = [0u8; Msg::LEN];
     let mut filled = 0;
     while ctx.err().is_none() {
@@ -64,7 +65,7 @@ async fn read_frames(
         if filled == Msg::LEN {
             filled = 0;
             match Msg::decode(&buf) {
-                Some(m) => deliver(&sh, me, m, &inbox),
+                Some(m) => deliver(&sh, me, m, &mut inbox),
                 None => {
                     let what = format!("node {me}: a malformed frame {buf:?}");
                     sh.checks.lock().unwrap().violate(what);
