@@ -2,6 +2,8 @@
 
 use gort::net::TcpListener;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The kernel's cap on any listen backlog (`net.core.somaxconn`), where it can be read.
@@ -54,22 +56,29 @@ fn bind_queues_a_burst_of_connects_as_go_does() {
 #[test]
 fn a_deadline_of_now_from_another_task_stops_an_accept_loop() {
     gort::Runtime::new().unwrap().block_on(async {
-        let listener = std::sync::Arc::new(TcpListener::bind("127.0.0.1:0").await.unwrap());
+        let listener = Arc::new(TcpListener::bind("127.0.0.1:0").await.unwrap());
         let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
         let accept_loop = gort::spawn({
-            let listener = listener.clone();
+            let (listener, accepted) = (listener.clone(), accepted.clone());
             async move {
-                let mut accepted = 0;
                 loop {
                     match listener.accept().await {
-                        Ok(_) => accepted += 1,
-                        Err(e) => return (accepted, e.kind()),
-                    }
+                        Ok(_) => accepted.fetch_add(1, SeqCst),
+                        Err(e) => return (accepted.load(SeqCst), e.kind()),
+                    };
                 }
             }
         });
         let _client = gort::net::TcpStream::connect(addr).await.unwrap();
-        gort::time::sleep(Duration::from_millis(20)).await; // the loop is blocked again
+        // The deadline comes after the loop took the connection: an accept whose deadline
+        // has passed fails at once even with a connection queued (Go's prepareRead), so a
+        // fixed sleep here let a loaded machine's late loop end with 0 accepted. Once it
+        // counted the connection, the loop is in (or on its way back to) its next accept,
+        // which the deadline ends either way.
+        while accepted.load(SeqCst) == 0 {
+            gort::time::sleep(Duration::from_millis(1)).await;
+        }
         listener
             .set_deadline(Some(gort::time::Instant::now()))
             .unwrap();

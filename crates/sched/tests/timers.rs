@@ -74,8 +74,12 @@ fn timers_fire_in_deadline_order_within_a_p() {
 
 #[test]
 fn timers_of_a_cpu_bound_p_still_fire() {
-    // Every P runs a task that never yields for 300 ms. Nobody reaches a scheduling point, so
-    // only sysmon can run the due timer (go#38860 / go#45632).
+    // Every P runs a task that never yields until it sees the timer's callback ran. Nobody
+    // reaches a scheduling point, so only sysmon can run the due timer (go#38860 / go#45632).
+    // The hogs spin until the fire, not for a fixed time: a loaded machine can keep the
+    // thread that arms the timer, or sysmon, off its CPU for as long as a fixed spin lasts
+    // (300 ms failed 1 of 20 runs beside other tests), and the timer then fired after the
+    // hogs ended. The 10 s cap only ends a run where sysmon never ran the timer.
     let rt = Builder::new().procs(2).build().unwrap();
     let log = Arc::new(Mutex::new(Vec::new()));
     let fired_during_spin = Arc::new(AtomicBool::new(false));
@@ -85,10 +89,11 @@ fn timers_of_a_cpu_bound_p_still_fire() {
         let (f, l, s) = (fired_during_spin.clone(), log.clone(), started.clone());
         hogs.push(rt.spawn(async move {
             s.fetch_add(1, SeqCst);
-            let end = Instant::now() + Duration::from_millis(300);
+            let end = Instant::now() + Duration::from_secs(10);
             while Instant::now() < end {
                 if !l.lock().unwrap().is_empty() {
                     f.store(true, SeqCst);
+                    return;
                 }
                 std::hint::spin_loop();
             }

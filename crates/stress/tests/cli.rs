@@ -159,9 +159,18 @@ fn repeat_runs_the_selection_with_fresh_seeds_and_summarises() {
         out.contains("repeat: 2 run(s), 2 passed, 0 failed"),
         "{out}"
     );
+    // The warned column counts the runs that warned; a run warns (and passes) when other
+    // processes took the machine while its lateness went over the bound, so a loaded machine
+    // may rightly make it 1/2 or 2/2: the row must count the runs whose table shows a warning.
+    let warned = out
+        .split("PASS: ")
+        .take(2)
+        .filter(|table| table.contains("warning   [channel-mesh]"))
+        .count();
+    let row = format!("{warned}/2");
     assert!(
         out.lines()
-            .any(|l| l.starts_with("channel-mesh") && l.ends_with("0/2")),
-        "summary row for the scenario: {out}"
+            .any(|l| l.starts_with("channel-mesh") && l.ends_with(&row)),
+        "summary row for the scenario, {row} warned: {out}"
     );
 }
