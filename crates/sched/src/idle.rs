@@ -371,3 +371,16 @@ impl<P: IdleP> IdleLocked<'_, P> {
         Idle::pidleput_locked(self.lists, self.npidle, p);
     }
 }
+
+impl<P> Idle<P> {
+    /// The idle lists' lengths and the flags a hang report shows (`Handle::debug_state`):
+    /// (idle Ps listed, idle Ms listed, sysmon parked).
+    pub(crate) fn debug_counts(&self) -> (usize, usize, bool) {
+        let l = self.lock.lock();
+        (
+            l.pidle.len(),
+            l.midle.len(),
+            self.sysmon_parked.load(SeqCst),
+        )
+    }
+}

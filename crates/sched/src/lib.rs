@@ -17,6 +17,7 @@ mod block_on;
 mod blocking;
 mod builder;
 mod context;
+mod debug_state;
 mod handle;
 mod hosts;
 mod idle;

@@ -335,20 +335,24 @@ impl Ctx {
 
     /// The scenario's runtime: `--procs` Ps.
     pub fn runtime(&self) -> gort::Runtime {
-        gort::Builder::new()
+        let rt = gort::Builder::new()
             .procs(self.cfg.procs)
             .build()
-            .expect("gort-stress: cannot build a runtime")
+            .expect("gort-stress: cannot build a runtime");
+        crate::watchdog::watch(&rt);
+        rt
     }
 
     /// A runtime of `--procs` Ps started with its clock paused (`gort::time::pause`): time
     /// moves only by jumps, so the scenario's checks can be exact.
     pub fn paused_runtime(&self) -> gort::Runtime {
-        gort::Builder::new()
+        let rt = gort::Builder::new()
             .procs(self.cfg.procs)
             .start_paused(true)
             .build()
-            .expect("gort-stress: cannot build a paused runtime")
+            .expect("gort-stress: cannot build a paused runtime");
+        crate::watchdog::watch(&rt);
+        rt
     }
 
     /// Ends a scenario's runtime: waits (at most 3 s, nudging every P) for the timer heaps to
@@ -399,6 +403,7 @@ impl Ctx {
             "drained: pending={} deleted={} alive={}",
             m.timers_pending, m.timers_deleted, m.tasks_alive
         ));
+        crate::watchdog::unwatch();
         let t = std::time::Instant::now();
         rt.shutdown_timeout(Duration::from_secs(5));
         let took = t.elapsed();

@@ -1,0 +1,79 @@
+//! A one-shot text picture of the scheduler for hang reports (`Handle::debug_state`): what a
+//! watchdog prints when a program stops making progress, so that a rare lost wake-up says
+//! where the stranded task sits (which P's `runnext` or ring, the global queue) and what the
+//! Ms believed (idle and spinning counts, the poller's deadline, sysmon parked).
+//!
+//! Every figure is a racy snapshot read without stopping the runtime; taken after seconds
+//! without progress, they are stable.
+
+use crate::handle::Handle;
+use crate::p::PStatus;
+use gort_timer::nanotime;
+use std::fmt::Write;
+use std::sync::atomic::Ordering::SeqCst;
+
+impl Handle {
+    /// The scheduler's state as text, for hang reports: the idle and spinning counts, the
+    /// poller, the global queue, and for every P its status, `runnext`, ring length and
+    /// earliest timer. Not a stable format; for people, not programs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort::Builder::new().procs(2).build().unwrap();
+    /// let state = rt.handle().debug_state();
+    /// assert!(state.contains("p0 "), "{state}");
+    /// ```
+    #[doc(hidden)]
+    pub fn debug_state(&self) -> String {
+        let s = &self.shared;
+        let now = nanotime();
+        let (pidle, midle, sysmon_parked) = s.idle.debug_counts();
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "gort scheduler: procs {} npidle {} (listed {pidle}) nmspinning {} idle Ms {midle} \
+             sysmon parked {sysmon_parked} global queue {} shutdown {}",
+            s.nprocs(),
+            s.idle.npidle(),
+            s.idle.nmspinning(),
+            s.global.len(),
+            s.is_shutdown(),
+        );
+        let lastpoll = s.idle.lastpoll.load(SeqCst);
+        let until = s.idle.poll_until.load(SeqCst);
+        let _ = writeln!(
+            out,
+            "  poller: {} until {} poller spinner {}",
+            if lastpoll == 0 { "blocked" } else { "free" },
+            rel(until, now),
+            s.idle.poller_spinner.load(SeqCst),
+        );
+        for p in s.all_ps() {
+            let status = match p.status() {
+                PStatus::Idle => "idle",
+                PStatus::Running => "running",
+                PStatus::Dead => "dead",
+            };
+            let _ = writeln!(
+                out,
+                "  p{} {status} runnext {} ring {} timers {} earliest {}",
+                p.id,
+                p.has_runnext(),
+                p.stealer.len(),
+                p.timers.len(),
+                rel(p.timers.wake_time(), now),
+            );
+        }
+        out
+    }
+}
+
+/// An instant relative to `now` (0 = none).
+fn rel(t: i64, now: i64) -> String {
+    if t == 0 {
+        "none".into()
+    } else {
+        format!("{:+.3} ms", (t - now) as f64 / 1e6)
+    }
+}
