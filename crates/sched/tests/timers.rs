@@ -327,7 +327,7 @@ fn timers_of_a_stuck_p_ran_on(own_timer: bool) -> Vec<String> {
 #[test]
 fn shutdown_wakes_an_m_that_polls_for_an_hour_long_timer() {
     // An hour-long timer makes an idle M sleep in the poller for an hour, so dropping the
-    // runtime depends on shutdown reaching that M. Once (CI, eleventh session) an M took the
+    // runtime depends on shutdown reaching that M. Once (in CI) an M took the
     // poller role just after shutdown's one break had been used up by the previous poller,
     // and slept on. That interleaving is rare: many rounds here, with different amounts of
     // scheduling before the drop, make it likelier but do not force it.
