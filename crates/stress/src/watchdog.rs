@@ -16,14 +16,49 @@ const SLACK: Duration = Duration::from_secs(30);
 /// is dropped (`unwatch`), so that the handle keeps none of its descriptors open past it.
 static WATCHED: Mutex<Option<gort::runtime::Handle>> = Mutex::new(None);
 
+/// A scenario's own account of its progress for the hang report: where the runtime's state
+/// says which tasks are stranded, this says which of the scenario's waits never ended.
+type Progress = Box<dyn Fn() -> String + Send>;
+
+/// The current scenario's phase (`phase`) and progress report (`on_hang`).
+static PHASE: Mutex<&'static str> = Mutex::new("");
+static PROGRESS: Mutex<Option<Progress>> = Mutex::new(None);
+
 /// Names `rt` as the runtime a hang report describes.
 pub fn watch(rt: &gort::Runtime) {
     *WATCHED.lock().unwrap_or_else(|e| e.into_inner()) = Some(rt.handle().clone());
 }
 
-/// Forgets the watched runtime (before it is shut down).
+/// Forgets the watched runtime (before it is shut down) and the scenario's progress report.
 pub fn unwatch() {
     WATCHED.lock().unwrap_or_else(|e| e.into_inner()).take();
+    PROGRESS.lock().unwrap_or_else(|e| e.into_inner()).take();
+    phase("");
+}
+
+/// Names the phase the scenario is in, for the hang report.
+pub fn phase(name: &'static str) {
+    *PHASE.lock().unwrap_or_else(|e| e.into_inner()) = name;
+}
+
+/// Adds `report` (what the scenario still waits for) to a hang report, until `unwatch`.
+pub fn on_hang(report: impl Fn() -> String + Send + 'static) {
+    *PROGRESS.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(report));
+}
+
+/// Prints the hang report: the scenario's phase and progress, then the runtime's state.
+fn report_hang() {
+    let phase = *PHASE.lock().unwrap_or_else(|e| e.into_inner());
+    if !phase.is_empty() {
+        eprintln!("gort-stress: hung in phase: {phase}");
+    }
+    // try_lock: a report closure that hangs itself must not keep the process alive.
+    if let Some(progress) = PROGRESS.try_lock().ok().as_deref().and_then(Option::as_ref) {
+        eprintln!("{}", progress());
+    }
+    if let Some(h) = WATCHED.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        eprintln!("{}", h.debug_state());
+    }
 }
 
 /// Guards one scenario; disarmed by [`Watchdog::disarm`].
@@ -46,9 +81,7 @@ impl Watchdog {
                         "gort-stress: violation: scenario {scenario} still running after {limit:?} \
                          (budget {budget:?}): hung; replay with --scenario {scenario} --seed {seed}"
                     );
-                    if let Some(h) = WATCHED.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-                        eprintln!("{}", h.debug_state());
-                    }
+                    report_hang();
                     std::process::exit(1);
                 }
             })

@@ -359,6 +359,7 @@ impl Ctx {
     /// drain (`timers_pending == 0`, then `timers_deleted == 0`) and for every task to be
     /// gone, records the final metrics, and drops the runtime.
     pub fn finish_runtime(&self, rt: gort::Runtime) {
+        crate::watchdog::phase("finish_runtime: waiting for the heaps to drain");
         let at_end = rt.metrics();
         self.store_metrics(&at_end, &rt.proc_metrics());
         let deadline = std::time::Instant::now() + Duration::from_secs(3);

@@ -4,7 +4,7 @@
 use super::{join_all, Ctx};
 use crate::check::{Attribution, CountBook, TimerBook};
 use gort::time::{after_func, AfterFunc, Timer};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -34,7 +34,15 @@ pub(crate) struct ChEntry {
     pub(crate) id: u64,
     pub(crate) timer: Timer,
     pub(crate) book: Mutex<TimerBook>,
+    /// Where its receiver is (`RECEIVING`...), for a hang report.
+    stage: AtomicU8,
 }
+
+/// A receiver's stages: selecting on its timer and `done`; after `done`, waiting for the
+/// value still owed; returned.
+const RECEIVING: u8 = 0;
+const DRAINING: u8 = 1;
+const RETURNED: u8 = 2;
 
 /// The timers of a storm, filled in by creator tasks while controllers already use them.
 pub(crate) struct Tables {
@@ -112,6 +120,7 @@ impl Tables {
             id: i as u64,
             timer,
             book,
+            stage: AtomicU8::new(RECEIVING),
         });
         let _ = self.ch[i].set(e.clone());
         ctx.counts.started.fetch_add(1, Relaxed);
@@ -166,6 +175,7 @@ impl Tables {
         max_d: Duration,
     ) {
         done.close();
+        crate::watchdog::phase("settle: waiting for the after_funcs still armed");
         let give_up = std::time::Instant::now() + max_d + GRACE;
         loop {
             let outstanding: i64 = self
@@ -180,7 +190,9 @@ impl Tables {
             gort::time::sleep(Duration::from_millis(5)).await;
         }
         let handles = std::mem::take(&mut *self.receivers.lock().unwrap());
+        crate::watchdog::phase("settle: joining the channel timers' receivers");
         join_all(ctx, "receiver", handles).await;
+        crate::watchdog::phase("settle: final checks");
         // A short idle so that a late duplicate would have arrived, then the final checks.
         gort::time::sleep(Duration::from_millis(20)).await;
         for (i, e) in self
@@ -201,6 +213,46 @@ impl Tables {
             }
             e.book.lock().unwrap().finish(now, &ctx.violations);
         }
+    }
+
+    /// What a hang report needs from the tables: where the receivers are, and the first
+    /// few that have not returned, with their books and timers.
+    pub(crate) fn progress(&self) -> String {
+        let created: Vec<&Arc<ChEntry>> = self.ch.iter().filter_map(|e| e.get()).collect();
+        let at = |stage| {
+            created
+                .iter()
+                .filter(|e| e.stage.load(Relaxed) == stage)
+                .count()
+        };
+        let outstanding: i64 = (self.af.iter().filter_map(|e| e.get()))
+            .map(|e| e.shared.book.outstanding())
+            .sum();
+        let mut out = format!(
+            "timer tables: {} of {} channel timers created; receivers selecting {}, draining {}, \
+             returned {}; after_func fires outstanding {outstanding}",
+            created.len(),
+            self.ch.len(),
+            at(RECEIVING),
+            at(DRAINING),
+            at(RETURNED),
+        );
+        for e in created
+            .iter()
+            .filter(|e| e.stage.load(Relaxed) != RETURNED)
+            .take(4)
+        {
+            let book = e.book.try_lock().map(|b| format!("{b:?}"));
+            let mut book = book.unwrap_or_else(|_| "(book locked)".into());
+            book.truncate(800);
+            out += &format!(
+                "\n  receiver {} stage {}: {:?}\n    {book}",
+                e.id,
+                e.stage.load(Relaxed),
+                e.timer
+            );
+        }
+        out
     }
 }
 
@@ -228,6 +280,9 @@ pub fn run(ctx: &Arc<Ctx>) {
         "after_funcs={n_af} channel_timers={n_ch} max_d={max_d:?} active={active:?}"
     ));
     let tables = Tables::new(n_af, n_ch);
+    let t = tables.clone();
+    crate::watchdog::on_hang(move || t.progress());
+    crate::watchdog::phase("storm: creators and controllers");
     let c = ctx.clone();
     rt.block_on(async move {
         let ctx = c;
@@ -341,11 +396,19 @@ pub(crate) async fn receive(ctx: Arc<Ctx>, e: Arc<ChEntry>, done: gort::chan::Re
             Event::Value(Some(v)) => on_value(&ctx, &e, v, ops, start),
             Event::Value(None) => {
                 ctx.violation(format!("timer {}: channel closed", e.id));
+                e.stage.store(RETURNED, Relaxed);
                 return;
             }
             Event::Done => break,
         }
     }
+    e.stage.store(DRAINING, Relaxed);
+    drain(&ctx, &e).await;
+    e.stage.store(RETURNED, Relaxed);
+}
+
+/// After the storm: waits for the value `e` still owes, if any.
+async fn drain(ctx: &Arc<Ctx>, e: &ChEntry) {
     loop {
         let (ops, expects, due_hi) = {
             let b = e.book.lock().unwrap();
@@ -357,7 +420,7 @@ pub(crate) async fn receive(ctx: Arc<Ctx>, e: Arc<ChEntry>, done: gort::chan::Re
         let start = ctx.now_ns();
         let wait = Duration::from_nanos(due_hi.saturating_sub(start)) + GRACE;
         match gort::time::timeout(wait, e.timer.c().recv()).await {
-            Ok(Some(v)) => on_value(&ctx, &e, v, ops, start),
+            Ok(Some(v)) => on_value(ctx, e, v, ops, start),
             Ok(None) => {
                 ctx.violation(format!("timer {}: channel closed", e.id));
                 return;
@@ -375,5 +438,23 @@ fn on_value(ctx: &Ctx, e: &ChEntry, v: gort::time::Instant, ops: u64, start: u64
     // Only a receive that was waiting before the due instant measures lateness.
     if attr != Attribution::Violation && start <= v_ns {
         ctx.record_lateness(v_ns, seen, "timer value");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hang_report_counts_receivers_and_fires_outstanding() {
+        let t = Tables::new(2, 3);
+        let report = t.progress();
+        assert!(
+            report.starts_with(
+                "timer tables: 0 of 3 channel timers created; receivers \
+                 selecting 0, draining 0, returned 0; after_func fires outstanding 0"
+            ),
+            "{report}"
+        );
     }
 }
