@@ -6,7 +6,7 @@
 //! fault heals, and every task ended at shutdown; each test checks that no socket is left
 //! open. The tests run one at a time (a lock), since all count one process's sockets (not
 //! all its fds: `under_gort_test`'s runtime is made before it takes the lock). A debug build
-//! (CI's first pass) runs the broadest six; the release pass runs all twelve.
+//! runs the broadest six; a release build (CI's) runs all twelve.
 
 #[path = "support/raft/mod.rs"]
 mod raft;

@@ -1,6 +1,6 @@
 //! A task woken by a timer must not wait behind tasks that yield rarely (shape T10).
 
-use gort_time::Ticker;
+use gort::time::Ticker;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -22,10 +22,10 @@ fn spawn_spinners(n: usize, slice: Duration) -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     for _ in 0..n {
         let stop = stop.clone();
-        gort_sched::spawn(async move {
+        gort::spawn(async move {
             while !stop.load(Relaxed) {
                 spin_for(slice);
-                gort_sched::yield_now().await;
+                gort::yield_now().await;
             }
         });
     }
@@ -40,10 +40,10 @@ fn spawn_spinners(n: usize, slice: Duration) -> Arc<AtomicBool> {
 #[test]
 fn a_ticker_task_runs_within_a_slice_of_coarse_spinners() {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let rt = gort_sched::Builder::new().procs(2).build().unwrap();
+    let rt = gort::Builder::new().procs(2).build().unwrap();
     let received = rt.block_on(async {
         let stop = spawn_spinners(2, Duration::from_millis(10));
-        let reader = gort_sched::spawn(async move {
+        let reader = gort::spawn(async move {
             let ticker = Ticker::new(Duration::from_millis(1));
             let t0 = Instant::now();
             let mut n = 0;
@@ -88,7 +88,7 @@ fn a_ticker_task_runs_within_a_slice_of_coarse_spinners() {
 )]
 fn a_tick_arrives_in_the_first_round_of_either_p() {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let rt = gort_sched::Builder::new().procs(2).build().unwrap();
+    let rt = gort::Builder::new().procs(2).build().unwrap();
     // (yield began, spinner resumed)
     let rounds = Arc::new(Mutex::new(Vec::<(Instant, Instant)>::with_capacity(4096)));
     let r = rounds.clone();
@@ -96,16 +96,16 @@ fn a_tick_arrives_in_the_first_round_of_either_p() {
         let stop = Arc::new(AtomicBool::new(false));
         for _ in 0..2 {
             let (stop, r) = (stop.clone(), r.clone());
-            gort_sched::spawn(async move {
+            gort::spawn(async move {
                 while !stop.load(Relaxed) {
                     spin_for(Duration::from_millis(1));
                     let before = Instant::now();
-                    gort_sched::yield_now().await;
+                    gort::yield_now().await;
                     r.lock().unwrap().push((before, Instant::now()));
                 }
             });
         }
-        let reader = gort_sched::spawn(async move {
+        let reader = gort::spawn(async move {
             let t0 = Instant::now();
             let ticker = Ticker::new(Duration::from_millis(1));
             let mut got = Vec::with_capacity(1024);
@@ -166,17 +166,17 @@ fn many_timer_woken_tasks_run_within_slices_of_coarse_spinners() {
 
 /// One second of the scenario above on a fresh runtime: the longest any 1 ms sleep took.
 fn worst_sleep_beside_coarse_spinners() -> Duration {
-    let rt = gort_sched::Builder::new().procs(2).build().unwrap();
+    let rt = gort::Builder::new().procs(2).build().unwrap();
     rt.block_on(async {
         let stop = spawn_spinners(2, Duration::from_millis(10));
         let sleepers: Vec<_> = (0..8)
             .map(|_| {
-                gort_sched::spawn(async {
+                gort::spawn(async {
                     let t0 = Instant::now();
                     let mut worst = Duration::ZERO;
                     while t0.elapsed() < Duration::from_secs(1) {
                         let asked = Instant::now();
-                        gort_time::sleep(Duration::from_millis(1)).await;
+                        gort::time::sleep(Duration::from_millis(1)).await;
                         worst = worst.max(asked.elapsed());
                     }
                     worst
