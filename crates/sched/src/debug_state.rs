@@ -14,15 +14,18 @@ use std::sync::atomic::Ordering::SeqCst;
 
 impl Handle {
     /// The scheduler's state as text, for hang reports: the idle and spinning counts, the
-    /// poller, the global queue, and for every P its status, `runnext`, ring length and
-    /// earliest timer. Not a stable format; for people, not programs.
+    /// poller, the global queue, and for every P its status, `runnext`, ring length, timer
+    /// counts, earliest deadline and heap root (its key, its timer's status). Not a stable format; for people, not programs.
     ///
     /// # Examples
     ///
     /// ```
-    /// let rt = gort::Builder::new().procs(2).build().unwrap();
+    /// let rt = gort::Builder::new().procs(1).build().unwrap();
+    /// let hour = std::time::Duration::from_secs(3600);
+    /// let _timer = rt.block_on(async move { gort::time::after_func(hour, || {}) });
     /// let state = rt.handle().debug_state();
-    /// assert!(state.contains("p0 "), "{state}");
+    /// assert!(state.contains("p0 idle runnext false ring 0 timers 1"), "{state}");
+    /// assert!(state.contains("root +3599"), "{state}");
     /// ```
     #[doc(hidden)]
     pub fn debug_state(&self) -> String {
@@ -57,12 +60,14 @@ impl Handle {
             };
             let _ = writeln!(
                 out,
-                "  p{} {status} runnext {} ring {} timers {} earliest {}",
+                "  p{} {status} runnext {} ring {} timers {} (deleted {}) earliest {} root {}",
                 p.id,
                 p.has_runnext(),
                 p.stealer.len(),
                 p.timers.len(),
+                p.timers.deleted(),
                 rel(p.timers.wake_time(), now),
+                p.timers.debug_root(now),
             );
         }
         out

@@ -300,6 +300,11 @@ impl Heap {
         }
     }
 
+    /// The root entry, if any.
+    pub(crate) fn root(&self) -> Option<&Entry> {
+        self.v.first()
+    }
+
     /// The root key, or 0 if empty: what `timer0_when` publishes.
     pub(crate) fn root_when(&self) -> Nanos {
         self.v.first().map_or(0, |e| e.when)

@@ -581,6 +581,27 @@ impl Timers {
     }
 }
 
+impl Timers {
+    /// The heap's root for a hang report: how far its key is from `now` (ms), its timer's
+    /// status and whether the entry is stale; "locked" if another thread holds the heap's
+    /// lock now. Not a stable format; for people, not programs.
+    #[doc(hidden)]
+    pub fn debug_root(&self, now: Nanos) -> String {
+        let Some(heap) = self.shared.heap.try_lock() else {
+            return "locked".into();
+        };
+        match heap.root() {
+            None => "empty".into(),
+            Some(e) => format!(
+                "{:+.3} ms {:?}{}",
+                (e.when - now) as f64 / 1e6,
+                e.timer().status(),
+                if e.is_stale() { " (stale)" } else { "" }
+            ),
+        }
+    }
+}
+
 impl fmt::Debug for Timers {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Timers")
