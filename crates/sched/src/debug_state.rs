@@ -15,7 +15,8 @@ use std::sync::atomic::Ordering::SeqCst;
 impl Handle {
     /// The scheduler's state as text, for hang reports: the idle and spinning counts, the
     /// poller, the global queue, and for every P its status, `runnext`, ring length, timer
-    /// counts, earliest deadline and heap root (its key, its timer's status). Not a stable format; for people, not programs.
+    /// counts, earliest deadline and heap root (its key, its timer's status). Not a stable
+    /// format; for people, not programs.
     ///
     /// # Examples
     ///
@@ -24,8 +25,10 @@ impl Handle {
     /// let hour = std::time::Duration::from_secs(3600);
     /// let _timer = rt.block_on(async move { gort::time::after_func(hour, || {}) });
     /// let state = rt.handle().debug_state();
-    /// assert!(state.contains("p0 idle runnext false ring 0 timers 1"), "{state}");
-    /// assert!(state.contains("root +3599"), "{state}");
+    /// assert!(state.contains("p0 "), "{state}");
+    /// assert!(state.contains("timers 1 (deleted 0)"), "{state}");
+    /// // The root's key and status, unless an M held the heap's lock at that instant.
+    /// assert!(state.contains("root +3599") || state.contains("root locked"), "{state}");
     /// ```
     #[doc(hidden)]
     pub fn debug_state(&self) -> String {

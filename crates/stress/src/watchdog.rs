@@ -52,8 +52,7 @@ fn report_hang() {
     if !phase.is_empty() {
         eprintln!("gort-stress: hung in phase: {phase}");
     }
-    // try_lock: a report closure that hangs itself must not keep the process alive.
-    if let Some(progress) = PROGRESS.try_lock().ok().as_deref().and_then(Option::as_ref) {
+    if let Some(progress) = PROGRESS.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
         eprintln!("{}", progress());
     }
     if let Some(h) = WATCHED.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {

@@ -307,6 +307,6 @@ impl Heap {
 
     /// The root key, or 0 if empty: what `timer0_when` publishes.
     pub(crate) fn root_when(&self) -> Nanos {
-        self.v.first().map_or(0, |e| e.when)
+        self.root().map_or(0, |e| e.when)
     }
 }
