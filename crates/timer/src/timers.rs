@@ -579,9 +579,7 @@ impl Timers {
     pub fn deleted(&self) -> usize {
         self.shared.deleted.load(Relaxed).max(0) as usize
     }
-}
 
-impl Timers {
     /// The heap's root for a hang report: how far its key is from `now` (ms), its timer's
     /// status and whether the entry is stale; "locked" if another thread holds the heap's
     /// lock now. Not a stable format; for people, not programs.
