@@ -8,9 +8,9 @@ use std::time::Duration;
 /// Generous: the machine may be loaded; a healthy run takes milliseconds.
 pub const WATCHDOG: Duration = Duration::from_secs(30);
 
-/// Runs `f` on its own thread; fails if it does not return within [`WATCHDOG`] (the thread is
-/// left behind, the test process exits anyway: a hang, a lost value or wake-up) and resumes
-/// its panic if it panicked.
+/// Runs `f` on its own thread; fails if it does not return within [`WATCHDOG`] (a hang, a
+/// lost value or wake-up), after printing every live runtime's `debug_state` (the thread is
+/// left behind, the test process exits anyway), and resumes its panic if it panicked.
 pub fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
     let (tx, rx) = mpsc::channel();
     let t = std::thread::spawn(move || {
@@ -19,6 +19,8 @@ pub fn within<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
         r
     });
     if let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(WATCHDOG) {
+        // Where the stranded task sits, in every runtime of the process (other tests' too).
+        eprintln!("{}", gort::Handle::debug_states());
         panic!("still running after {WATCHDOG:?}: hung (a lost value or wake-up?)");
     }
     match t.join() {

@@ -8,9 +8,27 @@
 
 use crate::handle::Handle;
 use crate::p::PStatus;
+use crate::shared::Shared;
 use gort_timer::nanotime;
+use parking_lot::Mutex;
 use std::fmt::Write;
 use std::sync::atomic::Ordering::SeqCst;
+use std::sync::{Arc, Weak};
+
+/// Every runtime built in this process, for [`Handle::debug_states`]; entries of dropped
+/// runtimes are pruned at the next build. Touched only when a runtime is built and when a
+/// watchdog reports, never on a scheduling path.
+static BUILT: Mutex<Vec<(u64, Weak<Shared>)>> = Mutex::new(Vec::new());
+
+/// Lists a runtime just built, so that a watchdog that knows no runtime can still report
+/// every runtime's state.
+pub(crate) fn note_built(shared: &Arc<Shared>) {
+    static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let serial = SERIAL.fetch_add(1, SeqCst);
+    let mut built = BUILT.lock();
+    built.retain(|(_, w)| w.strong_count() > 0);
+    built.push((serial, Arc::downgrade(shared)));
+}
 
 impl Handle {
     /// The scheduler's state as text, for hang reports: the idle and spinning counts, the
@@ -72,6 +90,38 @@ impl Handle {
                 rel(p.timers.wake_time(), now),
                 p.timers.debug_root(now),
             );
+        }
+        out
+    }
+}
+
+impl Handle {
+    /// [`debug_state`](Handle::debug_state) of every runtime of this process not yet dropped
+    /// (numbered in the order they were built), for a watchdog that knows no runtime: a
+    /// test's hang report. Not a stable format; for people, not programs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = gort::Builder::new().procs(1).build().unwrap();
+    /// let states = gort::Handle::debug_states();
+    /// assert!(states.starts_with("1 live gort runtime(s)"), "{states}");
+    /// assert!(states.contains("runtime #0: gort scheduler: procs 1 "), "{states}");
+    /// drop(rt);
+    /// assert!(gort::Handle::debug_states().starts_with("0 live"));
+    /// ```
+    #[doc(hidden)]
+    pub fn debug_states() -> String {
+        // Upgraded first and formatted outside the list's lock: a runtime dropped meanwhile
+        // is still whole, and no runtime lock is taken under this one.
+        let live: Vec<(u64, Arc<Shared>)> = BUILT
+            .lock()
+            .iter()
+            .filter_map(|(n, w)| Some((*n, w.upgrade()?)))
+            .collect();
+        let mut out = format!("{} live gort runtime(s)\n", live.len());
+        for (n, shared) in live {
+            let _ = write!(out, "runtime #{n}: {}", Handle::new(shared).debug_state());
         }
         out
     }

@@ -130,6 +130,7 @@ impl Builder {
         let blocking = Blocking::new(self.threads.clone());
         let shared = Shared::new(procs.min(MAX_PROCS), blocking.clone(), self.threads.clone())?;
         blocking.set_runtime(&shared);
+        crate::debug_state::note_built(&shared);
         if self.start_paused {
             shared.clock.pause();
         }
