@@ -269,6 +269,12 @@ struct HogCounts {
     light: u64,
     hog_turns: u64,
     light_turns: u64,
+    /// sysmon's looks (`Metrics::sysmon_wakeups`), which mark the slices.
+    looks: u64,
+    /// When read; for a difference, when its start was read.
+    at: Instant,
+    /// For a difference: how long it spans.
+    window: Duration,
 }
 
 impl HogCounts {
@@ -278,6 +284,9 @@ impl HogCounts {
             light: counts[1].0.load(SeqCst),
             hog_turns: counts[0].1.load(SeqCst),
             light_turns: counts[1].1.load(SeqCst),
+            looks: gort::Handle::current().metrics().sysmon_wakeups,
+            at: Instant::now(),
+            window: Duration::ZERO,
         }
     }
 
@@ -288,6 +297,9 @@ impl HogCounts {
             light: self.light - earlier.light,
             hog_turns: self.hog_turns - earlier.hog_turns,
             light_turns: self.light_turns - earlier.light_turns,
+            looks: self.looks - earlier.looks,
+            at: earlier.at,
+            window: self.at - earlier.at,
         }
     }
 }
@@ -375,6 +387,14 @@ fn ping_pong_hog_counts(run_for: Duration) -> HogCounts {
 /// Go's factor: "if the scheduler isn't working right, the gap should be ~1000X".
 const HOG_FACTOR: u64 = 20;
 
+/// Windows `ping_pong_hog` measures before it fails. A slice is wall time and a hog turn is
+/// work, so where the OS takes the light pair's M off its CPU during the light pair's slices,
+/// the light pair does less in them: beside release builds and two stress runs (load 13) one
+/// window in ~560 whole-binary runs came out at 25 (5 hog turns, 197 light turns, 28 looks
+/// of sysmon in 302 ms), and one at 12,891. A scheduler without time slices is at ~1,000 in
+/// every window.
+const HOG_WINDOWS: usize = 3;
+
 /// Go: TestPingPongHog (proc_test.go): the two pairs' work stays within a factor of 20,
 /// because each pair hands the P on within a time slice: a task readied through `runnext`
 /// inherits its waker's slice, and once sysmon finds the slice 10 ms old the P takes from
@@ -386,13 +406,26 @@ fn ping_pong_hog() {
     // Go runs 100 ms; 300 averages over more slices (10-20 ms each, so a slice the OS takes
     // from a loaded machine weighs less), and a debug build's light turns, whose channel
     // operations cost about as much as their work, over more turns.
-    let c = ping_pong_hog_counts(Duration::from_millis(300));
-    assert!(
-        c.hog / HOG_FACTOR <= c.light && c.light / HOG_FACTOR <= c.hog,
-        "want hog/light in [1/{HOG_FACTOR}, {HOG_FACTOR}]; got {}/{} = {}",
-        c.hog,
-        c.light,
-        c.hog as f64 / c.light as f64
+    let mut seen = Vec::new();
+    for _ in 0..HOG_WINDOWS {
+        let c = ping_pong_hog_counts(Duration::from_millis(300));
+        if c.hog / HOG_FACTOR <= c.light && c.light / HOG_FACTOR <= c.hog {
+            return;
+        }
+        seen.push(format!(
+            "{}/{} = {:.1} over {:?} ({} and {} turns, {} looks of sysmon)",
+            c.hog,
+            c.light,
+            c.hog as f64 / c.light as f64,
+            c.window,
+            c.hog_turns,
+            c.light_turns,
+            c.looks,
+        ));
+    }
+    panic!(
+        "want hog/light in [1/{HOG_FACTOR}, {HOG_FACTOR}] in one of {HOG_WINDOWS} windows; got {}",
+        seen.join("; ")
     );
 }
 
