@@ -12,7 +12,7 @@ use crate::shared::Shared;
 use gort_timer::nanotime;
 use parking_lot::Mutex;
 use std::fmt::Write;
-use std::sync::atomic::Ordering::SeqCst;
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Weak};
 
 /// Every runtime built in this process, for [`Handle::debug_states`]; entries of dropped
@@ -23,7 +23,7 @@ static BUILT: Mutex<Vec<(u64, Weak<Shared>)>> = Mutex::new(Vec::new());
 /// Lists a runtime just built, so that a watchdog that knows no runtime can still report
 /// every runtime's state.
 pub(crate) fn note_built(shared: &Arc<Shared>) {
-    static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    static SERIAL: AtomicU64 = AtomicU64::new(0);
     let serial = SERIAL.fetch_add(1, SeqCst);
     let mut built = BUILT.lock();
     built.retain(|(_, w)| w.strong_count() > 0);
@@ -93,9 +93,7 @@ impl Handle {
         }
         out
     }
-}
 
-impl Handle {
     /// [`debug_state`](Handle::debug_state) of every runtime of this process not yet dropped
     /// (numbered in the order they were built), for a watchdog that knows no runtime: a
     /// test's hang report. Not a stable format; for people, not programs.
