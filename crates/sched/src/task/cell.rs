@@ -5,7 +5,7 @@ use super::cache;
 use super::id::CurrentGuard;
 use super::join::JoinError;
 use super::raw::{Header, RawTask, Vtable};
-use super::state::{AfterPoll, CANCELLED, COMPLETE};
+use super::state::{AfterPoll, CANCELLED, COMPLETE, JOIN_INTEREST};
 use super::{catch_user_here, Schedule, Task};
 use gort_loom::atomic::{AtomicUsize, Ordering::Relaxed};
 use gort_loom::{Mutex, UnsafeCell};
@@ -87,24 +87,32 @@ where
             .store(slot, Relaxed);
     }
 
-    /// Stores the output (dropping the future first), publishes COMPLETE, wakes the joiner and
-    /// leaves the registry. Caller owns RUNNING.
+    /// Drops the future, then stores the output or, for a detached task, drops it; publishes
+    /// COMPLETE, wakes the joiner and leaves the registry. Caller owns RUNNING.
     fn finish(&self, output: Result<F::Output, JoinError>) {
-        self.stage.with_mut(|stage| {
-            // A panicking destructor of the future must not take the worker down with it
-            // (counted in `Metrics::user_panics`). The assignment completes even then: the
-            // old value counts as dropped and `Consumed` is written.
-            // SAFETY: the caller owns RUNNING, so no other thread touches the stage.
-            catch_user_here(|| unsafe { *stage = Stage::Consumed });
+        // A panicking destructor of the future must not take the worker down with it
+        // (counted in `Metrics::user_panics`). The assignment completes even then: the old
+        // value counts as dropped and `Consumed` is written.
+        // SAFETY: the caller owns RUNNING, so no other thread touches the stage.
+        self.stage
+            .with_mut(|stage| catch_user_here(|| unsafe { *stage = Stage::Consumed }));
+        // `JOIN_INTEREST` never comes back once gone: a task whose handle was dropped before
+        // it finished (every `spawn` whose handle is discarded) drops its output here, after
+        // its future as when stored, and never stores it (invariant 4 of state.rs).
+        if self.header.state.load() & JOIN_INTEREST == 0 {
+            catch_user_here(move || drop(output));
+            self.header.state.complete();
+        } else {
             // SAFETY: as above.
-            unsafe { *stage = Stage::Finished(output) };
-        });
-        if !self.header.state.complete() {
-            // Detached: nobody will read the output; it goes now (invariant 4 of state.rs),
-            // not with the cell, which the registry may keep a while (a P's batch).
-            // SAFETY: as above; the JoinHandle is gone, so nobody else reads the stage.
             self.stage
-                .with_mut(|stage| catch_user_here(|| unsafe { *stage = Stage::Consumed }));
+                .with_mut(|stage| unsafe { *stage = Stage::Finished(output) });
+            if !self.header.state.complete() {
+                // The handle went while the task finished: its output goes now, not with
+                // the cell, which the registry may keep a while (a P's batch).
+                // SAFETY: as above; the JoinHandle is gone, so nobody else reads the stage.
+                self.stage
+                    .with_mut(|stage| catch_user_here(|| unsafe { *stage = Stage::Consumed }));
+            }
         }
         let waker = self.join_waker.lock().take();
         if let Some(w) = waker {

@@ -16,9 +16,10 @@
 //! 2. Only the thread that moved the task to `RUNNING` touches the future.
 //! 3. The output slot is written once before `COMPLETE` is published (Release) and read only by
 //!    the `JoinHandle` after it observed `COMPLETE` (Acquire).
-//! 4. A detached task's output is dropped once, by whichever of `complete` and the
-//!    `JoinHandle`'s drop comes second: `complete` that finds `JOIN_INTEREST` gone, or the
-//!    drop that finds `COMPLETE` set (Tokio's rule: the output never outlives both).
+//! 4. A detached task's output is dropped once: never stored if `JOIN_INTEREST` was gone
+//!    before the task finished (it never comes back), else by whichever of `complete` and
+//!    the `JoinHandle`'s drop comes second: `complete` that finds `JOIN_INTEREST` gone, or
+//!    the drop that finds `COMPLETE` set (Tokio's rule: the output never outlives both).
 
 use gort_loom::atomic::{AtomicUsize, Ordering::*};
 
