@@ -135,7 +135,7 @@ impl<T> Chan<T> {
         value: T,
         later: &mut TimerWakes,
     ) -> Result<(), crate::TrySendError<T>> {
-        self.with_later(later.get(), |core, d| core.try_send(value, None, d))
+        self.with_later(later.get(), |core, d| core.try_send_overtaking(value, d))
     }
 
     /// [`TimerSender::take_buffered_later`](crate::TimerSender::take_buffered_later), for

@@ -164,6 +164,39 @@ impl<T> Core<T> {
         Err(TrySendError::Full(v))
     }
 
+    /// [`try_send`](Core::try_send) for a timer's channel, whose values are instants in
+    /// increasing order (a ticker's ticks): first marks every value handed to a receive and
+    /// not yet taken as overtaken, so that a receive cut off from now on drops its value
+    /// instead of putting it back, where the next receive would get it after this newer one
+    /// (see "Order" in design/CHANNELS.md). A ticker may drop a tick; it may not deliver one
+    /// older than a tick delivered before.
+    pub(crate) fn try_send_overtaking(
+        &mut self,
+        v: T,
+        d: &mut Deferred,
+    ) -> Result<(), TrySendError<T>> {
+        if self.handed > 0 {
+            self.mark_handed_overtaken();
+        }
+        self.try_send(v, None, d)
+    }
+
+    /// Marks every receive slot holding a handed value as overtaken (out of line: values
+    /// are rarely handed and not yet taken when the next one comes).
+    #[cold]
+    #[inline(never)]
+    fn mark_handed_overtaken(&mut self) {
+        for i in 0..self.slots.len() {
+            if i == 0 && !self.slots.has_first() {
+                continue; // a fused channel's slot 0, free and not allocated
+            }
+            let s = &mut self.slots[i];
+            if !s.queued && s.recv && s.value.is_some() {
+                s.overtaken = true;
+            }
+        }
+    }
+
     /// Receives without parking: from the buffer (refilling it from a parked sender, as Go
     /// does), else from a parked sender.
     pub(crate) fn try_recv(
@@ -329,19 +362,26 @@ impl<T> Core<T> {
         Some(v)
     }
 
-    /// A receive future is dropped: unlink it, and put back a value handed to it.
-    pub(crate) fn cancel_recv(&mut self, slot: &mut Option<usize>, d: &mut Deferred) {
-        let Some(i) = *slot else { return };
+    /// A receive future is dropped: unlink it, and put back a value handed to it, unless a
+    /// timer's newer value overtook it; that one is returned, for dropping after unlocking.
+    pub(crate) fn cancel_recv(&mut self, slot: &mut Option<usize>, d: &mut Deferred) -> Option<T> {
+        let i = (*slot)?;
         if self.slots[i].queued {
             self.unpark(i, Side::Recv);
         }
         let v = self.slots[i].value.take();
+        let overtaken = std::mem::take(&mut self.slots[i].overtaken);
         self.release(slot, d);
-        if let Some(v) = v {
-            self.handed -= 1;
+        let v = v?;
+        self.handed -= 1;
+        let stale = if overtaken {
+            Some(v)
+        } else {
             self.bounce(v, d);
-            self.settle(d);
-        }
+            None
+        };
+        self.settle(d);
+        stale
     }
 
     // ---- the buffer ---------------------------------------------------------------------------

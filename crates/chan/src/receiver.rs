@@ -76,7 +76,8 @@ impl<T> Receiver<T> {
             return; // another `recv` on a shared `&Receiver` took it first
         }
         let mut slot = Some(widen(taken));
-        self.chan.with(|core, d| core.cancel_recv(&mut slot, d));
+        let stale = self.chan.with(|core, d| core.cancel_recv(&mut slot, d));
+        drop(stale); // after the lock
         self.chan.unparked();
     }
 
@@ -176,11 +177,10 @@ impl<T> Drop for Receiver<T> {
             .filter(|&s| s != NO_STREAM)
             .map(widen);
         let parked = stream.is_some();
-        let (unreceivable, last) = self.chan.with(|core, d| {
-            core.cancel_recv(&mut stream, d);
-            core.drop_receiver(d)
-        });
-        drop(unreceivable);
+        let (stale, (unreceivable, last)) = self
+            .chan
+            .with(|core, d| (core.cancel_recv(&mut stream, d), core.drop_receiver(d)));
+        drop((stale, unreceivable)); // after the lock
         if parked {
             self.chan.unparked();
         }
@@ -314,7 +314,8 @@ impl<T> Drop for RecvFuture<'_, T> {
     fn drop(&mut self) {
         if self.slot.is_some() {
             let slot = &mut self.slot;
-            self.rx.chan.with(|core, d| core.cancel_recv(slot, d));
+            let stale = self.rx.chan.with(|core, d| core.cancel_recv(slot, d));
+            drop(stale); // after the lock
             self.rx.chan.unparked();
         }
     }

@@ -21,9 +21,11 @@ impl<T> TimerSender<T> {
         TimerSender { chan }
     }
 
-    /// [`Sender::try_send`](crate::Sender::try_send).
+    /// [`Sender::try_send`](crate::Sender::try_send), for values in increasing order: a value
+    /// handed to a receive before this one is dropped if that receive is cut off
+    /// (`Core::try_send_overtaking`).
     pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
-        self.chan.with(|core, d| core.try_send(value, None, d))
+        self.chan.with(|core, d| core.try_send_overtaking(value, d))
     }
 
     /// [`Sender::len`](crate::Sender::len): the number of buffered values.

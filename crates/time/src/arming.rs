@@ -60,7 +60,9 @@
 //! A ticker has one more race of the same kind: gort-timer re-arms a periodic timer *before*
 //! running its callback, so another thread may run the next tick while the previous one is
 //! still on its way, and the older tick can arrive second. Each accepted fire therefore raises
-//! the floor just past its deadline: ticks are delivered in increasing order or dropped.
+//! the floor just past its deadline: ticks are delivered in increasing order or dropped. The
+//! channel keeps that order too: a tick handed to a receive that is cut off after a newer
+//! one was sent is dropped, not put back (gort-chan's `Core::try_send_overtaking`).
 
 use gort_loom::{RawLock, UnsafeCell};
 use gort_timer::{Nanos, CLOCK_TRAIL, NEVER};

@@ -226,3 +226,49 @@ fn stop_reclaims_a_value_handed_to_an_unpolled_receive() {
         assert!(!t.stop());
     });
 }
+
+/// A tick handed to a parked `recv()` that is then cut off (a `timeout` past its deadline,
+/// another `select!` arm) after a newer tick was sent is dropped, not put back: put back, it
+/// reached the next receive after the newer one, and a receiver saw a tick older than the
+/// one before it (`tests/time_races.rs` under load). A ticker's ticks arrive in increasing
+/// order or not at all, however its receives are cut off.
+#[test]
+fn a_tick_cut_off_after_a_newer_one_was_sent_is_dropped_not_put_back() {
+    use std::future::Future;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Arc;
+    struct Flag(AtomicBool);
+    impl std::task::Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, SeqCst);
+        }
+    }
+    /// Polls `fut` once (it parks), then waits until a tick was handed to it.
+    async fn park_until_handed<F: Future + Unpin>(fut: &mut F, flag: &Arc<Flag>) {
+        let waker = std::task::Waker::from(flag.clone());
+        let mut cx = std::task::Context::from_waker(&waker);
+        assert!(std::pin::Pin::new(&mut *fut).poll(&mut cx).is_pending());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !flag.0.load(SeqCst) {
+            assert!(Instant::now() < deadline, "no tick in 10 s");
+            sleep(MS).await;
+        }
+    }
+    run(async {
+        let ticker = Ticker::new(2 * MS);
+        let rx = ticker.c();
+        // Tick 1 is handed to a receive whose owner does not poll it yet.
+        let mut cut_off = Box::pin(rx.recv());
+        park_until_handed(&mut cut_off, &Arc::new(Flag(AtomicBool::new(false)))).await;
+        // A newer tick goes to another receive, which returns it.
+        let newer = rx.recv().await.expect("a newer tick");
+        // The first receive is cut off: its tick is older than one already received.
+        drop(cut_off);
+        let next = rx.recv().await.expect("a later tick");
+        assert!(
+            next > newer,
+            "a tick {:?} older than the one received before it came back",
+            newer.duration_since(next)
+        );
+    });
+}

@@ -21,6 +21,9 @@ pub(super) struct Slot<T> {
     pub(super) queued: bool,
     /// Parked (last) as a receive: a `value` it holds was handed to it.
     pub(super) recv: bool,
+    /// The value handed to it was overtaken by a timer's newer one
+    /// ([`Core::try_send_overtaking`]): if the receive is cut off, it is dropped, not put back.
+    pub(super) overtaken: bool,
     /// The offered value (send) or the handed-over value (receive); see invariants 2 and 3.
     pub(super) value: Option<T>,
     /// The task to wake when the slot is completed or unlinked.
@@ -43,6 +46,7 @@ impl<T> Slot<T> {
     const EMPTY: Slot<T> = Slot {
         queued: false,
         recv: false,
+        overtaken: false,
         value: None,
         waker: None,
         group: None,
@@ -241,6 +245,7 @@ impl<T> Core<T> {
             "handed a value to a receiver that has one"
         );
         s.value = Some(v);
+        s.overtaken = false;
         self.handed += 1;
         if let Some(w) = s.waker.take() {
             d.wake(w);
