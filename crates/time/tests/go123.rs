@@ -22,6 +22,31 @@ async fn until_buffered<T>(c: &gort_chan::Receiver<T>) {
     }
 }
 
+/// Polls a receive once (it parks), then waits (generously) until a value was handed to it
+/// and its waker woken; the receive is left unpolled.
+async fn park_until_handed<F: std::future::Future + Unpin>(fut: &mut F) {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::Arc;
+    struct Flag(AtomicBool);
+    impl std::task::Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, SeqCst);
+        }
+    }
+    let flag = Arc::new(Flag(AtomicBool::new(false)));
+    let waker = std::task::Waker::from(flag.clone());
+    let mut cx = std::task::Context::from_waker(&waker);
+    assert!(
+        std::pin::Pin::new(&mut *fut).poll(&mut cx).is_pending(),
+        "parks before the value comes"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !flag.0.load(SeqCst) {
+        assert!(Instant::now() < deadline, "no value in 10 s");
+        sleep(MS).await;
+    }
+}
+
 #[test]
 fn stop_of_fired_unreceived_timer_is_true_and_drains() {
     run(async {
@@ -195,31 +220,11 @@ fn after_in_a_select_loop_does_not_pile_up() {
 /// put it back (the channel core used to bounce it into the buffer after `stop` returned).
 #[test]
 fn stop_reclaims_a_value_handed_to_an_unpolled_receive() {
-    use std::future::Future;
-    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-    use std::sync::Arc;
-    struct Flag(AtomicBool);
-    impl std::task::Wake for Flag {
-        fn wake(self: Arc<Self>) {
-            self.0.store(true, SeqCst);
-        }
-    }
     run(async {
         let t = Timer::new(5 * MS);
-        let flag = Arc::new(Flag(AtomicBool::new(false)));
-        let waker = std::task::Waker::from(flag.clone());
-        let mut cx = std::task::Context::from_waker(&waker);
-        let mut fut = Box::pin(t.c().recv());
-        assert!(
-            fut.as_mut().poll(&mut cx).is_pending(),
-            "parks before the fire"
-        );
         // The fire hands the value to the parked receive and wakes it; we do not poll it.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !flag.0.load(SeqCst) {
-            assert!(Instant::now() < deadline, "timer never fired");
-            sleep(MS).await;
-        }
+        let mut fut = Box::pin(t.c().recv());
+        park_until_handed(&mut fut).await;
         assert!(t.stop(), "a value nobody has seen yet counts as stopped");
         drop(fut);
         assert!(t.c().try_recv().is_err(), "the drained value came back");
@@ -234,32 +239,12 @@ fn stop_reclaims_a_value_handed_to_an_unpolled_receive() {
 /// order or not at all, however its receives are cut off.
 #[test]
 fn a_tick_cut_off_after_a_newer_one_was_sent_is_dropped_not_put_back() {
-    use std::future::Future;
-    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-    use std::sync::Arc;
-    struct Flag(AtomicBool);
-    impl std::task::Wake for Flag {
-        fn wake(self: Arc<Self>) {
-            self.0.store(true, SeqCst);
-        }
-    }
-    /// Polls `fut` once (it parks), then waits until a tick was handed to it.
-    async fn park_until_handed<F: Future + Unpin>(fut: &mut F, flag: &Arc<Flag>) {
-        let waker = std::task::Waker::from(flag.clone());
-        let mut cx = std::task::Context::from_waker(&waker);
-        assert!(std::pin::Pin::new(&mut *fut).poll(&mut cx).is_pending());
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !flag.0.load(SeqCst) {
-            assert!(Instant::now() < deadline, "no tick in 10 s");
-            sleep(MS).await;
-        }
-    }
     run(async {
         let ticker = Ticker::new(2 * MS);
         let rx = ticker.c();
-        // Tick 1 is handed to a receive whose owner does not poll it yet.
+        // A tick is handed to a receive whose owner does not poll it yet.
         let mut cut_off = Box::pin(rx.recv());
-        park_until_handed(&mut cut_off, &Arc::new(Flag(AtomicBool::new(false)))).await;
+        park_until_handed(&mut cut_off).await;
         // A newer tick goes to another receive, which returns it.
         let newer = rx.recv().await.expect("a newer tick");
         // The first receive is cut off: its tick is older than one already received.
