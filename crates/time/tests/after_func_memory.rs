@@ -26,9 +26,10 @@ const PATIENCE: Duration = Duration::from_secs(30);
 /// far below one per timer.
 const STRAY: isize = 64;
 
-/// The cell of an `after_func` whose closure captures one pointer: the `Arc` counts (16),
-/// the runtime timer (72), the vtable pointer (8) and the closure (8); a 112-byte glibc chunk.
-const CELL_BYTES: isize = 104;
+/// The cell of an `after_func` whose closure captures one pointer: the runtime timer (64),
+/// the vtable pointer (8), the two counts in one word (8) and the closure (8); a 96-byte
+/// glibc chunk (104 and 112 with a 72-byte timer and a word per count).
+const CELL_BYTES: isize = 88;
 
 /// Live allocations and bytes added while COUNT pending after_funcs are held (each closure
 /// capturing one `Arc`), in a fresh runtime with one P (so that no stopped timer of an

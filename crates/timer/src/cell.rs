@@ -3,7 +3,8 @@
 //! [`CellRef`], a callback holder's reference.
 //!
 //! The cell keeps its own two reference counts in a header beside the timer, as Tokio's task
-//! header does, rather than a std `Arc`'s:
+//! header does, rather than a std `Arc`'s (both in one word, [`Counts`], so that the header
+//! with the vtable is 16 bytes and a one-pointer callback's cell fits a 96-byte glibc chunk):
 //! - the *holder* count: the callback's holders (the handle, the timer's installed payload,
 //!   a run or the run queue while a firing waits to run); the last one drops `P`;
 //! - the *memory* count: the heaps' and the modified-earlier lists' references
@@ -40,7 +41,7 @@ use std::ops::Deref;
 use std::ptr::NonNull;
 
 use gort_loom::atomic::{
-    fence, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+    fence, AtomicU64, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
 };
 
 use crate::clock::Nanos;
@@ -69,10 +70,81 @@ struct Header {
     timer: ManuallyDrop<Timer>,
     /// Written once, before the cell is shared.
     vtable: &'static CellVtable,
-    /// The memory count: heap and list references, plus one for all the holders.
-    refs: AtomicUsize,
-    /// The holder count: references that keep `P`.
-    holders: AtomicUsize,
+    /// Both counts.
+    counts: Counts,
+}
+
+/// The cell's two counts in one word: the memory count (heap and list references, plus one
+/// for all the holders) in the low half, the holder count (references that keep `P`) in the
+/// high half. Each count changes by its own read-modify-write of the word, so each behaves
+/// as if it had the word alone (the other half only rides along); they share a word to keep
+/// the header small (module docs). A count past `MAX` means leaked references: the process
+/// aborts before a half could carry into the other, as std's `Arc` does before it wraps.
+struct Counts(AtomicU64);
+
+impl Counts {
+    /// One memory reference.
+    const REF: u64 = 1;
+    /// One holder reference.
+    const HOLDER: u64 = 1 << 32;
+    /// The low half.
+    const REFS: u64 = Self::HOLDER - 1;
+    /// The most references of either kind: half of a half's range.
+    const MAX: u64 = 1 << 31;
+
+    /// `refs` memory and `holders` holder references.
+    fn new(refs: u64, holders: u64) -> Counts {
+        Counts(AtomicU64::new(Self::word(refs, holders)))
+    }
+
+    fn word(refs: u64, holders: u64) -> u64 {
+        holders * Self::HOLDER + refs * Self::REF
+    }
+
+    /// (memory, holders) now.
+    #[cfg_attr(not(test), allow(dead_code))]
+    fn load(&self) -> (u64, u64) {
+        let w = self.0.load(Acquire);
+        (w & Self::REFS, w >> 32)
+    }
+
+    /// Adds a memory reference.
+    fn add_ref(&self) {
+        if self.0.fetch_add(Self::REF, Relaxed) & Self::REFS >= Self::MAX {
+            std::process::abort();
+        }
+    }
+
+    /// Adds a holder reference.
+    fn add_holder(&self) {
+        if self.0.fetch_add(Self::HOLDER, Relaxed) >> 32 >= Self::MAX {
+            std::process::abort();
+        }
+    }
+
+    /// Lets go of a memory reference; true if it was the last.
+    fn release_ref(&self) -> bool {
+        // Release: our reads of the timer happen before whoever frees it.
+        self.0.fetch_sub(Self::REF, Release) & Self::REFS == 1
+    }
+
+    /// Lets go of a holder reference; true if it was the last.
+    fn release_holder(&self) -> bool {
+        // Release: our uses of `P` happen before its drop.
+        self.0.fetch_sub(Self::HOLDER, Release) >> 32 == 1
+    }
+
+    /// Whether these are exactly `refs` memory and `holders` holder references (Acquire:
+    /// pairs with the Release decrements of the references let go, so that their accesses
+    /// to the timer happened before the caller's).
+    fn are(&self, refs: u64, holders: u64) -> bool {
+        self.0.load(Acquire) == Self::word(refs, holders)
+    }
+
+    /// Sets the counts, for a caller nobody else can count beside.
+    fn set_alone(&self, refs: u64, holders: u64) {
+        self.0.store(Self::word(refs, holders), Relaxed);
+    }
 }
 
 /// A timer and its callback `P` in one allocation; see [`CellTimer`].
@@ -135,11 +207,7 @@ unsafe fn header<'a>(p: *const Timer) -> &'a Header {
 #[inline]
 pub(crate) unsafe fn clone_ref(p: *const Timer) {
     // SAFETY: per this function's contract.
-    let old = unsafe { header(p) }.refs.fetch_add(1, Relaxed);
-    // As std's `Arc`: a count this high means leaked references; stop before it wraps.
-    if old > isize::MAX as usize {
-        std::process::abort();
-    }
+    unsafe { header(p) }.counts.add_ref();
 }
 
 /// Lets go of a memory reference; the last one frees the cell.
@@ -151,8 +219,7 @@ pub(crate) unsafe fn clone_ref(p: *const Timer) {
 pub(crate) unsafe fn drop_ref(p: *const Timer) {
     // SAFETY: our reference keeps the header until the decrement.
     let h = unsafe { header(p) };
-    // Release: our reads of the timer happen before whoever frees it.
-    if h.refs.fetch_sub(1, Release) != 1 {
+    if !h.counts.release_ref() {
         return;
     }
     // Acquire: everyone else's reads of the timer and the payload's drop happened before.
@@ -170,10 +237,7 @@ pub(crate) unsafe fn drop_ref(p: *const Timer) {
 #[inline]
 unsafe fn clone_holder(p: *const Timer) {
     // SAFETY: per this function's contract.
-    let old = unsafe { header(p) }.holders.fetch_add(1, Relaxed);
-    if old > isize::MAX as usize {
-        std::process::abort();
-    }
+    unsafe { header(p) }.counts.add_holder();
 }
 
 /// Lets go of a holder reference: the last one drops `P`, then the holders' memory reference.
@@ -185,8 +249,7 @@ unsafe fn clone_holder(p: *const Timer) {
 unsafe fn drop_holder(p: *const Timer) {
     // SAFETY: our holder reference keeps the memory (the holders' memory reference).
     let h = unsafe { header(p) };
-    // Release: our uses of `P` happen before its drop.
-    if h.holders.fetch_sub(1, Release) != 1 {
+    if !h.counts.release_holder() {
         return;
     }
     fence(Acquire);
@@ -479,10 +542,8 @@ impl CellTimer {
             header: Header {
                 timer: ManuallyDrop::new(Timer::fresh()),
                 vtable: vtable::<P>(),
-                // The holders' one memory reference.
-                refs: AtomicUsize::new(1),
-                // Ours.
-                holders: AtomicUsize::new(1),
+                // Ours, and the holders' one memory reference.
+                counts: Counts::new(1, 1),
             },
             payload: ManuallyDrop::new(payload),
         });
@@ -526,9 +587,7 @@ impl CellTimer {
     pub(crate) fn is_alone(&mut self) -> bool {
         // SAFETY: our holder reference keeps the header.
         let h = unsafe { header(self.ptr.as_ptr()) };
-        // Acquire: pairs with the Release decrements of the references let go, so that
-        // their accesses to the timer happened before ours.
-        h.refs.load(Acquire) == 1 && h.holders.load(Acquire) == 1
+        h.counts.are(1, 1)
     }
 
     /// For a cell this handle alone references ([`is_alone`](CellTimer::is_alone)): installs
@@ -542,8 +601,7 @@ impl CellTimer {
         let p = self.ptr.as_ptr();
         // SAFETY: our holder reference keeps the header; alone, nobody else counts.
         let h = unsafe { header(p) };
-        h.holders.store(2, Relaxed);
-        h.refs.store(2, Relaxed);
+        h.counts.set_alone(2, 2);
         // SAFETY: the holder count just added is the new holder's; `p` is the cell's address.
         let holder = unsafe { Holder::adopt(p) };
         let tagged = p.cast::<u8>().wrapping_add(CELL).cast::<Timer>();

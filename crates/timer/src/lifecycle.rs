@@ -202,7 +202,7 @@ impl Timers {
                             if !t.cas(st, Status::Removing) {
                                 continue;
                             }
-                            t.owner.store(std::ptr::null_mut(), Relaxed);
+                            t.leave_heap();
                             payloads.push(t.take_target());
                             t.cas_owned(Status::Removing, Status::Removed, "drain: lost Removing");
                             break;
@@ -214,7 +214,7 @@ impl Timers {
             }
             s.zero_all();
             let mut list = std::mem::take(&mut h.spare);
-            s.take_early(&mut list);
+            s.take_early(&mut h, &mut list);
             drop(h);
             drop(list);
             entries
@@ -260,7 +260,7 @@ impl Timers {
                 continue;
             }
             verify_entry(s, id, i, e);
-            match verify_status(s, id, adj, i, e.timer()) {
+            match verify_status(id, adj, i, e.timer()) {
                 Counted::Deleted => deleted += 1,
                 Counted::Modifying => modifying = true,
                 Counted::Neither => {}
@@ -292,7 +292,7 @@ fn move_entry(d: &Shared, hd: &mut Heap, e: &Entry) {
                     hd.c.modified += 1;
                     t.nextwhen.load(Relaxed)
                 };
-                t.owner.store(std::ptr::null_mut(), Relaxed);
+                t.leave_heap();
                 d.doaddtimer(hd, e.clone_timer(), when);
                 hd.c.moved += 1;
                 t.cas_owned(Status::Moving, Status::Waiting, "moveTimers: lost Moving");
@@ -305,7 +305,7 @@ fn move_entry(d: &Shared, hd: &mut Heap, e: &Entry) {
                 if !t.cas(s, Status::Removing) {
                     continue;
                 }
-                t.owner.store(std::ptr::null_mut(), Relaxed);
+                t.leave_heap();
                 t.cas_owned(
                     Status::Removing,
                     Status::Removed,
@@ -368,7 +368,7 @@ fn verify_entry(s: &Shared, id: usize, i: usize, e: &Entry) {
 
 /// A live entry's status is one a heap may hold; a `ModifiedEarlier` timer's new deadline is
 /// no earlier than the modified-earliest summary `adj`, and it is on the modified-earlier list.
-fn verify_status(s: &Shared, id: usize, adj: Nanos, i: usize, t: &Timer) -> Counted {
+fn verify_status(id: usize, adj: Nanos, i: usize, t: &Timer) -> Counted {
     match t.status() {
         Status::Waiting | Status::ModifiedLater => Counted::Neither,
         Status::Deleted => Counted::Deleted,
@@ -381,7 +381,7 @@ fn verify_status(s: &Shared, id: usize, adj: Nanos, i: usize, t: &Timer) -> Coun
                      {i}'s new deadline {next}"
                 );
             }
-            if !s.is(t.queued.load(Relaxed)) {
+            if !t.queued().load(Relaxed) {
                 panic!(
                     "gort: bad timer heap {id}: slot {i} is modified earlier but not on \
                      the modified-earlier list"

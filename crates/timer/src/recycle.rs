@@ -133,7 +133,7 @@ mod tests {
         assert_eq!(t.when.load(Relaxed), 0, "when");
         assert_eq!(t.nextwhen.load(Relaxed), 0, "nextwhen");
         assert_eq!(t.period.load(Relaxed), 0, "period");
-        assert!(t.queued.load(Relaxed).is_null(), "queued");
+        assert!(!t.queued().load(Relaxed), "queued");
         assert_eq!(t.slack(), 0, "slack");
         assert!(t.take_target().is_none(), "payload");
     }

@@ -59,7 +59,7 @@ impl Shared {
         // our take lowers the summary after our zero, so it survives.
         self.zero_modified_earliest(h);
         let mut list = std::mem::take(&mut h.spare);
-        self.take_early(&mut list);
+        self.take_early(h, &mut list);
         for t in list.drain(..) {
             self.adjust_one(h, &t);
             // The list's reference may be the last (the timer fired or was stopped since).
@@ -288,7 +288,7 @@ fn clear_slot(h: &mut Heap, i: usize, to: usize, changed: bool) -> Cleared {
                 if !t.cas(s, Status::Removing) {
                     continue;
                 }
-                t.owner.store(std::ptr::null_mut(), Relaxed);
+                t.leave_heap();
                 t.cas_owned(Status::Removing, Status::Removed, "clear: lost Removing");
                 return Cleared::Dropped;
             }

@@ -2,10 +2,11 @@
 //! 24-byte cell.
 //!
 //! A `Mutex<Target>` took 32 bytes (a lock byte, 7 bytes of padding, an enum of two 16-byte
-//! variants with an 8-byte tag) and the slack 8 more. Here the lock, the payload's tag and
-//! the slack (nanoseconds in a `u32`) share one word and the payload is a 16-byte union, so
-//! [`Timer`](crate::Timer) is 72 bytes and its `Arc` fits a 96-byte allocator chunk instead
-//! of 112 (design/TIMERS.md, "Memory"). The lock is what the `Mutex` was: a leaf lock,
+//! variants with an 8-byte tag) and the slack 8 more. Here the lock, the payload's tag, the
+//! slack (nanoseconds in a `u32`) and the timer's `queued` flag share one word and the
+//! payload is a 16-byte union, so [`Timer`](crate::Timer) is 64 bytes: its `Arc` fits a
+//! 96-byte allocator chunk, and a [`TimerCell`](crate::TimerCell) with a one-pointer callback
+//! too (design/TIMERS.md, "Memory"). The lock is what the `Mutex` was: a leaf lock,
 //! parking waiters, held only to look at, clone, take or replace the payload (never to drop
 //! one: a replaced payload is returned to the caller).
 
@@ -13,7 +14,7 @@ use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::task::Waker;
 
-use gort_loom::atomic::{AtomicU32, Ordering::Relaxed};
+use gort_loom::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 use gort_loom::{RawLock, UnsafeCell};
 
 use crate::cell::Holder;
@@ -140,6 +141,9 @@ pub(crate) struct TargetCell {
     /// How late (ns, saturating) an arming may run to share a poller wake-up; not under the
     /// lock (a relaxed hint, read by the heap when the timer becomes its root).
     slack: AtomicU32,
+    /// The timer's `queued` flag ([`Timer::queued`](crate::Timer)), not the payload's: kept
+    /// in this cell's spare byte so that the timer is 64 bytes.
+    queued: AtomicBool,
     /// The payload named by `tag`; same access rule.
     raw: UnsafeCell<Raw>,
 }
@@ -156,8 +160,14 @@ impl TargetCell {
             lock: RawLock::new(),
             tag: UnsafeCell::new(NONE as u8),
             slack: AtomicU32::new(0),
+            queued: AtomicBool::new(false),
             raw: UnsafeCell::new(Raw { none: () }),
         }
+    }
+
+    /// The timer's `queued` flag (see the field).
+    pub(crate) fn queued(&self) -> &AtomicBool {
+        &self.queued
     }
 
     /// The slack, ns.
@@ -368,8 +378,9 @@ mod tests {
     #[test]
     fn a_timer_fits_a_96_byte_chunk() {
         assert_eq!(std::mem::size_of::<TargetCell>(), 24);
-        // With its `Arc` counts, 88 bytes: a 96-byte glibc chunk.
-        assert_eq!(std::mem::size_of::<Timer>(), 72);
+        // With its `Arc` counts 80 bytes, with a cell's header and a one-pointer callback
+        // 88: a 96-byte glibc chunk either way (72 bytes made the cell's 112).
+        assert_eq!(std::mem::size_of::<Timer>(), 64);
     }
 
     #[test]

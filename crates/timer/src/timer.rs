@@ -3,7 +3,7 @@
 use std::fmt;
 use std::task::Waker;
 
-use gort_loom::atomic::{AtomicI64, AtomicPtr, AtomicU32, Ordering::*};
+use gort_loom::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, Ordering::*};
 use gort_loom::{yield_now, Arc};
 
 use crate::clock::Nanos;
@@ -181,9 +181,6 @@ pub struct Timer {
     pub(crate) nextwhen: AtomicI64,
     /// 0 = one-shot, > 0 = periodic. Written by `Modifying`/`add`; read by `Running`.
     pub(crate) period: AtomicI64,
-    /// The modified-earlier list this timer sits in (compared, never dereferenced); null if
-    /// none. Changed only under that list's lock (see `Shared::queue_early`).
-    pub(crate) queued: AtomicPtr<Shared>,
     /// The payload, behind a leaf lock (nothing else is locked while holding it), and how
     /// late this arming may run to share a poller wake-up ([`Timer::set_slack`]).
     target: TargetCell,
@@ -205,7 +202,6 @@ impl Timer {
             when: AtomicI64::new(0),
             nextwhen: AtomicI64::new(0),
             period: AtomicI64::new(0),
-            queued: AtomicPtr::new(std::ptr::null_mut()),
             target: TargetCell::new(),
         }
     }
@@ -221,11 +217,31 @@ impl Timer {
         self.when.store(0, Relaxed);
         self.nextwhen.store(0, Relaxed);
         self.period.store(0, Relaxed);
-        self.queued.store(std::ptr::null_mut(), Relaxed);
+        self.queued().store(false, Relaxed);
         self.target.set_slack(0);
         if !self.target.is_empty_unique() {
             payload(self.target.take_unique());
         }
+    }
+
+    /// Whether the timer sits in its owner's modified-earlier list (`Shared::queue_early`).
+    /// Set under that list's lock by the owner of `Modifying`; cleared under the owner's
+    /// heap lock, by the list's taker (`Shared::take_early`) or when the timer leaves the
+    /// heap ([`Timer::leave_heap`]), so that a stale entry in an old owner's list never
+    /// makes a new owner skip its push. A flag, not the list's address, kept in the payload
+    /// cell's spare byte: the timer is 64 bytes (design/TIMERS.md, "Memory").
+    #[inline]
+    pub(crate) fn queued(&self) -> &AtomicBool {
+        self.target.queued()
+    }
+
+    /// The timer leaves its heap (under that heap's lock, by the owner of a transient
+    /// status): no owner, and no longer listed as modified earlier there (an entry left in
+    /// that list is stale; its taker skips it).
+    #[inline]
+    pub(crate) fn leave_heap(&self) {
+        self.owner.store(std::ptr::null_mut(), Relaxed);
+        self.queued().store(false, Relaxed);
     }
 
     /// Gives back a timer its user is done with: if this was its last reference (it is in

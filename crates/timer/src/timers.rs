@@ -212,7 +212,7 @@ impl Shared {
             bad("dodeltimer0 on an empty heap");
         }
         self.check_owner(h.v[0].timer(), "dodeltimer: wrong owner");
-        h.v[0].timer().owner.store(std::ptr::null_mut(), Relaxed);
+        h.v[0].timer().leave_heap();
         let (e, _) = h.remove_at(0);
         self.update_timer0_when(h);
         self.note_len(h);
@@ -282,22 +282,26 @@ impl Shared {
     /// `lower_modified_earliest` (invariant 6).
     pub(crate) fn queue_early(&self, t: &TimerRef) {
         let mut list = self.early.lock();
-        // Relaxed: `queued` only changes from or to `self` under `self.early`, which we hold.
-        if !self.is(t.queued.load(Relaxed)) {
-            t.queued.store(self.ptr(), Relaxed);
+        // Relaxed: `queued` is set only under `self.early`, which we hold, and cleared only
+        // under our heap lock while we own the timer (`Timer::queued`), which its holder
+        // cannot do while we own `Modifying`.
+        if !t.queued().load(Relaxed) {
+            t.queued().store(true, Relaxed);
             list.push(t.clone());
         }
     }
 
-    /// Empties the modified-earlier list into `out` (lock held), forgetting the entries'
+    /// Empties the modified-earlier list into `out` (heap lock held), forgetting the entries'
     /// membership. Timers modified earlier after this push themselves again.
-    pub(crate) fn take_early(&self, out: &mut Vec<TimerRef>) {
+    pub(crate) fn take_early(&self, _h: &mut Heap, out: &mut Vec<TimerRef>) {
         let mut list = self.early.lock();
         for t in list.iter() {
-            // A stale entry (the timer moved on and was queued elsewhere) keeps its newer mark.
-            let _ = t
-                .queued
-                .compare_exchange(self.ptr(), std::ptr::null_mut(), Relaxed, Relaxed);
+            // Under our heap lock `owner == self` is stable. A stale entry (the timer left
+            // this heap, which cleared its mark, and may be listed elsewhere now) keeps the
+            // mark it has.
+            if self.is(t.owner.load(Relaxed)) {
+                t.queued().store(false, Relaxed);
+            }
         }
         out.append(&mut list);
     }
@@ -306,7 +310,7 @@ impl Shared {
     /// of the heap itself (re-keys, moves or drops them), keeping the list's allocation.
     pub(crate) fn discard_early(&self, h: &mut Heap) {
         let mut list = std::mem::take(&mut h.spare);
-        self.take_early(&mut list);
+        self.take_early(h, &mut list);
         for t in list.drain(..) {
             Timer::release(t, &mut h.dead);
         }

@@ -314,6 +314,52 @@ fn modify_reactivates_into_home() {
     assert_eq!(p0.stats().modified, 1);
 }
 
+/// A timer left in one heap's modified-earlier list when it leaves that heap (stopped, then
+/// removed by the next add's clean-up) and moved earlier in another heap must go on the
+/// other heap's list: its mark in the first list is not a mark in the second (`queued` is
+/// a flag, cleared when a timer leaves its heap).
+#[test]
+fn a_timer_stale_in_one_early_list_is_listed_again_in_its_next_heap() {
+    let (p0, p1) = (Timers::new(0), Timers::new(1));
+    let log = Log::new();
+    let t = armed(&p0, &log, 0, 100);
+    modify(&t, 50, 0, &p0, &quiet());
+    assert_eq!(
+        t.status(),
+        Status::ModifiedEarlier,
+        "listed in p0's early list"
+    );
+    assert!(del(&t));
+    // The next add cleans the deleted root out: `t` leaves p0, its entry in p0's early list
+    // left behind (the list is taken only by a check that is due).
+    let u = armed(&p0, &log, 1, 1_000);
+    assert_eq!(t.status(), Status::Removed);
+    t.set_fire(log.fire_for(0));
+    assert!(
+        !modify(&t, 200, 0, &p1, &quiet()),
+        "removed: armed anew in p1"
+    );
+    // p1's root, so that only the early list (not a re-key at the root) can bring `t` up.
+    let v = armed(&p1, &log, 2, 100);
+    modify(&t, 20, 0, &p1, &quiet());
+    assert_eq!(t.status(), Status::ModifiedEarlier);
+    p1.verify();
+    assert_eq!(p1.wake_time(), 20);
+    assert_eq!(
+        p1.check(20, true).ran,
+        1,
+        "moved earlier in p1: runs at 20, not 200"
+    );
+    assert_eq!(log.take(), vec![(0, 20)]);
+    assert_eq!(p1.check(100, true).ran, 1);
+    assert_eq!(log.take(), vec![(2, 100)]);
+    // p0 takes its list (the stale entry names another owner) and runs `u` alone.
+    assert_eq!(p0.check(1_000, true).ran, 1);
+    assert_eq!(log.take(), vec![(1, 1_000)]);
+    p0.verify();
+    drop((u, v));
+}
+
 #[test]
 fn modify_resurrects_a_deleted_entry_in_place() {
     let (p0, p1) = (Timers::new(0), Timers::new(1));
