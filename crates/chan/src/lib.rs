@@ -85,7 +85,8 @@
 //! operations find their select through a thread-local (`select_ctx.rs`).
 //!
 //! Uncontended `try_send`/`try_recv` take the lock once and never allocate; a bounded
-//! channel allocates its buffer once, at creation; parking reuses slots of a per-channel slab.
+//! channel allocates its buffer at creation, for at most 4,096 values (a larger one grows as
+//! values come); parking reuses slots of a per-channel slab.
 //!
 //! `Sender` and `Receiver` are `Send + Sync` when `T: Send`:
 //!
@@ -141,12 +142,8 @@ pub mod __private {
 /// Creates a channel with a buffer of `cap` values (Go's `make(chan T, cap)`); `cap == 0` is
 /// unbuffered (every send waits for a receiver to take the value).
 ///
-/// The buffer is allocated here, once.
-///
-/// # Panics
-///
-/// If the buffer cannot be allocated (`cap` times the size of `T` overflows or exceeds the
-/// memory available), as Go's `make` does.
+/// The buffer is allocated here for at most 4,096 values; a larger one grows as values come,
+/// so a huge `cap` costs only what is buffered.
 ///
 /// # Examples
 ///

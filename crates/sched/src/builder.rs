@@ -104,8 +104,10 @@ impl Builder {
 
     /// Runs `f` on each thread of the runtime just before it exits (a blocking thread idle
     /// for longer than [`thread_keep_alive`](Builder::thread_keep_alive), every thread at
-    /// shutdown). It may run after the `Runtime` was dropped: shutdown waits for the
-    /// threads' work, not for their last instructions. A panic in `f` is caught.
+    /// shutdown). It has run when the `Runtime`'s drop returns, except on threads the shutdown
+    /// abandons past its deadline (`drop_timeout`, `shutdown_timeout`) and when the runtime is
+    /// dropped on one of its own threads (its shutdown then goes on on another thread). A panic
+    /// in `f` is caught.
     ///
     /// # Examples
     ///

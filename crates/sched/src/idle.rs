@@ -6,8 +6,9 @@
 //! Every lock, condition variable and atomic here comes from `gort_loom`, and the P type is a
 //! parameter ([`IdleP`]), so the loom models (`tests/loom_park.rs`) compile this file as it is.
 //!
-//! Lock order: `Idle::lock` then an `MHandle` slot; never the other way. No P timer lock is
-//! taken under either.
+//! Lock order: `Idle::lock`, then an `MHandle` slot or P timer locks (`set_procs` and a
+//! retiring P move timers under it: `Timers::move_to`, with a `DeferredHost`); never the other
+//! way.
 
 use gort_loom::atomic::{fence, AtomicBool, AtomicI64, AtomicUsize, Ordering::*};
 use gort_loom::{Condvar, Mutex};
