@@ -18,8 +18,9 @@
 //! cache's sizes and frees it, which merges only what was freed into that arena since the
 //! last tick. When nothing is waiting to merge, that is one malloc/free pair per tick.
 //! Other allocators (musl, jemalloc, mimalloc) have no deferred merge: the tick is compiled
-//! for glibc only. Threads that run no timers (a `block_on` thread, the blocking pool, an
-//! idle M) do not tick.
+//! for glibc only. Threads that run no timers (a `block_on` thread, the blocking pool) do not
+//! tick; an idle M ticks when it runs due timers without a P, and sysmon when it runs a stuck
+//! P's.
 
 use gort_timer::Nanos;
 

@@ -49,7 +49,7 @@
 //! earlier `unblock` or fire under the same lock) saw the run, so every late fire has
 //! `when <=` the clock reading that computed the new `start`: `when < start`, and it is
 //! dropped. Across threads that needs a reading that trails none taken before it, and an
-//! extrapolated one may trail another thread's by up to `gort_timer::CLOCK_TRAIL` (~1 µs);
+//! extrapolated one may trail another thread's by up to `gort_timer::CLOCK_TRAIL` (4 µs);
 //! so a reset whose first deadline falls within that of its reading reads the clock again,
 //! exactly (`now_exact`), and starts from that. Only a zero-duration reset can tie, and then
 //! both values are the same instant and only the first of them is sent (a one-shot leaves
