@@ -1,17 +1,20 @@
 //! Go 1.19's per-P timer heaps and atomic timer state machine (`runtime/time.go`), ported to
 //! Rust and runtime-agnostic: no threads, tasks or channels here. A scheduler owns one
 //! [`Timers`] per P and calls [`Timers::check`] every scheduling round; a time library
-//! creates [`Timer`]s and arms, stops and re-arms them with [`Timers::add`], [`del`] and
-//! [`modify`]. The design reference is `design/TIMERS.md` (and the Go source it cites).
+//! creates [`Timer`]s and arms, stops and re-arms them with [`modify`] (or [`modify_fire`],
+//! [`modify_cell`], [`add_cell`]: gort-sched's `timer_api` calls them) and [`del`];
+//! [`Timers::add`] is Go's `addtimer` for a fresh timer (tests and examples). The design
+//! reference is `design/TIMERS.md` (and the Go source it cites).
 //!
 //! # The specification
 //!
 //! The one specification of this crate is `design/TIMERS.md`: the statuses, every transition
 //! with who performs it and under which lock, how each operation reacts to each status, who
-//! touches each field, the memory orderings, the invariants ([`Timers::verify`] checks 1-5
-//! under the lock), the deviations from Go 1.19 and why, and the payload rule (payloads are
-//! released at once and dropped only with no runtime lock held, outside every transient
-//! status). A unit test checks that it names every [`Status`] and every public operation.
+//! touches each field, the memory orderings, the invariants ([`Timers::verify`] checks what
+//! invariants 2-5 say of one heap, and its counters, under the lock), the deviations from Go
+//! 1.19 and why, and the payload rule (payloads are released at once and dropped only with no
+//! runtime lock held, outside every transient status). A unit test checks that it names every
+//! [`Status`] and the operations the test lists.
 //!
 //! # Examples
 //!

@@ -349,7 +349,7 @@ fn rekey_lazily(t: &TimerRef, when: Nanos, host: &dyn Host) {
     if earlier {
         // SAFETY: we own Modifying, taken from a heaped status (see `owner_ref`).
         let owner = unsafe { t.owner_ref() };
-        // Invariant 6: list push, then summary, then the status CAS.
+        // Invariant 6: list push, then summary, then the status store that leaves Modifying.
         owner.queue_early(t);
         owner.lower_modified_earliest(when);
         foreign = owner.owner.as_ref().and_then(|o| o.if_foreign(host));

@@ -36,7 +36,8 @@ type Kept = Vec<(usize, Kind, AfterFunc)>;
 pub fn run(ctx: &Arc<Ctx>) {
     let rt = ctx.runtime();
     let procs = ctx.cfg.procs;
-    // Deadlines spread over at least 1 s and at most 300k callbacks per second of it.
+    // Deadlines spread over max(n / 300k s, min(1 s, half the budget)): at most 300k
+    // callbacks per second of it, and at least 1 s unless the budget is shorter.
     let n = ctx.scaled(120_000.0, 2_000, 1_000_000) as usize;
     let span = Duration::from_secs_f64(n as f64 / 300_000.0)
         .max(Duration::from_secs(1).min(ctx.part(0.5)));

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// One line for `--list`.
-pub const ABOUT: &str = "up to 1M tasks each sleep a random 1 ms..k/200k s (shape T3, span stretched to stay under capacity): mass addtimer, heap growth, \
+pub const ABOUT: &str = "up to 1M tasks each sleep a random 1 ms..max(k/200k s, 50 ms) (shape T3, span stretched to stay under capacity): mass addtimer, heap growth, \
     runtimer waking tasks onto run queues, stealWork of timers and tasks, wake-ups never early";
 
 /// Runs sleep-fanout.
