@@ -15,6 +15,7 @@
 
 mod check;
 mod cli;
+mod patience;
 mod progress;
 mod repeat;
 mod report;

@@ -2,15 +2,22 @@
 //! deadlock in the runtime), the watchdog prints the seed that replays it and exits with 1,
 //! so CI reports it instead of timing out without a clue, with the scheduler's state
 //! (`Handle::debug_state`: where a stranded task sits, what the Ms believed) of the runtime
-//! the scenario runs on.
+//! the scenario runs on. The limit is counted in the time this process could run
+//! (`patience.rs`): a process starved by others is slow, not hung.
 
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::patience::Patience;
+use crate::stats::CpuTime;
+
 /// Slack on top of three budgets: the drain checks alone may take a few seconds.
 const SLACK: Duration = Duration::from_secs(30);
+
+/// How often the watchdog looks at its patience.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
 
 /// The runtime the current scenario runs on, for the hang report. Cleared before the runtime
 /// is dropped (`unwatch`), so that the handle keeps none of its descriptors open past it.
@@ -68,21 +75,32 @@ pub struct Watchdog {
 }
 
 impl Watchdog {
-    /// Exits the process with 1 unless disarmed within `3 * budget + 30 s`.
+    /// Exits the process with 1 unless disarmed within `3 * budget + 30 s` of the time the
+    /// process could run ([`Patience`]).
     pub fn arm(scenario: &'static str, budget: Duration, seed: u64) -> Self {
         let (done, rx) = mpsc::channel::<()>();
         let limit = budget * 3 + SLACK;
         let thread = std::thread::Builder::new()
             .name("watchdog".into())
             .spawn(move || {
-                if let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
-                    eprintln!(
-                        "gort-stress: violation: scenario {scenario} still running after {limit:?} \
-                         (budget {budget:?}): hung; replay with --scenario {scenario} --seed {seed}"
-                    );
-                    report_hang();
-                    std::process::exit(1);
+                let (mut patience, cpu0) = (Patience::new(limit), CpuTime::now());
+                loop {
+                    match rx.recv_timeout(LOOK_EVERY) {
+                        Err(RecvTimeoutError::Timeout) if patience.exhausted() => break,
+                        Err(RecvTimeoutError::Timeout) => {}
+                        _ => return,
+                    }
                 }
+                let cpu = CpuTime::now().since(cpu0);
+                eprintln!(
+                    "gort-stress: violation: scenario {scenario} still running after {limit:?} \
+                     of the time it could run ({:?} of wall time, {:?} of CPU used): hung; \
+                     replay with --scenario {scenario} --seed {seed}",
+                    patience.elapsed(),
+                    cpu.user + cpu.system,
+                );
+                report_hang();
+                std::process::exit(1);
             })
             .ok();
         Watchdog { done, thread }

@@ -132,17 +132,19 @@ async fn refire_all(
 }
 
 /// Waits until as many callbacks ran as expected in all, or until 3 s past the deadline span
-/// (a lost callback then shows up as a wrong count rather than a hang).
+/// of the time the process could run (a lost callback then shows up as a wrong count rather
+/// than a hang).
 async fn await_fires(sh: &Shared, expected: &[AtomicU8], span: Duration) {
     let want: u64 = expected.iter().map(|e| u64::from(e.load(Relaxed))).sum();
-    let give_up = std::time::Instant::now() + span + Duration::from_secs(3);
-    loop {
-        let got: u64 = sh.fires.iter().map(|f| u64::from(f.load(Relaxed))).sum();
-        if got >= want || std::time::Instant::now() > give_up {
-            break;
-        }
-        gort::time::sleep(Duration::from_millis(5)).await;
-    }
+    let allowance = span + Duration::from_secs(3);
+    crate::patience::wait_until(allowance, Duration::from_millis(5), || {
+        sh.fires
+            .iter()
+            .map(|f| u64::from(f.load(Relaxed)))
+            .sum::<u64>()
+            >= want
+    })
+    .await;
 }
 
 /// Every callback ran exactly its expected number of times; reports the first ten misses

@@ -51,10 +51,10 @@ pub fn run(ctx: &Arc<Ctx>) {
             let armed: u64 = join_all(&ctx, "blocker", tasks).await.into_iter().sum();
             join_all(&ctx, "spawn_blocking waiter", helpers).await;
             // Every callback was due before its task unblocked; give stragglers a moment.
-            let give_up = std::time::Instant::now() + Duration::from_secs(2);
-            while fired.load(Relaxed) < armed && std::time::Instant::now() < give_up {
-                gort::time::sleep(Duration::from_millis(2)).await;
-            }
+            crate::patience::wait_until(Duration::from_secs(2), Duration::from_millis(2), || {
+                fired.load(Relaxed) >= armed
+            })
+            .await;
             let got = fired.load(Relaxed);
             ctx.violations.check(got == armed, || {
                 format!(

@@ -84,11 +84,11 @@ pub(super) fn check_lateness(ctx: &Ctx, lateness: &HistSummary, bound: LatenessB
 
 /// Share of the machine's CPU that other processes may take before lateness bounds stop
 /// being enforced (they promise lateness on a machine that is not overloaded).
-pub(super) const CONTENDED: f64 = 0.15;
+pub(crate) const CONTENDED: f64 = 0.15;
 
 /// Share of the machine's CPU capacity that processes other than this one used: machine busy
 /// time minus ours, over wall time times online CPUs.
-pub(super) fn external_load(machine_busy: Duration, ours: CpuTime, wall: Duration) -> f64 {
+pub(crate) fn external_load(machine_busy: Duration, ours: CpuTime, wall: Duration) -> f64 {
     let others = machine_busy
         .saturating_sub(ours.user + ours.system)
         .as_secs_f64();

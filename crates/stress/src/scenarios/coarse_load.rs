@@ -282,10 +282,10 @@ async fn after_func_loop(
         }
         gort::time::sleep(Duration::from_millis(5)).await;
     }
-    let give_up = Instant::now() + Duration::from_secs(2);
-    while fired.load(Relaxed) < armed && Instant::now() < give_up {
-        gort::time::sleep(Duration::from_millis(2)).await;
-    }
+    crate::patience::wait_until(Duration::from_secs(2), Duration::from_millis(2), || {
+        fired.load(Relaxed) >= armed
+    })
+    .await;
     let got = fired.load(Relaxed);
     ctx.violations.check(got == armed, || {
         format!("{got} of {armed} after_funcs armed beside the spinners ran within 2 s")

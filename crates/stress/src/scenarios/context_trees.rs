@@ -310,17 +310,14 @@ fn blocking_canceller(ctx: &Ctx, r: &Round, rng: &mut Rng) {
     }
 }
 
-/// Waits until every `after_func` not stopped ran, or 3 s (a lost one then shows in the
-/// check rather than as a hang).
+/// Waits until every `after_func` not stopped ran, or 3 s of the time the process could run
+/// (a lost one then shows in the check rather than as a hang).
 async fn await_after_funcs(regs: &[Reg]) {
-    let give_up = std::time::Instant::now() + Duration::from_secs(3);
-    while std::time::Instant::now() < give_up
-        && regs
-            .iter()
-            .any(|g| !g.stopped.load(Relaxed) && g.ran.load(Relaxed) == 0)
-    {
-        gort::time::sleep(Duration::from_millis(1)).await;
-    }
+    crate::patience::wait_until(Duration::from_secs(3), Duration::from_millis(1), || {
+        regs.iter()
+            .all(|g| g.stopped.load(Relaxed) || g.ran.load(Relaxed) != 0)
+    })
+    .await;
 }
 
 /// At the round's end: every node done, with the `cause()` its waiter saw; every

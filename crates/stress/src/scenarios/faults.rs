@@ -72,6 +72,12 @@ pub fn run(ctx: &Arc<Ctx>) {
         ctx.note(format!("rounds={rounds} injected_panics={panics}"));
         panics
     });
+    // A callback's panic is counted once the M caught it, after the callback's own count
+    // that `callback_panics` waited for: a descheduled M may count the last one later.
+    let mut patience = crate::patience::Patience::new(Duration::from_secs(2));
+    while rt.metrics().task_panics < expected_panics && !patience.exhausted() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let counted = rt.metrics().task_panics;
     ctx.violations.check(counted == expected_panics, || {
         format!("Metrics::task_panics = {counted}, but {expected_panics} panics were injected")
@@ -159,12 +165,10 @@ async fn callback_panics(ctx: &Arc<Ctx>, rng: &mut crate::rng::Rng, n: usize) ->
         ctx.counts.started.fetch_add(2, Relaxed);
         ctx.counts.ops.fetch_add(2, Relaxed);
     }
-    let give_up = std::time::Instant::now() + Duration::from_secs(2);
-    while (ran.load(Relaxed) < n as u64 || panicked.load(Relaxed) < n as u64)
-        && std::time::Instant::now() < give_up
-    {
-        gort::time::sleep(Duration::from_millis(1)).await;
-    }
+    crate::patience::wait_until(Duration::from_secs(2), Duration::from_millis(1), || {
+        ran.load(Relaxed) >= n as u64 && panicked.load(Relaxed) >= n as u64
+    })
+    .await;
     let (r, p) = (ran.load(Relaxed), panicked.load(Relaxed));
     ctx.violations.check(r == n as u64 && p == n as u64, || {
         format!("of {n}+{n} after_funcs, {r} counting and {p} panicking callbacks ran")

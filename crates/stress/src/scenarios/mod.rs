@@ -28,7 +28,8 @@ use crate::cli::Fault;
 use crate::report::{LatenessBound, ScenarioResult, TimerCounts};
 use crate::rng::Rng;
 use crate::stats::{self, CpuTime, Histogram, MachineCpu, RssSampler, Timeline};
-use checks::{build_bound, check_lateness, check_memory, external_load, memory_report};
+use checks::{build_bound, check_lateness, check_memory, memory_report};
+pub(crate) use checks::{external_load, CONTENDED};
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -355,17 +356,18 @@ impl Ctx {
         rt
     }
 
-    /// Ends a scenario's runtime: waits (at most 3 s, nudging every P) for the timer heaps to
-    /// drain (`timers_pending == 0`, then `timers_deleted == 0`) and for every task to be
-    /// gone, records the final metrics, and drops the runtime.
+    /// Ends a scenario's runtime: waits (3 s of the time this process could run, nudging
+    /// every P: `patience.rs`) for the timer heaps to drain (`timers_pending == 0`, then
+    /// `timers_deleted == 0`) and for every task to be gone, records the final metrics, and
+    /// drops the runtime.
     pub fn finish_runtime(&self, rt: gort::Runtime) {
         crate::watchdog::phase("finish_runtime: waiting for the heaps to drain");
         let at_end = rt.metrics();
         self.store_metrics(&at_end, &rt.proc_metrics());
-        let deadline = std::time::Instant::now() + Duration::from_secs(3);
+        let mut patience = crate::patience::Patience::new(Duration::from_secs(3));
         let mut m = at_end;
         while (m.timers_pending > 0 || m.timers_deleted > 0 || m.tasks_alive > 0)
-            && std::time::Instant::now() < deadline
+            && !patience.exhausted()
         {
             // Short sleeps on every P run each P's checkTimers, which removes deleted entries.
             let procs = rt.procs();

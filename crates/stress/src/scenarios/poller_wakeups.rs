@@ -168,7 +168,7 @@ fn arm_rounds(
         ctx.counts.started.fetch_add(1, Relaxed);
         ctx.counts.ops.fetch_add(1, Relaxed);
         rounds[arm] += 1;
-        if ack_rx.recv_timeout(ROUND_TIMEOUT).is_err() {
+        if !acked_within(ack_rx, ROUND_TIMEOUT) {
             let how = [
                 "by a task",
                 "in block_on on a foreign thread",
@@ -177,6 +177,20 @@ fn arm_rounds(
             ctx.violation(format!(
                 "a {d:?} timer armed {how} while the runtime idled did not fire within {ROUND_TIMEOUT:?}"
             ));
+        }
+    }
+}
+
+/// Whether an acknowledgement comes on `rx` within `allowance` of the time the process
+/// could run (`patience.rs`).
+fn acked_within<T>(rx: &std::sync::mpsc::Receiver<T>, allowance: Duration) -> bool {
+    let mut patience = crate::patience::Patience::new(allowance);
+    loop {
+        match rx.recv_timeout(allowance.min(Duration::from_millis(500))) {
+            Ok(_) => return true,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return false,
+            Err(_) if patience.exhausted() => return false,
+            Err(_) => {}
         }
     }
 }

@@ -18,6 +18,7 @@ mod book;
 
 use super::faults::{quiet_injected_panics, INJECTED};
 use super::{join_all, Ctx};
+use crate::patience::{self, Patience};
 use crate::rng::Rng;
 use book::Book;
 use gort::chan::{Receiver, Sender};
@@ -36,7 +37,8 @@ const MAX_SLEEP: Duration = Duration::from_millis(5);
 
 /// How long a drain may go without a result while tasks are in the set: every task ends
 /// within about 10 ms (the gates of sets that are drained open within 5 ms), so this is a
-/// lost result or wake-up.
+/// lost result or wake-up. Counted in the time the process could run (`patience.rs`), as
+/// is [`SETTLE`].
 const STALL: Duration = Duration::from_secs(2);
 
 /// How long a dropped set's tasks, or a child, get to end and drop their futures.
@@ -232,17 +234,17 @@ async fn owner(ctx: Arc<Ctx>, shared: Arc<Shared>, mut rng: Rng) {
     let thread = gort::spawn_blocking(move || abort_from_thread(&c, to_thread, seed));
     match drain {
         Drain::JoinNext => loop {
-            match gort::time::timeout(STALL, set.join_next()).await {
-                Ok(Some(r)) => book.account(r),
-                Ok(None) => break,
-                Err(_) => break book.stalled(set.len(), "join_next"),
+            match patience::timeout(STALL, set.join_next()).await {
+                Some(Some(r)) => book.account(r),
+                Some(None) => break,
+                None => break book.stalled(set.len(), "join_next"),
             }
         },
         Drain::TryJoin => try_join(&mut set, &mut book, &mut rng).await,
         Drain::Select => select_join(&mut set, &mut book, &poke_rx, &mut rng).await,
-        Drain::JoinAll => match gort::time::timeout(STALL, set.join_all()).await {
-            Ok(outputs) => outputs.into_iter().for_each(|v| book.account(Ok(v))),
-            Err(_) => book.stalled(usize::MAX, "join_all"),
+        Drain::JoinAll => match patience::timeout(STALL, set.join_all()).await {
+            Some(outputs) => outputs.into_iter().for_each(|v| book.account(Ok(v))),
+            None => book.stalled(usize::MAX, "join_all"),
         },
         Drain::Shutdown | Drain::Drop => {
             // A few joins first, each given up after a while (the gate waiters never end
@@ -256,7 +258,7 @@ async fn owner(ctx: Arc<Ctx>, shared: Arc<Shared>, mut rng: Rng) {
             // Both abort every task left: the `is_finished` checks may count them aborted.
             book.mark_all_aborted();
             if drain == Drain::Shutdown {
-                if gort::time::timeout(STALL, set.shutdown()).await.is_err() {
+                if patience::timeout(STALL, set.shutdown()).await.is_none() {
                     book.stalled(set.len(), "shutdown");
                 }
                 ctx.violations.check(set.is_empty(), || {
@@ -380,15 +382,15 @@ fn check_finished(ctx: &Ctx, rec: &Rec, abort: &AbortHandle) {
 
 /// `try_join_next` in a loop, with short waits when nothing is ready.
 async fn try_join(set: &mut JoinSet<u64>, book: &mut Book<'_>, rng: &mut Rng) {
-    let mut last = std::time::Instant::now();
+    let mut patience = Patience::new(STALL);
     while !set.is_empty() {
-        if last.elapsed() > STALL {
+        if patience.exhausted() {
             return book.stalled(set.len(), "try_join_next");
         }
         match set.try_join_next() {
             Some(r) => {
                 book.account(r);
-                last = std::time::Instant::now();
+                patience = Patience::new(STALL);
             }
             None if rng.chance(50) => gort::yield_now().await,
             None => gort::time::sleep(rng.duration(Duration::ZERO, Duration::from_millis(1))).await,
@@ -413,9 +415,9 @@ async fn select_join(
     rng: &mut Rng,
 ) {
     let mut pokes_open = true;
-    let mut last = std::time::Instant::now();
+    let mut patience = Patience::new(STALL);
     loop {
-        if last.elapsed() > STALL {
+        if patience.exhausted() {
             return book.stalled(set.len(), "join_next in a select!");
         }
         let nap = rng.duration(Duration::ZERO, Duration::from_micros(700));
@@ -423,7 +425,7 @@ async fn select_join(
             r = set.join_next() => match r {
                 Some(r) => {
                     book.account(r);
-                    last = std::time::Instant::now();
+                    patience = Patience::new(STALL);
                 }
                 None => break,
             },
@@ -436,8 +438,8 @@ async fn select_join(
 /// Waits (at most [`SETTLE`]) until every one of `recs` has dropped its future, then checks
 /// that each did so exactly once.
 async fn settle(ctx: &Ctx, recs: &[Arc<Rec>], what: &str) {
-    let give_up = std::time::Instant::now() + SETTLE;
-    while recs.iter().any(|r| r.drops.load(SeqCst) == 0) && std::time::Instant::now() < give_up {
+    let mut patience = Patience::new(SETTLE);
+    while recs.iter().any(|r| r.drops.load(SeqCst) == 0) && !patience.exhausted() {
         gort::time::sleep(Duration::from_millis(1)).await;
     }
     for r in recs {

@@ -176,19 +176,13 @@ impl Tables {
     ) {
         done.close();
         crate::watchdog::phase("settle: waiting for the after_funcs still armed");
-        let give_up = std::time::Instant::now() + max_d + GRACE;
-        loop {
-            let outstanding: i64 = self
-                .af
-                .iter()
-                .filter_map(|e| e.get())
+        crate::patience::wait_until(max_d + GRACE, Duration::from_millis(5), || {
+            let outstanding: i64 = (self.af.iter().filter_map(|e| e.get()))
                 .map(|e| e.shared.book.outstanding())
                 .sum();
-            if outstanding <= 0 || std::time::Instant::now() > give_up {
-                break;
-            }
-            gort::time::sleep(Duration::from_millis(5)).await;
-        }
+            outstanding <= 0
+        })
+        .await;
         let handles = std::mem::take(&mut *self.receivers.lock().unwrap());
         crate::watchdog::phase("settle: joining the channel timers' receivers");
         join_all(ctx, "receiver", handles).await;

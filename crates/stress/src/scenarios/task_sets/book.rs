@@ -225,8 +225,8 @@ impl<'a> Book<'a> {
 /// descheduled in between: checking `is_finished` at the drop failed once in a loaded main
 /// run (seed 4622070746816823841).
 async fn until_finished(tasks: &[&(Arc<Rec>, AbortHandle)]) {
-    let give_up = std::time::Instant::now() + super::SETTLE;
-    while tasks.iter().any(|(_, a)| !a.is_finished()) && std::time::Instant::now() < give_up {
+    let mut patience = crate::patience::Patience::new(super::SETTLE);
+    while tasks.iter().any(|(_, a)| !a.is_finished()) && !patience.exhausted() {
         gort::time::sleep(std::time::Duration::from_millis(1)).await;
     }
 }
