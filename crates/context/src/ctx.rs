@@ -115,13 +115,18 @@ pub(crate) struct State {
     /// The walk of the cancel that set `err`, if the node had children then: a late
     /// canceller waits for it.
     walk: Option<Arc<Walk>>,
+    /// Its deadline is in the orphanage, which is told when the node is canceled or dropped
+    /// (its entry can go then), or gets an `after_func` (the orphanage holds it then).
+    pub(crate) adopted: bool,
 }
 
-/// What a cancel took from a node it marked: its children, timer and `after_func`s.
+/// What a cancel took from a node it marked: its children, timer and `after_func`s, and
+/// whether its deadline was in the orphanage.
 type Taken = (
     HashMap<usize, Arc<Node>>,
     Option<DeadlineTimer>,
     HashMap<usize, Arc<Slot>>,
+    bool,
 );
 
 /// The outcome of [`Node::mark`].
@@ -211,11 +216,14 @@ struct Below {
     slots: Vec<Arc<Slot>>,
     /// The walks waited for.
     others: Vec<Arc<Walk>>,
+    /// How many of the nodes marked had their deadline in the orphanage.
+    adopted: usize,
 }
 
 impl Below {
-    /// Its part of step 3: stops the timers, starts the functions, drops the nodes.
-    fn finish(self) {
+    /// Its part of step 3: stops the timers, starts the functions, drops the nodes; returns
+    /// how many nodes had their deadline in the orphanage.
+    fn finish(self) -> usize {
         for timer in &self.timers {
             timer.stop();
         }
@@ -223,6 +231,7 @@ impl Below {
             slot.start();
         }
         drop((self.timers, self.marked, self.others));
+        self.adopted
     }
 }
 
@@ -506,7 +515,7 @@ impl Node {
             return;
         }
         let Some(timer) = DeadlineTimer::start(self, deadline) else {
-            crate::orphanage::adopt(self, deadline);
+            self.adopt(deadline);
             return;
         };
         let mut s = self.state.lock();
@@ -551,7 +560,7 @@ impl Node {
             return;
         }
         let mut walk = None;
-        let (children, timer, funcs) = match self.mark(err, &cause, &mut walk) {
+        let (children, timer, funcs, adopted) = match self.mark(err, &cause, &mut walk) {
             Mark::Now(taken) => taken,
             Mark::Before(walking) => {
                 // A late cancel: done once the walk that marked the node is.
@@ -580,8 +589,9 @@ impl Node {
         for slot in funcs.into_values() {
             slot.start();
         }
-        if let Some(below) = below {
-            below.finish();
+        let adopted = usize::from(adopted) + below.map_or(0, Below::finish);
+        if adopted > 0 {
+            crate::orphanage::forget(adopted);
         }
     }
 
@@ -606,10 +616,11 @@ impl Node {
         };
         while let Some(child) = pending.pop() {
             match child.mark(err, cause, &mut walk) {
-                Mark::Now((grandchildren, timer, funcs)) => {
+                Mark::Now((grandchildren, timer, funcs, adopted)) => {
                     pending.extend(grandchildren.into_values());
                     below.timers.extend(timer);
                     below.slots.extend(funcs.into_values());
+                    below.adopted += usize::from(adopted);
                 }
                 Mark::Before(walking) => below.others.extend(walking),
             }
@@ -647,6 +658,7 @@ impl Node {
             std::mem::take(&mut s.children),
             s.timer.take(),
             std::mem::take(&mut s.after_funcs),
+            std::mem::take(&mut s.adopted), // the orphanage is told once: now, not at the drop
         ))
     }
 
@@ -654,20 +666,47 @@ impl Node {
     /// timer's `Fire::shutdown`, or an arming on a shut-down runtime): the timer is stopped
     /// (a no-op once shutdown's drain took it out of its heap), and the deadline goes to the
     /// orphanage, which cancels the node when it comes.
+    ///
+    /// Unless nothing can observe the node any more: the caller's reference (the timer's) is
+    /// the last, so no handle, no child (a child holds its parent), no registration with a
+    /// parent (which holds its children) and no orphanage entry (which could upgrade) is
+    /// left, and no `after_func` waits to run. Whether its deadline ever comes then makes no
+    /// difference, and the node goes with the timer's callback rather than keep the
+    /// orphanage's thread for it (a day, for a day's timeout dropped uncanceled). With the
+    /// caller's reference the last, no other can appear while this looks.
     pub(crate) fn orphan(self: &Arc<Self>) {
-        let timer = {
+        let (timer, observable) = {
             let mut s = self.state.lock();
             if s.err.is_some() {
                 return;
             }
-            s.timer.take()
+            let observable = Arc::strong_count(self) > 1 || !s.after_funcs.is_empty();
+            (s.timer.take(), observable)
         };
         if let Some(timer) = timer {
             timer.stop();
         }
-        if let Some(deadline) = self.deadline {
-            crate::orphanage::adopt(self, deadline);
+        if let (Some(deadline), true) = (self.deadline, observable) {
+            self.adopt(deadline);
         }
+    }
+
+    /// Hands the deadline to the orphanage (once), marking the node adopted first, so that its
+    /// cancel or its drop tells the orphanage that the entry can go.
+    fn adopt(self: &Arc<Self>, deadline: Instant) {
+        if deadline.is_never() {
+            return; // the orphanage keeps none
+        }
+        let hold = {
+            let mut s = self.state.lock();
+            if s.err.is_some() || s.adopted {
+                return;
+            }
+            s.adopted = true;
+            // Else an `after_func` registered from now on asks for it (`after_func`).
+            !s.after_funcs.is_empty()
+        };
+        crate::orphanage::adopt(self, deadline, hold);
     }
 
     #[cfg(test)]
@@ -686,6 +725,9 @@ impl Node {
 /// 100,000 contexts would overflow the stack.
 impl Drop for Node {
     fn drop(&mut self) {
+        if self.state.get_mut().adopted {
+            crate::orphanage::forget(1);
+        }
         let mut pending = Vec::new();
         let mut next = self.take_links(&mut pending);
         while let Some(node) = next.take().or_else(|| pending.pop()) {
