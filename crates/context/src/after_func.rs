@@ -97,6 +97,13 @@ pub fn after_func(ctx: &Context, f: impl FnOnce() + Send + 'static) -> AfterFunc
         let mut s = node.state();
         if s.err.is_none() {
             s.after_funcs.insert(key(&slot), slot.clone());
+            let adopted = s.adopted;
+            drop(s);
+            if adopted {
+                // The orphanage keeps its deadline but holds it weakly: the function waits
+                // for that deadline whoever holds the context.
+                crate::orphanage::hold(&node);
+            }
         } else {
             drop(s);
             slot.start();

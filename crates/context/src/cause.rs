@@ -40,7 +40,9 @@ pub struct CancelCauseFn {
 
 impl CancelCauseFn {
     /// Cancels the context and its children with [`Error::Canceled`], `cause` being what
-    /// [`Context::cause`] returns for each, unless the context is already done. `cause` is
+    /// [`Context::cause`] returns for each, unless the context is already done; as
+    /// [`CancelFn::cancel`](crate::CancelFn::cancel), it returns with the context and all its
+    /// descendants done, whichever cancel got to them first. `cause` is
     /// anything that converts to a boxed error: a `&str`, a `String`, an error type (which
     /// the cause then downcasts to).
     ///

@@ -10,7 +10,9 @@
 //!
 //! A runtime that shuts down before the deadline lets the timer go unrun (its heaps are
 //! drained, and [`Expire::shutdown`] is told): the deadline then goes to the
-//! [orphanage](crate::orphanage), a thread that cancels the context when it comes; so does a
+//! [orphanage](crate::orphanage), a thread that cancels the context when it comes (unless
+//! the timer held the context's last reference and no `after_func` waits on it: nothing
+//! can observe it any more, and it is dropped with the timer's callback); so does a
 //! deadline armed on a runtime already shut down (through a `Handle` that outlived it), whose
 //! heap no thread runs or drains any more, and one set on a thread of no runtime (Go code
 //! makes its contexts anywhere, `main`'s first line included). Without

@@ -181,7 +181,8 @@ pub fn with_cancel(parent: &Context) -> (Context, CancelFn) {
 /// The deadline is a timer on the caller's runtime. Set on a thread of no gort runtime (at
 /// the top of a plain `main`, before `Runtime::block_on`, as Go code makes its contexts
 /// anywhere), or outliving the runtime that armed it, it is kept by a plain thread of this
-/// crate instead, which cancels the context on time wherever it is waited on.
+/// crate instead, which cancels the context on time wherever it is waited on, and leaves
+/// once no context it keeps can be observed (held, or waited on by an [`after_func`]).
 ///
 /// # Examples
 ///
