@@ -57,6 +57,7 @@
 #![warn(missing_docs)]
 
 mod after_func;
+mod cancel;
 mod cause;
 mod ctx;
 mod deadline;
