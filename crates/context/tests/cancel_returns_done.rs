@@ -56,6 +56,17 @@ fn first_live(ctxs: &[Context]) -> Option<usize> {
         .rposition(|c| c.err().is_none() || !c.done().is_closed())
 }
 
+/// A thread that cancels with `cancel` once the caller, too, passes the barrier returned.
+fn cancel_at_the_barrier(cancel: CancelFn) -> (Arc<Barrier>, std::thread::JoinHandle<()>) {
+    let go = Arc::new(Barrier::new(2));
+    let theirs = go.clone();
+    let thread = std::thread::spawn(move || {
+        theirs.wait();
+        cancel.cancel();
+    });
+    (go, thread)
+}
+
 /// A plain thread cancels the root of a chain while this one cancels node [`MID`] (the
 /// user's `ctx_cancel_race`): when this cancel returns, every node below `MID` is done,
 /// whichever of the two reached them. Round by round this thread starts its cancel once
@@ -69,14 +80,7 @@ fn a_cancel_racing_an_ancestors_returns_with_its_subtree_done() {
         for round in 0..ROUNDS {
             let (root, cancel_root) = context::with_cancel(&Context::background());
             let (chain, cancels) = chain(&root);
-            let go = Arc::new(Barrier::new(2));
-            let other = {
-                let go = go.clone();
-                std::thread::spawn(move || {
-                    go.wait();
-                    cancel_root.cancel();
-                })
-            };
+            let (go, other) = cancel_at_the_barrier(cancel_root);
             go.wait();
             let k = MID - round % MID;
             while k < MID && chain[MID - k].err().is_none() {
@@ -108,14 +112,7 @@ fn a_second_cancel_of_a_node_returns_with_its_subtree_done() {
             let (root, cancel_root) = context::with_cancel(&Context::background());
             let (chain, _cancels) = chain(&root);
             let again = cancel_root.clone();
-            let go = Arc::new(Barrier::new(2));
-            let first = {
-                let go = go.clone();
-                std::thread::spawn(move || {
-                    go.wait();
-                    cancel_root.cancel();
-                })
-            };
+            let (go, first) = cancel_at_the_barrier(cancel_root);
             go.wait();
             while root.err().is_none() {
                 std::hint::spin_loop();

@@ -123,33 +123,38 @@ fn the_orphanage_thread_leaves_once_its_contexts_are_canceled() {
 #[test]
 fn a_dropped_context_with_an_after_func_still_ends_at_its_deadline() {
     let _turn = turn();
-    let (tx, rx) = mpsc::channel();
-    in_a_dropped_runtime(async move {
+    let ran = in_a_dropped_runtime(async {
         let (ctx, cancel) =
             context::with_timeout(&Context::background(), Duration::from_millis(100));
-        drop(context::after_func(&ctx, move || {
-            let _ = tx.send(());
-        }));
-        drop((ctx, cancel));
+        drop_with_an_after_func(ctx, cancel)
     });
-    rx.recv_timeout(Duration::from_secs(10))
-        .expect("the after_func of an orphaned deadline never ran");
-    assert!(gone(), "the thread stayed after its last deadline");
+    ran_then_gone(&ran);
 }
 
 /// The same with the `after_func` registered once the orphanage has the deadline.
 #[test]
 fn a_dropped_orphan_with_a_later_after_func_still_ends_at_its_deadline() {
     let _turn = turn();
-    let (tx, rx) = mpsc::channel();
     let (ctx, cancel) = in_a_dropped_runtime(async {
         context::with_timeout(&Context::background(), Duration::from_millis(100))
     });
+    ran_then_gone(&drop_with_an_after_func(ctx, cancel));
+}
+
+/// Registers an `after_func` on `ctx` that reports its run, then drops the function's handle
+/// and both of the context's: only the `after_func` observes the context any more.
+fn drop_with_an_after_func(ctx: Context, cancel: context::CancelFn) -> mpsc::Receiver<()> {
+    let (tx, rx) = mpsc::channel();
     drop(context::after_func(&ctx, move || {
         let _ = tx.send(());
     }));
     drop((ctx, cancel));
-    rx.recv_timeout(Duration::from_secs(10))
+    rx
+}
+
+/// The `after_func` behind `ran` ran at its context's deadline, and the thread left after.
+fn ran_then_gone(ran: &mpsc::Receiver<()>) {
+    ran.recv_timeout(Duration::from_secs(10))
         .expect("the after_func of an orphaned deadline never ran");
     assert!(gone(), "the thread stayed after its last deadline");
 }
