@@ -407,8 +407,12 @@ impl Ctx {
             m.timers_pending, m.timers_deleted, m.tasks_alive
         ));
         crate::watchdog::unwatch();
+        // Named after `unwatch` (which clears the phase with the runtime's handle): a hang
+        // report then says the shutdown, not the drain, was where it stopped.
+        crate::watchdog::phase("finish_runtime: shutting the runtime down");
         let t = std::time::Instant::now();
         rt.shutdown_timeout(Duration::from_secs(5));
+        crate::watchdog::phase("");
         let took = t.elapsed();
         if took > Duration::from_secs(1) {
             self.warn(format!("runtime shutdown took {took:?}"));
