@@ -20,7 +20,9 @@
 //! (`tests/err_group_memory.rs`).
 //!
 //! A limit (Go's `SetLimit`) is a channel holding one token per free slot: a task takes a
-//! token before its body runs and puts it back when its future is dropped (it ended,
+//! token (in `spawn` itself when one is free, so that a `try_spawn` right after finds it
+//! taken, as Go's; else queued, before its body runs, counted so that `try_spawn` does not
+//! pass the queue) and puts it back when its future is dropped (it ended,
 //! panicked, or was aborted), before it stops counting as running. The tokens are minted
 //! on first use, from a count of the slots never handed out, so that a limit of
 //! `usize::MAX` costs nothing to set (filling the channel up front hung). Go sends to take a slot
@@ -43,7 +45,7 @@ mod joining;
 mod slots;
 use first::{Canceler, FirstError, Running};
 use joining::Joining;
-use slots::{Slot, Slots};
+use slots::{Queued, Slot, Slots};
 
 /// A group of tasks working on one job: [`wait`](ErrGroup::wait) waits for all of them and
 /// returns the first error any returned; with [`with_context`](ErrGroup::with_context), that
@@ -245,10 +247,12 @@ impl<E: Send + 'static> ErrGroup<E> {
     /// the group's context is canceled at once. Takes `&self`: the group's own tasks may
     /// call it, through an `Arc` of the group.
     ///
-    /// Never waits. Under a [limit](ErrGroup::set_limit) with every slot taken, the task is
-    /// spawned but queues for a slot before its first poll (first come, first served), as
-    /// many as are spawned; [`spawn_limited`](ErrGroup::spawn_limited) makes the caller wait
-    /// instead, as Go's `g.Go` does. A queued task counts as running for `wait`.
+    /// Never waits. Under a [limit](ErrGroup::set_limit) the task takes a free slot before
+    /// `spawn` returns (as Go's `g.Go`: a `try_spawn` right after finds it taken); with every
+    /// slot taken, the task is spawned but queues for a slot before its first poll (first
+    /// come, first served), as many as are spawned, and [`try_spawn`](ErrGroup::try_spawn)
+    /// refuses while any waits. [`spawn_limited`](ErrGroup::spawn_limited) makes the caller
+    /// wait instead, as Go's `g.Go` does. A queued task counts as running for `wait`.
     ///
     /// # Panics
     ///
@@ -279,7 +283,15 @@ impl<E: Send + 'static> ErrGroup<E> {
     where
         F: Future<Output = Result<(), E>> + Send + 'static,
     {
-        self.start(task, None, self.slots.clone());
+        match &self.slots {
+            None => self.start(task, None, None),
+            // A free slot is taken here, so that a `try_spawn` or `spawn_limited` made next
+            // finds it taken (Go's `g.Go` takes its slot before it returns).
+            Some(slots) => match slots.try_take_behind_queued() {
+                Some(slot) => self.start(task, Some(slot), None),
+                None => self.start(task, None, Some(slots.queue())),
+            },
+        }
     }
 
     /// Spawns `task` if the group has a free slot (always, without a limit) and returns
@@ -320,7 +332,7 @@ impl<E: Send + 'static> ErrGroup<E> {
     {
         let slot = match &self.slots {
             None => None,
-            Some(slots) => match slots.try_take() {
+            Some(slots) => match slots.try_take_behind_queued() {
                 Some(slot) => Some(slot),
                 None => return false,
             },
@@ -443,10 +455,10 @@ impl<E: Send + 'static> ErrGroup<E> {
         self.slots.as_ref().map(|slots| slots.limit)
     }
 
-    /// Spawns `task`, counted as running at once, holding `slot`, or first taking one from
-    /// `queue` in the spawned task.
+    /// Spawns `task`, counted as running at once, holding `slot`, or first taking one as
+    /// `queued` in the spawned task.
     #[track_caller]
-    fn start<F>(&self, task: F, slot: Option<Slot>, queue: Option<Arc<Slots>>)
+    fn start<F>(&self, task: F, slot: Option<Slot>, queued: Option<Queued>)
     where
         F: Future<Output = Result<(), E>> + Send + 'static,
     {
@@ -456,8 +468,8 @@ impl<E: Send + 'static> ErrGroup<E> {
             slot,
         };
         let handle = gort_sched::spawn(async move {
-            if let Some(slots) = queue {
-                running.slot = Some(slots.take().await);
+            if let Some(queued) = queued {
+                running.slot = Some(queued.take().await);
             }
             if let Err(error) = task.await {
                 running.first.record(error);

@@ -246,3 +246,40 @@ fn queued_tasks_see_the_cancel_of_the_first_error() {
         assert_eq!(canceled_at_start.load(SeqCst), 5);
     });
 }
+
+/// Go's `TryGo` after `SetLimit(2)` and two `Go`s returns false: `spawn` takes its slot
+/// before it returns, so a `try_spawn` right after finds none, nor while a third waits in
+/// the queue (a spawned task took its slot at its first poll: 119-150 of 200 rounds let
+/// `try_spawn` in).
+#[test]
+fn spawn_takes_its_slot_before_it_returns() {
+    let rt = runtime();
+    rt.block_on(async {
+        for round in 0..200 {
+            let mut group = ErrGroup::<String>::new();
+            group.set_limit(Some(2));
+            // The two tasks hold their slots until the gate closes, however late this
+            // thread gets to its next line.
+            let (gate, closed) = gort::chan::bounded::<()>(0);
+            for _ in 0..2 {
+                let closed = closed.clone();
+                group.spawn(async move {
+                    let _ = closed.recv().await;
+                    Ok(())
+                });
+            }
+            assert!(
+                !group.try_spawn(async { Ok(()) }),
+                "round {round}: try_spawn found a slot that a spawned task holds"
+            );
+            // A third `spawn` queues; while it waits, `try_spawn` finds no slot either.
+            group.spawn(async { Ok(()) });
+            assert!(
+                !group.try_spawn(async { Ok(()) }),
+                "round {round}: passed the queue"
+            );
+            drop(gate);
+            group.wait().await.unwrap();
+        }
+    });
+}

@@ -1,6 +1,6 @@
 //! The slots of a group with a limit (Go's `SetLimit`): see the module docs of `err_group`.
 
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 use std::sync::Arc;
 
 use gort_chan::{Receiver, Sender};
@@ -12,6 +12,10 @@ pub(super) struct Slots {
     /// Slots not yet handed out: only ever decreases, so once it is 0 every slot goes through
     /// the channel, in the order its waiters came.
     unissued: AtomicUsize,
+    /// Tasks `spawn` queued for a slot that have not got one yet ([`Queued`]): while any
+    /// waits, [`try_take_behind_queued`](Slots::try_take_behind_queued) finds no slot, even
+    /// one freed before the queued task was first polled and parked on the channel.
+    queued: AtomicUsize,
     free: Receiver<()>,
     give_back: Sender<()>,
     pub(super) limit: usize,
@@ -27,6 +31,7 @@ impl Slots {
         let (give_back, free) = gort_chan::bounded(limit);
         Arc::new(Slots {
             unissued: AtomicUsize::new(limit),
+            queued: AtomicUsize::new(0),
             free,
             give_back,
             limit,
@@ -54,6 +59,38 @@ impl Slots {
     pub(super) fn try_take(self: &Arc<Self>) -> Option<Slot> {
         self.issue()
             .or_else(|| self.free.try_recv().ok().map(|()| Slot(self.clone())))
+    }
+
+    /// [`try_take`](Slots::try_take), unless a task queued by `spawn` still waits for a slot
+    /// (it came first).
+    pub(super) fn try_take_behind_queued(self: &Arc<Self>) -> Option<Slot> {
+        if self.queued.load(Acquire) > 0 {
+            return None;
+        }
+        self.try_take()
+    }
+
+    /// Counts a task queued for a slot until the returned guard is dropped (it got one, or
+    /// it was dropped waiting).
+    pub(super) fn queue(self: &Arc<Self>) -> Queued {
+        self.queued.fetch_add(1, Release);
+        Queued(self.clone())
+    }
+}
+
+/// A task `spawn` queued for a slot, counted in `Slots::queued` while it waits.
+pub(super) struct Queued(Arc<Slots>);
+
+impl Queued {
+    /// Waits for a slot, then stops counting as queued.
+    pub(super) async fn take(self) -> Slot {
+        self.0.take().await
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        self.0.queued.fetch_sub(1, Release);
     }
 }
 
