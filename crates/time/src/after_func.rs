@@ -104,7 +104,8 @@ pub struct AfterFunc {
 impl AfterFunc {
     /// Stops the timer. Returns true if it stopped it before it fired (`f` will not run for
     /// this arming); false if it had already fired (`f` has been started: `stop` does not
-    /// wait for it) or was already stopped.
+    /// wait for it), was already stopped, or was never pending (armed for [`Duration::MAX`]:
+    /// see [`after_func`]).
     #[doc(alias = "Stop")]
     pub fn stop(&self) -> bool {
         self.timer.stop()
