@@ -304,7 +304,7 @@ impl Ctx {
     }
 
     /// Records a violation of a timing tolerance: counted only if the machine was not
-    /// contended by other processes during the scenario (see [`CONTENDED`](checks::CONTENDED)), else a warning.
+    /// contended by other processes during the scenario (see [`CONTENDED`]), else a warning.
     pub fn timing_violation(&self, message: impl Into<String>) {
         let mut t = self.timing.lock().unwrap_or_else(|e| e.into_inner());
         if t.len() < 25 {
